@@ -1,0 +1,299 @@
+package ir
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// ID names a value of a graph: its index in Graph.Values.
+type ID int32
+
+// NoID marks the absence of a value.
+const NoID ID = -1
+
+// Pos is a position in a .kir source file; the zero Pos means "built in Go".
+type Pos struct {
+	Line, Col int
+}
+
+// Value is one SSA value: a leaf (input, param, state) or the result of an op
+// applied to earlier values. Values are stored in definition order, so a
+// graph's Values slice is always a topological order.
+type Value struct {
+	Name  string // without the leading %
+	Type  Type
+	Op    Op
+	Args  []ID
+	Attrs Attrs
+	Pos   Pos
+}
+
+// GradPair records that Grad holds the gradient of the loss with respect to Param.
+type GradPair struct {
+	Param, Grad ID
+}
+
+// Update records that at the end of a step the persistent value Target
+// (a param or state) takes the value Value.
+type Update struct {
+	Target, Value ID
+}
+
+// Graph is a static dataflow graph: values in definition order, the outputs,
+// and (after autodiff and the optimizer) gradients and state updates.
+type Graph struct {
+	Name    string
+	File    string // source file name for error messages, if parsed
+	Values  []Value
+	Outputs []ID
+	Grads   []GradPair
+	Updates []Update
+
+	names map[string]ID
+}
+
+// New returns an empty graph named name.
+func New(name string) *Graph {
+	return &Graph{Name: name, names: map[string]ID{}}
+}
+
+// Lookup returns the value named name (without %).
+func (g *Graph) Lookup(name string) (ID, bool) {
+	g.ensureNames()
+	id, ok := g.names[name]
+	return id, ok
+}
+
+func (g *Graph) ensureNames() {
+	if g.names != nil && len(g.names) == len(g.Values) {
+		return
+	}
+	g.names = make(map[string]ID, len(g.Values))
+	for i, v := range g.Values {
+		g.names[v.Name] = ID(i)
+	}
+}
+
+// Value returns the value with the given id.
+func (g *Graph) Value(id ID) *Value { return &g.Values[id] }
+
+// Type returns the type of value id.
+func (g *Graph) Type(id ID) Type { return g.Values[id].Type }
+
+// NameOf returns the printable name of value id, with its %.
+func (g *Graph) NameOf(id ID) string {
+	if id < 0 || int(id) >= len(g.Values) {
+		return "%<" + strconv.Itoa(int(id)) + ">"
+	}
+	return "%" + g.Values[id].Name
+}
+
+// UniqueName returns name if no value has it yet, else name with a numeric
+// suffix that makes it unique.
+func (g *Graph) UniqueName(name string) string {
+	g.ensureNames()
+	if name == "" {
+		name = "t"
+	}
+	if _, taken := g.names[name]; !taken {
+		return name
+	}
+	for i := len(g.Values); ; i++ {
+		n := name + "." + strconv.Itoa(i)
+		if _, taken := g.names[n]; !taken {
+			return n
+		}
+	}
+}
+
+// Append adds v at the end of the graph without any checking and returns its
+// id. Its name must be unique. Most callers want Add, which infers the type.
+func (g *Graph) Append(v Value) ID {
+	g.ensureNames()
+	id := ID(len(g.Values))
+	g.Values = append(g.Values, v)
+	g.names[v.Name] = id
+	return id
+}
+
+// Leaf adds an input, param or state value of type t.
+func (g *Graph) Leaf(op Op, name string, t Type, attrs Attrs) (ID, error) {
+	if !op.IsLeaf() {
+		return NoID, fmt.Errorf("%s is not a leaf op", op)
+	}
+	if _, dup := g.Lookup(name); dup {
+		return NoID, fmt.Errorf("duplicate value %%%s", name)
+	}
+	attrs, err := Canonical(op, attrs)
+	if err != nil {
+		return NoID, err
+	}
+	if t.DType == InvalidDType || t.DType.Size() == 0 {
+		return NoID, fmt.Errorf("%%%s has no valid dtype", name)
+	}
+	for _, d := range t.Shape {
+		if d < 0 {
+			return NoID, fmt.Errorf("%%%s: shape %s has a negative dimension", name, t.Shape)
+		}
+	}
+	return g.Append(Value{Name: name, Type: Type{t.DType, t.Shape.Clone()}, Op: op, Attrs: attrs}), nil
+}
+
+// Add appends op applied to args with attrs, inferring its type. An empty
+// name is replaced by a fresh one. The error names the op and the argument
+// types when they do not fit.
+func (g *Graph) Add(name string, op Op, attrs Attrs, args ...ID) (ID, error) {
+	t, attrs, err := g.Infer(op, attrs, args)
+	if err != nil {
+		return NoID, err
+	}
+	if name == "" {
+		name = g.UniqueName("t" + strconv.Itoa(len(g.Values)))
+	} else if _, dup := g.Lookup(name); dup {
+		return NoID, fmt.Errorf("duplicate value %%%s", name)
+	}
+	return g.Append(Value{Name: name, Type: t, Op: op, Args: append([]ID(nil), args...), Attrs: attrs}), nil
+}
+
+// Infer returns the type of op applied to args with attrs, checking arity and
+// attributes, and the canonical attributes (defaults filled in).
+func (g *Graph) Infer(op Op, attrs Attrs, args []ID) (Type, Attrs, error) {
+	if op <= 0 || op >= numOps {
+		return Type{}, nil, fmt.Errorf("unknown op %d", op)
+	}
+	if op.IsLeaf() {
+		return Type{}, nil, fmt.Errorf("%s is a declaration, not an op", op)
+	}
+	if err := checkArity(op, len(args)); err != nil {
+		return Type{}, nil, err
+	}
+	ts := make([]Type, len(args))
+	for i, a := range args {
+		if a < 0 || int(a) >= len(g.Values) {
+			return Type{}, nil, fmt.Errorf("%s: argument %d is not a value of this graph", op, i)
+		}
+		ts[i] = g.Values[a].Type
+	}
+	attrs, err := Canonical(op, attrs)
+	if err != nil {
+		return Type{}, nil, err
+	}
+	t, err := op.Info().Infer(ts, attrs)
+	if err != nil {
+		return Type{}, nil, fmt.Errorf("%s: %v", op, err)
+	}
+	return t, attrs, nil
+}
+
+// Rename gives value id a new name, which must not be taken.
+func (g *Graph) Rename(id ID, name string) error {
+	g.ensureNames()
+	if other, taken := g.names[name]; taken && other != id {
+		return fmt.Errorf("duplicate value %%%s", name)
+	}
+	delete(g.names, g.Values[id].Name)
+	g.Values[id].Name = name
+	g.names[name] = id
+	return nil
+}
+
+// Users returns, for every value, the ids of the values that use it as an
+// argument, in increasing order (a value used twice by one user appears twice).
+func (g *Graph) Users() [][]ID {
+	users := make([][]ID, len(g.Values))
+	for i, v := range g.Values {
+		for _, a := range v.Args {
+			users[a] = append(users[a], ID(i))
+		}
+	}
+	return users
+}
+
+// IDsOf returns the ids of all values whose op is op, in order.
+func (g *Graph) IDsOf(op Op) []ID {
+	var ids []ID
+	for i, v := range g.Values {
+		if v.Op == op {
+			ids = append(ids, ID(i))
+		}
+	}
+	return ids
+}
+
+// Inputs returns the ids of the input values in order.
+func (g *Graph) Inputs() []ID { return g.IDsOf(OpInput) }
+
+// Params returns the ids of the trainable params in order.
+func (g *Graph) Params() []ID { return g.IDsOf(OpParam) }
+
+// Clone returns a deep copy of g.
+func (g *Graph) Clone() *Graph {
+	c := &Graph{Name: g.Name, File: g.File}
+	c.Values = make([]Value, len(g.Values))
+	for i, v := range g.Values {
+		v.Args = append([]ID(nil), v.Args...)
+		v.Attrs = append(Attrs(nil), v.Attrs...)
+		v.Type.Shape = v.Type.Shape.Clone()
+		c.Values[i] = v
+	}
+	c.Outputs = append([]ID(nil), g.Outputs...)
+	c.Grads = append([]GradPair(nil), g.Grads...)
+	c.Updates = append([]Update(nil), g.Updates...)
+	return c
+}
+
+// Retain keeps only the values with keep[id] set, renumbering ids densely
+// and in the same order. Every kept value's arguments, and every output,
+// gradient and update, must be kept.
+func (g *Graph) Retain(keep []bool) {
+	remap := make([]ID, len(g.Values))
+	var vals []Value
+	for i, v := range g.Values {
+		if !keep[i] {
+			remap[i] = NoID
+			continue
+		}
+		remap[i] = ID(len(vals))
+		for j, a := range v.Args {
+			v.Args[j] = remap[a]
+		}
+		vals = append(vals, v)
+	}
+	g.Values = vals
+	for i, o := range g.Outputs {
+		g.Outputs[i] = remap[o]
+	}
+	for i := range g.Grads {
+		g.Grads[i].Param = remap[g.Grads[i].Param]
+		g.Grads[i].Grad = remap[g.Grads[i].Grad]
+	}
+	for i := range g.Updates {
+		g.Updates[i].Target = remap[g.Updates[i].Target]
+		g.Updates[i].Value = remap[g.Updates[i].Value]
+	}
+	g.names = nil
+}
+
+// GradOf returns the gradient value of param, if autodiff has recorded one.
+func (g *Graph) GradOf(param ID) (ID, bool) {
+	for _, gp := range g.Grads {
+		if gp.Param == param {
+			return gp.Grad, true
+		}
+	}
+	return NoID, false
+}
+
+// Where formats the source position of value id for an error message:
+// "file:line:col" when known, else the value's name.
+func (g *Graph) Where(id ID) string {
+	v := &g.Values[id]
+	if v.Pos.Line > 0 {
+		f := g.File
+		if f == "" {
+			f = "<input>"
+		}
+		return fmt.Sprintf("%s:%d:%d", f, v.Pos.Line, v.Pos.Col)
+	}
+	return g.NameOf(id)
+}

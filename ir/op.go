@@ -1,0 +1,348 @@
+package ir
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Op is an operation: a small integer into the op table, which says
+// everything the rest of the compiler needs to know about it.
+type Op uint16
+
+// The ops. Leaf ops declare values; the rest compute them. The order is the
+// order of the table; the text format uses the names, never the numbers.
+const (
+	OpInvalid Op = iota
+
+	// Declarations.
+	OpInput
+	OpParam
+	OpState
+
+	// Elementwise binary, NumPy broadcasting.
+	OpAdd
+	OpSub
+	OpMul
+	OpDiv
+
+	// Elementwise unary.
+	OpNeg
+	OpExp
+	OpLog
+	OpTanh
+	OpSigmoid
+	OpRelu
+	OpReluGrad
+
+	// Linear algebra and data movement.
+	OpMatmul
+	OpTranspose
+	OpReshape
+	OpBroadcastTo
+
+	// Reductions.
+	OpSum
+	OpMean
+
+	// Normalizations and losses.
+	OpSoftmax
+	OpLogSoftmax
+	OpSoftmaxCrossEntropy
+	OpMSELoss
+
+	// Constants.
+	OpConst
+	OpOneHot
+
+	numOps
+)
+
+// OpClass says how an op maps its inputs to its output; passes and kernels
+// use it to treat whole families alike.
+type OpClass uint8
+
+// The op classes.
+const (
+	ClassOther       OpClass = iota
+	ClassLeaf                // declares an input, param or state
+	ClassElementwise         // out[i] depends on the broadcast args at i only
+	ClassReduction           // sums or averages over axes
+)
+
+// AttrSpec describes one attribute an op takes.
+type AttrSpec struct {
+	Name     string
+	Kind     AttrKind
+	Default  *AttrValue // filled in when absent; nil means optional without a default, or Required
+	Required bool
+	Doc      string
+}
+
+// OpInfo is one row of the op table.
+type OpInfo struct {
+	Name  string
+	Args  []string // argument names, in order; their count is the arity
+	Attrs []AttrSpec
+	Class OpClass
+	Doc   string
+
+	// Infer returns the result type for the argument types and the
+	// (defaults-filled) attributes, or an error saying what was expected
+	// and what was found.
+	Infer func(args []Type, attrs Attrs) (Type, error)
+
+	// Grad appends to the graph the gradient of the loss with respect to
+	// each argument of value y, given dy, the gradient with respect to y.
+	// It returns one id per argument; NoID means no gradient flows there.
+	// A nil Grad means the op is not differentiable: no gradient flows
+	// through it.
+	Grad func(e *Emitter, y, dy ID) []ID
+}
+
+// Info returns the op's table row.
+func (op Op) Info() *OpInfo {
+	if op <= 0 || op >= numOps {
+		return &opTable[OpInvalid]
+	}
+	return &opTable[op]
+}
+
+// String returns the op's name.
+func (op Op) String() string {
+	if op <= 0 || op >= numOps {
+		return fmt.Sprintf("op(%d)", uint16(op))
+	}
+	return opTable[op].Name
+}
+
+// IsLeaf reports whether op declares a value rather than computing one.
+func (op Op) IsLeaf() bool { return op.Info().Class == ClassLeaf }
+
+// Differentiable reports whether gradients flow through op.
+func (op Op) Differentiable() bool { return op.Info().Grad != nil }
+
+// Ops returns every op in table order.
+func Ops() []Op {
+	ops := make([]Op, 0, numOps-1)
+	for op := Op(1); op < numOps; op++ {
+		ops = append(ops, op)
+	}
+	return ops
+}
+
+// LookupOp returns the op named name.
+func LookupOp(name string) (Op, bool) {
+	for op := Op(1); op < numOps; op++ {
+		if opTable[op].Name == name {
+			return op, true
+		}
+	}
+	return OpInvalid, false
+}
+
+// NearestOp returns the known op name closest to name in edit distance, for
+// "did you mean" hints, or "" if none is close.
+func NearestOp(name string) string {
+	names := make([]string, 0, numOps)
+	for op := Op(1); op < numOps; op++ {
+		names = append(names, opTable[op].Name)
+	}
+	return nearest(name, names)
+}
+
+func nearest(name string, candidates []string) string {
+	best, bestD := "", len(name)/2+2
+	for _, c := range candidates {
+		if d := editDistance(name, c); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+func checkArity(op Op, n int) error {
+	info := op.Info()
+	if n != len(info.Args) {
+		return fmt.Errorf("%s takes %d argument(s) (%s), found %d", op, len(info.Args), strings.Join(info.Args, ", "), n)
+	}
+	return nil
+}
+
+// checkAttrs verifies attrs against the op's schema: known keys, right kinds,
+// required keys present.
+func checkAttrs(op Op, attrs Attrs) error {
+	info := op.Info()
+	for _, at := range attrs {
+		spec := info.attrSpec(at.Key)
+		if spec == nil {
+			known := make([]string, len(info.Attrs))
+			for i, s := range info.Attrs {
+				known[i] = s.Name
+			}
+			if len(known) == 0 {
+				return fmt.Errorf("%s takes no attributes, found %q", op, at.Key)
+			}
+			msg := fmt.Sprintf("%s has no attribute %q (known: %s)", op, at.Key, strings.Join(known, ", "))
+			if n := nearest(at.Key, known); n != "" {
+				msg += fmt.Sprintf("; did you mean %q?", n)
+			}
+			return fmt.Errorf("%s", msg)
+		}
+		if !kindFits(spec.Kind, at.Value) {
+			return fmt.Errorf("%s attribute %s: expected %s, found %s", op, at.Key, spec.Kind, at.Value.describe())
+		}
+	}
+	for _, s := range info.Attrs {
+		if s.Required {
+			if _, ok := attrs.Get(s.Name); !ok {
+				return fmt.Errorf("%s needs attribute %s (%s)", op, s.Name, s.Kind)
+			}
+		}
+	}
+	if !sort.SliceIsSorted(attrs, func(i, j int) bool { return attrs[i].Key < attrs[j].Key }) {
+		return fmt.Errorf("%s: attributes are not sorted by key", op)
+	}
+	return nil
+}
+
+func kindFits(k AttrKind, v AttrValue) bool {
+	switch k {
+	case AttrFloat:
+		return v.Kind == AttrFloat || v.Kind == AttrInt
+	case AttrList:
+		return v.Kind == AttrList
+	case attrNumbers:
+		_, ok := v.AsFloats()
+		return ok
+	}
+	return v.Kind == k
+}
+
+func (info *OpInfo) attrSpec(name string) *AttrSpec {
+	for i := range info.Attrs {
+		if info.Attrs[i].Name == name {
+			return &info.Attrs[i]
+		}
+	}
+	return nil
+}
+
+// Canonical returns attrs with every defaulted attribute filled in and ints
+// given where floats are expected turned into floats, after checking them
+// against the schema. The graph stores canonical attributes, so every
+// consumer reads one spelling.
+func Canonical(op Op, attrs Attrs) (Attrs, error) {
+	if err := checkAttrs(op, attrs); err != nil {
+		return nil, err
+	}
+	out := append(Attrs(nil), attrs...)
+	for _, s := range op.Info().Attrs {
+		v, ok := out.Get(s.Name)
+		switch {
+		case !ok && s.Default != nil:
+			out = out.With(s.Name, *s.Default)
+		case ok && s.Kind == AttrFloat && v.Kind == AttrInt:
+			out = out.With(s.Name, Float(float64(v.I)))
+		}
+	}
+	return out, nil
+}
+
+func defInt(v int) *AttrValue       { a := Int(v); return &a }
+func defFloat(v float64) *AttrValue { a := Float(v); return &a }
+func defBool(v bool) *AttrValue     { a := BoolAttr(v); return &a }
+func defString(v string) *AttrValue { a := String(v); return &a }
+
+var axesAttrs = []AttrSpec{
+	{Name: "axes", Kind: AttrList, Doc: "axes to reduce (negative counts from the end); absent means all axes"},
+	{Name: "keepdims", Kind: AttrBool, Default: defBool(false), Doc: "keep reduced axes with size 1"},
+}
+
+// opTable is the op table. It is filled in init because its gradient rules
+// reach back into the table through the graph they extend.
+var opTable [numOps]OpInfo
+
+func init() { opTable = opTableRows() }
+
+func opTableRows() [numOps]OpInfo {
+	return [numOps]OpInfo{
+		OpInvalid: {Name: "invalid"},
+
+		OpInput: {Name: "input", Class: ClassLeaf, Doc: "a tensor fed at every step"},
+		OpParam: {Name: "param", Class: ClassLeaf, Doc: "a trainable tensor; gradients are taken for every param",
+			Attrs: []AttrSpec{
+				{Name: "init", Kind: AttrString, Doc: `initializer: "zeros", "ones", "normal", "uniform" or "glorot"; absent: glorot for rank >= 2, zeros otherwise`},
+				{Name: "scale", Kind: AttrFloat, Doc: `standard deviation for "normal", half-width for "uniform"`},
+			}},
+		OpState: {Name: "state", Class: ClassLeaf, Doc: "a persistent tensor that is not trained (optimizer state)",
+			Attrs: []AttrSpec{{Name: "init", Kind: AttrFloat, Default: defFloat(0), Doc: "initial value of every element"}}},
+
+		OpAdd: {Name: "add", Args: []string{"a", "b"}, Class: ClassElementwise, Doc: "a + b", Infer: inferBroadcast, Grad: gradAdd},
+		OpSub: {Name: "sub", Args: []string{"a", "b"}, Class: ClassElementwise, Doc: "a - b", Infer: inferBroadcast, Grad: gradSub},
+		OpMul: {Name: "mul", Args: []string{"a", "b"}, Class: ClassElementwise, Doc: "a * b", Infer: inferBroadcast, Grad: gradMul},
+		OpDiv: {Name: "div", Args: []string{"a", "b"}, Class: ClassElementwise, Doc: "a / b (true division; floats only)", Infer: inferBroadcastFloat, Grad: gradDiv},
+
+		OpNeg:      {Name: "neg", Args: []string{"x"}, Class: ClassElementwise, Doc: "-x", Infer: inferUnaryNumeric, Grad: gradNeg},
+		OpExp:      {Name: "exp", Args: []string{"x"}, Class: ClassElementwise, Doc: "e^x", Infer: inferUnaryFloat, Grad: gradExp},
+		OpLog:      {Name: "log", Args: []string{"x"}, Class: ClassElementwise, Doc: "natural logarithm", Infer: inferUnaryFloat, Grad: gradLog},
+		OpTanh:     {Name: "tanh", Args: []string{"x"}, Class: ClassElementwise, Doc: "hyperbolic tangent", Infer: inferUnaryFloat, Grad: gradTanh},
+		OpSigmoid:  {Name: "sigmoid", Args: []string{"x"}, Class: ClassElementwise, Doc: "1 / (1 + e^-x)", Infer: inferUnaryFloat, Grad: gradSigmoid},
+		OpRelu:     {Name: "relu", Args: []string{"x"}, Class: ClassElementwise, Doc: "max(x, 0); gradient 0 at 0", Infer: inferUnaryFloat, Grad: gradRelu},
+		OpReluGrad: {Name: "relu_grad", Args: []string{"dy", "x"}, Class: ClassElementwise, Doc: "dy where x > 0, else 0 (the gradient of relu)", Infer: inferSameFloat, Grad: gradReluGrad},
+
+		OpMatmul: {Name: "matmul", Args: []string{"a", "b"}, Doc: "matrix product with NumPy semantics: 1-D promotion, batched with broadcast batch dims", Infer: inferMatmul, Grad: gradMatmul},
+		OpTranspose: {Name: "transpose", Args: []string{"x"}, Doc: "permutes axes", Infer: inferTranspose, Grad: gradTranspose,
+			Attrs: []AttrSpec{{Name: "perm", Kind: AttrList, Doc: "the new order of the axes; absent reverses them"}}},
+		OpReshape: {Name: "reshape", Args: []string{"x"}, Doc: "same elements in row-major order, new shape", Infer: inferReshape, Grad: gradReshape,
+			Attrs: []AttrSpec{{Name: "shape", Kind: AttrList, Required: true, Doc: "the new shape; one dimension may be -1"}}},
+		OpBroadcastTo: {Name: "broadcast_to", Args: []string{"x"}, Doc: "repeats x along broadcast axes (NumPy rules)", Infer: inferBroadcastTo, Grad: gradBroadcastTo,
+			Attrs: []AttrSpec{{Name: "shape", Kind: AttrList, Required: true, Doc: "the target shape"}}},
+
+		OpSum:  {Name: "sum", Args: []string{"x"}, Class: ClassReduction, Attrs: axesAttrs, Doc: "sum over axes", Infer: inferReduce, Grad: gradSum},
+		OpMean: {Name: "mean", Args: []string{"x"}, Class: ClassReduction, Attrs: axesAttrs, Doc: "mean over axes", Infer: inferReduceFloat, Grad: gradMean},
+
+		OpSoftmax: {Name: "softmax", Args: []string{"x"}, Doc: "exp(x - max) / sum(exp(x - max)) along axis", Infer: inferAxisFloat, Grad: gradSoftmax,
+			Attrs: []AttrSpec{{Name: "axis", Kind: AttrInt, Default: defInt(-1), Doc: "the normalized axis"}}},
+		OpLogSoftmax: {Name: "log_softmax", Args: []string{"x"}, Doc: "x - max - log(sum(exp(x - max))) along axis", Infer: inferAxisFloat, Grad: gradLogSoftmax,
+			Attrs: []AttrSpec{{Name: "axis", Kind: AttrInt, Default: defInt(-1), Doc: "the normalized axis"}}},
+		OpSoftmaxCrossEntropy: {Name: "softmax_cross_entropy", Args: []string{"logits", "labels"}, Doc: "mean over N of -log softmax(logits)[n, labels[n]]; logits [N,C], integer labels [N]", Infer: inferSoftmaxCE, Grad: gradSoftmaxCE},
+		OpMSELoss:             {Name: "mse_loss", Args: []string{"a", "b"}, Doc: "mean of (a - b)^2 over the broadcast shape", Infer: inferMSE, Grad: gradMSE},
+
+		OpConst: {Name: "const", Doc: "a constant tensor", Infer: inferConst,
+			Attrs: []AttrSpec{
+				{Name: "dtype", Kind: AttrString, Default: defString("f32"), Doc: "element type"},
+				{Name: "shape", Kind: AttrList, Doc: "shape; absent: [] for a single value, [n] for a list of n"},
+				{Name: "value", Kind: attrNumbers, Required: true, Doc: "one value (filled) or a row-major list of every element"},
+			}},
+		OpOneHot: {Name: "one_hot", Args: []string{"labels"}, Doc: "out[..., c] = 1 where labels[...] == c, else 0", Infer: inferOneHot,
+			Attrs: []AttrSpec{
+				{Name: "classes", Kind: AttrInt, Required: true, Doc: "number of classes"},
+				{Name: "dtype", Kind: AttrString, Default: defString("f32"), Doc: "element type of the result"},
+			}},
+	}
+}
+
+// attrNumbers is the schema kind of an attribute that takes one number or a
+// list of numbers.
+const attrNumbers AttrKind = AttrList + 1

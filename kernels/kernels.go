@@ -1,0 +1,122 @@
+// Package kernels defines what a compute kernel is to kiln: a function over
+// typed views of arena buffers, built once per plan step. Backends register
+// their kernels per (op, dtype) in sub-packages (kernels/cpu).
+package kernels
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/kilnml/kiln/ir"
+)
+
+// Tensor is a view of one buffer: its static type and its bytes. Data is
+// exactly Type.Bytes() long and aligned for the element type.
+type Tensor struct {
+	Type ir.Type
+	Data []byte
+}
+
+// Elem is the set of Go element types tensors hold.
+type Elem interface {
+	~float32 | ~float64 | ~int32 | ~int64 | ~bool
+}
+
+// View returns t's elements as a []T. T must match t's dtype; View panics
+// otherwise, since a mismatch is a bug in kiln, not bad input.
+func View[T Elem](t Tensor) []T {
+	var z T
+	if want := ir.DType(dtypeOf(z)); want != t.Type.DType {
+		panic(fmt.Sprintf("kernels: %s tensor viewed as %s", t.Type, want))
+	}
+	n := t.Type.Shape.NumElements()
+	if n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(t.Data))), n)
+}
+
+func dtypeOf(v any) ir.DType {
+	switch v.(type) {
+	case float32:
+		return ir.F32
+	case float64:
+		return ir.F64
+	case int32:
+		return ir.I32
+	case int64:
+		return ir.I64
+	case bool:
+		return ir.Bool
+	}
+	return ir.InvalidDType
+}
+
+// DTypeOf returns the dtype of Go element type T.
+func DTypeOf[T Elem]() ir.DType {
+	var z T
+	return dtypeOf(z)
+}
+
+// Node is what a kernel builder sees of a step: the op, its canonical
+// attributes and the static types of its arguments and result.
+type Node struct {
+	Op    ir.Op
+	Attrs ir.Attrs
+	Args  []ir.Type
+	Out   ir.Type
+}
+
+// Func computes out from args. It returns an error for bad data that static
+// types cannot rule out (a label out of range); the executor names the op.
+type Func func(out Tensor, args []Tensor) error
+
+// Builder prepares a kernel for one node: it reads the attributes and
+// shapes once so that the returned Func does no planning per step.
+type Builder func(n *Node) (Func, error)
+
+// Key identifies a kernel: op and result dtype.
+type Key struct {
+	Op    ir.Op
+	DType ir.DType
+}
+
+// Registry maps (op, dtype) to kernel builders for one backend.
+type Registry struct {
+	name     string
+	builders map[Key]Builder
+}
+
+// NewRegistry returns an empty registry for the named backend.
+func NewRegistry(name string) *Registry {
+	return &Registry{name: name, builders: map[Key]Builder{}}
+}
+
+// Register adds the builder for op producing dtype dt. Registering a key
+// twice is a programming error and panics at init.
+func (r *Registry) Register(op ir.Op, dt ir.DType, b Builder) {
+	k := Key{op, dt}
+	if _, dup := r.builders[k]; dup {
+		panic(fmt.Sprintf("kernels: %s kernel for %s/%s registered twice", r.name, op, dt))
+	}
+	r.builders[k] = b
+}
+
+// Has reports whether a kernel is registered for op producing dt.
+func (r *Registry) Has(op ir.Op, dt ir.DType) bool {
+	_, ok := r.builders[Key{op, dt}]
+	return ok
+}
+
+// Build returns the kernel for n.
+func (r *Registry) Build(n *Node) (Func, error) {
+	b, ok := r.builders[Key{n.Op, n.Out.DType}]
+	if !ok {
+		return nil, fmt.Errorf("%s backend has no %s kernel for %s", r.name, n.Op, n.Out.DType)
+	}
+	f, err := b(n)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", n.Op, err)
+	}
+	return f, nil
+}
