@@ -136,6 +136,11 @@ func gradNeg(e *Emitter, _, dy ID) []ID { return []ID{e.neg(dy)} }
 func gradExp(e *Emitter, y, dy ID) []ID { return []ID{e.mul(dy, y)} }
 func gradLog(e *Emitter, y, dy ID) []ID { return []ID{e.div(dy, e.args(y)[0])} }
 
+func gradSqrt(e *Emitter, y, dy ID) []ID {
+	// d sqrt(x) = dy / (2 sqrt(x)).
+	return []ID{e.div(e.mul(dy, e.Scalar(0.5, e.Type(y).DType)), y)}
+}
+
 func gradTanh(e *Emitter, y, dy ID) []ID {
 	return []ID{e.mul(dy, e.sub(e.one(y), e.mul(y, y)))}
 }

@@ -96,7 +96,7 @@ func inferMatmul(args []Type, _ Attrs) (Type, error) {
 	}
 	s, err := MatmulShape(args[0].Shape, args[1].Shape)
 	if err != nil {
-		return Type{}, fmt.Errorf("%v: %s and %s", err, args[0], args[1])
+		return Type{}, err
 	}
 	return Type{args[0].DType, s}, nil
 }
@@ -112,12 +112,12 @@ func Perm(attrs Attrs, r int) ([]int, error) {
 		return p, nil
 	}
 	if len(p) != r {
-		return nil, fmt.Errorf("perm %v has %d entries, expected %d (the rank)", p, len(p), r)
+		return nil, fmt.Errorf("perm %s has %d entries, expected %d (the rank)", Shape(p), len(p), r)
 	}
 	seen := make([]bool, r)
 	for _, x := range p {
 		if x < 0 || x >= r || seen[x] {
-			return nil, fmt.Errorf("perm %v is not a permutation of 0..%d", p, r-1)
+			return nil, fmt.Errorf("perm %s is not a permutation of 0..%d", Shape(p), r-1)
 		}
 		seen[x] = true
 	}
@@ -151,9 +151,9 @@ func ReshapeTarget(attrs Attrs, n int) (Shape, error) {
 		case d == -1 && infer < 0:
 			infer = i
 		case d == -1:
-			return nil, fmt.Errorf("shape %v has more than one -1", s)
+			return nil, fmt.Errorf("shape %s has more than one -1", Shape(s))
 		case d < 0:
-			return nil, fmt.Errorf("shape %v has a negative dimension", s)
+			return nil, fmt.Errorf("shape %s has a negative dimension", Shape(s))
 		default:
 			prod *= d
 		}
@@ -161,11 +161,11 @@ func ReshapeTarget(attrs Attrs, n int) (Shape, error) {
 	}
 	if infer >= 0 {
 		if prod == 0 || n%prod != 0 {
-			return nil, fmt.Errorf("cannot reshape %d elements to %v", n, s)
+			return nil, fmt.Errorf("cannot reshape %d elements to %s", n, Shape(s))
 		}
 		out[infer] = n / prod
 	} else if prod != n {
-		return nil, fmt.Errorf("cannot reshape %d elements to %v (%d elements)", n, s, prod)
+		return nil, fmt.Errorf("cannot reshape %d elements to %s (%d elements)", n, Shape(s), prod)
 	}
 	return out, nil
 }
@@ -215,7 +215,7 @@ func ReduceAxes(attrs Attrs, r int) ([]int, error) {
 			return nil, fmt.Errorf("axis %d out of range for rank %d", ax, r)
 		}
 		if seen[n] {
-			return nil, fmt.Errorf("axis %d repeated in %v", ax, axes)
+			return nil, fmt.Errorf("axis %d repeated in %s", ax, Shape(axes))
 		}
 		seen[n] = true
 	}

@@ -30,6 +30,7 @@ const (
 	OpNeg
 	OpExp
 	OpLog
+	OpSqrt
 	OpTanh
 	OpSigmoid
 	OpRelu
@@ -306,6 +307,7 @@ func opTableRows() [numOps]OpInfo {
 		OpNeg:      {Name: "neg", Args: []string{"x"}, Class: ClassElementwise, Doc: "-x", Infer: inferUnaryNumeric, Grad: gradNeg},
 		OpExp:      {Name: "exp", Args: []string{"x"}, Class: ClassElementwise, Doc: "e^x", Infer: inferUnaryFloat, Grad: gradExp},
 		OpLog:      {Name: "log", Args: []string{"x"}, Class: ClassElementwise, Doc: "natural logarithm", Infer: inferUnaryFloat, Grad: gradLog},
+		OpSqrt:     {Name: "sqrt", Args: []string{"x"}, Class: ClassElementwise, Doc: "square root", Infer: inferUnaryFloat, Grad: gradSqrt},
 		OpTanh:     {Name: "tanh", Args: []string{"x"}, Class: ClassElementwise, Doc: "hyperbolic tangent", Infer: inferUnaryFloat, Grad: gradTanh},
 		OpSigmoid:  {Name: "sigmoid", Args: []string{"x"}, Class: ClassElementwise, Doc: "1 / (1 + e^-x)", Infer: inferUnaryFloat, Grad: gradSigmoid},
 		OpRelu:     {Name: "relu", Args: []string{"x"}, Class: ClassElementwise, Doc: "max(x, 0); gradient 0 at 0", Infer: inferUnaryFloat, Grad: gradRelu},

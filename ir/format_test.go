@@ -1,0 +1,176 @@
+package ir_test
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/kilnml/kiln/ir"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func parseFile(t *testing.T, path string) *ir.Graph {
+	t.Helper()
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := ir.Parse(path, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ir.Check(g); err != nil {
+		t.Fatalf("Check(%s): %v", path, err)
+	}
+	return g
+}
+
+// graphsEqual compares everything that defines a graph, ignoring source
+// positions and the file name.
+func graphsEqual(t *testing.T, want, got *ir.Graph) {
+	t.Helper()
+	opts := cmp.Options{
+		cmpopts.IgnoreFields(ir.Value{}, "Pos"),
+		cmpopts.IgnoreFields(ir.Graph{}, "File"),
+		cmpopts.IgnoreUnexported(ir.Graph{}),
+		cmpopts.EquateEmpty(),
+		cmp.Comparer(func(a, b ir.AttrValue) bool { return a.Equal(b) }),
+	}
+	if d := cmp.Diff(want, got, opts); d != "" {
+		t.Errorf("graphs differ (-want +got):\n%s", d)
+	}
+}
+
+// TestRoundTrip checks Parse(Format(g)) == g for every testdata graph, and
+// that formatting is a fixed point.
+func TestRoundTrip(t *testing.T) {
+	files, _ := filepath.Glob("testdata/*.kir")
+	if len(files) == 0 {
+		t.Fatal("no testdata")
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			g := parseFile(t, f)
+			text := g.Format()
+			g2, err := ir.Parse("formatted", []byte(text))
+			if err != nil {
+				t.Fatalf("parse of formatted text: %v\n%s", err, text)
+			}
+			graphsEqual(t, g, g2)
+			if text2 := g2.Format(); text2 != text {
+				t.Errorf("Format is not a fixed point:\n%s\nvs\n%s", text, text2)
+			}
+		})
+	}
+}
+
+// TestGolden compares the canonical text of each testdata graph with its
+// golden file (go test ./ir -update rewrites them).
+func TestGolden(t *testing.T) {
+	files, _ := filepath.Glob("testdata/*.kir")
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			got := parseFile(t, f).Format()
+			golden := strings.TrimSuffix(f, ".kir") + ".golden"
+			if *update {
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test ./ir -update to create it)", err)
+			}
+			if d := cmp.Diff(string(want), got); d != "" {
+				t.Errorf("%s differs (-want +got):\n%s", golden, d)
+			}
+		})
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	const head = "graph g\ninput %x: f32[2,3]\n"
+	tests := []struct {
+		name, src, want string
+	}{
+		{"no graph line", "input %x: f32[2]\n", "t.kir:1:1: expected 'graph NAME' as the first statement, found \"input\""},
+		{"empty", "# nothing\n", "t.kir: expected a 'graph NAME' line, found no statements"},
+		{"unknown op", head + "%y = matmull %x, %x\n", `t.kir:3:6: unknown op "matmull"; did you mean "matmul"?`},
+		{"unknown op far", head + "%y = frobnicate %x\n", `t.kir:3:6: unknown op "frobnicate"`},
+		{"arity", head + "%y = add %x\n", "t.kir:3:6: add takes 2 argument(s) (a, b), found 1"},
+		{"shapes", head + "input %z: f32[4]\n%y = add %x, %z\n", "t.kir:4:6: add: incompatible shapes f32[2,3] and f32[4] (they do not broadcast)"},
+		{"matmul shapes", head + "%y = matmul %x, %x\n", "t.kir:3:6: matmul: inner dimensions differ: [2,3] and [2,3] (3 vs 2)"},
+		{"dtype mismatch", head + "input %z: f64[2,3]\n%y = mul %x, %z\n", "t.kir:4:6: mul: dtype mismatch: f32[2,3] and f64[2,3]"},
+		{"undefined", head + "%y = relu %q\n", "t.kir:3:11: undefined value %q"},
+		{"duplicate", head + "%x = relu %x\n", "t.kir:3:1: duplicate value %x (first defined at 2:1)"},
+		{"duplicate leaf", head + "param %x: f32[1]\n", "t.kir:3:7: duplicate value %x (first defined at 2:1)"},
+		{"bad attr name", head + "%y = softmax %x {axes=1}\n", `t.kir:3:6: softmax has no attribute "axes" (known: axis); did you mean "axis"?`},
+		{"bad attr kind", head + "%y = softmax %x {axis=\"last\"}\n", `t.kir:3:6: softmax attribute axis: expected int, found string "last"`},
+		{"missing attr", head + "%y = reshape %x\n", "t.kir:3:6: reshape needs attribute shape (list)"},
+		{"attr twice", head + "%y = softmax %x {axis=1, axis=0}\n", "t.kir:3:26: attribute axis given twice"},
+		{"bad reshape", head + "%y = reshape %x {shape=[4,2]}\n", "t.kir:3:6: reshape: cannot reshape 6 elements to [4,2] (8 elements) (input f32[2,3])"},
+		{"axis range", head + "%y = softmax %x {axis=2}\n", "t.kir:3:6: softmax: axis 2 out of range for rank 2 (input f32[2,3])"},
+		{"declared type", head + "%y: f32[3,2] = relu %x\n", "t.kir:3:1: %y is declared f32[3,2] but relu gives f32[2,3]"},
+		{"bad dtype", "graph g\ninput %x: f16[2]\n", `t.kir:2:11: unknown dtype "f16" (expected f32, f64, i32, i64 or bool)`},
+		{"bad dim", "graph g\ninput %x: f32[2,-1]\n", `t.kir:2:17: expected a dimension (a non-negative integer), found "-1"`},
+		{"missing type", "graph g\ninput %x\n", `t.kir:2:9: expected ":", found end of line`},
+		{"trailing", head + "%y = relu %x %x\n", "t.kir:3:14: expected end of line, found %x"},
+		{"bad char", head + "%y = relu $x\n", "t.kir:3:11: unexpected character '$'"},
+		{"unterminated", head + "%y = softmax %x {s=\"abc}\n", "t.kir:3:20: unterminated string"},
+		{"float log of int", "graph g\ninput %i: i32[2]\n%y = log %i\n", "t.kir:3:6: log: expected a float operand (f32 or f64), found i32[2]"},
+		{"ce labels", head + "input %l: f32[2]\n%y = softmax_cross_entropy %x, %l\n", "t.kir:4:6: softmax_cross_entropy: expected integer labels [2] for logits f32[2,3], found f32[2]"},
+		{"grad of non-param", head + "grad %x = %x\n", "t.kir:3:6: grad: expected a param, found %x (input)"},
+		{"second graph", head + "graph h\n", "t.kir:3:1: a second 'graph' statement; one file holds one graph"},
+		{"const size", head + "%k = const {value=[1,2,3], shape=[2,2]}\n", "t.kir:3:6: const: value has 3 elements, shape [2,2] needs 4 (or 1 to fill)"},
+		{"param init kind", "graph g\nparam %w: f32[2] {init=3}\n", "t.kir:2:18: param attribute init: expected string, found int 3"},
+		{"no value after percent", head + "%y = relu %\n", "t.kir:3:11: expected a value name after %"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := ir.Parse("t.kir", []byte(tc.src))
+			if err == nil {
+				t.Fatalf("parsed without error:\n%s", g.Format())
+			}
+			if err.Error() != tc.want {
+				t.Errorf("error:\n got  %s\n want %s", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("error spans lines: %q", err)
+			}
+		})
+	}
+}
+
+// FuzzParse checks that no input makes the parser panic and that whatever it
+// accepts formats and parses back to the same text.
+func FuzzParse(f *testing.F) {
+	files, _ := filepath.Glob("testdata/*.kir")
+	for _, fn := range files {
+		src, _ := os.ReadFile(fn)
+		f.Add(src)
+	}
+	f.Add([]byte("graph g\ninput %x: f32[2]\n%y = reshape %x {shape=[-1,-1]}\n"))
+	f.Fuzz(func(t *testing.T, src []byte) {
+		g, err := ir.Parse("fuzz", src)
+		if err != nil {
+			return
+		}
+		if err := ir.Check(g); err != nil {
+			t.Fatalf("parsed graph fails Check: %v", err)
+		}
+		text := g.Format()
+		g2, err := ir.Parse("fuzz2", []byte(text))
+		if err != nil {
+			t.Fatalf("formatted graph does not parse: %v\n%s", err, text)
+		}
+		if g2.Format() != text {
+			t.Fatalf("round trip changed the text")
+		}
+	})
+}
