@@ -120,3 +120,82 @@ func (r *Registry) Build(n *Node) (Func, error) {
 	}
 	return f, nil
 }
+
+// Float64s returns t's elements converted to float64 (bool as 0 or 1).
+func Float64s(t Tensor) []float64 {
+	switch t.Type.DType {
+	case ir.F32:
+		return convert[float32](View[float32](t))
+	case ir.F64:
+		return append([]float64(nil), View[float64](t)...)
+	case ir.I32:
+		return convert[int32](View[int32](t))
+	case ir.I64:
+		return convert[int64](View[int64](t))
+	case ir.Bool:
+		b := View[bool](t)
+		out := make([]float64, len(b))
+		for i, x := range b {
+			if x {
+				out[i] = 1
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+func convert[T float32 | int32 | int64](v []T) []float64 {
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = float64(x)
+	}
+	return out
+}
+
+// SetFloat64s stores v into t, converting to t's dtype (integers truncate
+// toward zero, bool is v != 0). v must have one element per element of t.
+func SetFloat64s(t Tensor, v []float64) error {
+	if n := t.Type.Shape.NumElements(); len(v) != n {
+		return fmt.Errorf("%d values for a %s tensor of %d elements", len(v), t.Type, n)
+	}
+	switch t.Type.DType {
+	case ir.F32:
+		d := View[float32](t)
+		for i, x := range v {
+			d[i] = float32(x)
+		}
+	case ir.F64:
+		copy(View[float64](t), v)
+	case ir.I32:
+		d := View[int32](t)
+		for i, x := range v {
+			d[i] = int32(x)
+		}
+	case ir.I64:
+		d := View[int64](t)
+		for i, x := range v {
+			d[i] = int64(x)
+		}
+	case ir.Bool:
+		d := View[bool](t)
+		for i, x := range v {
+			d[i] = x != 0
+		}
+	default:
+		return fmt.Errorf("cannot store into a %s tensor", t.Type)
+	}
+	return nil
+}
+
+// New returns a zeroed tensor of type t backed by fresh memory, aligned for
+// any element type.
+func New(t ir.Type) Tensor {
+	n := t.Bytes()
+	words := make([]uint64, (n+7)/8)
+	var data []byte
+	if n > 0 {
+		data = unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(words))), n)
+	}
+	return Tensor{Type: t, Data: data}
+}

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/kilnml/kiln"
+	"github.com/kilnml/kiln/ir"
+	"github.com/kilnml/kiln/passes"
+)
+
+// loadGraph reads and parses a .kir file.
+func loadGraph(path string) (*ir.Graph, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return ir.Parse(path, src)
+}
+
+// optimizerFlags are the flags that choose the optimizer update.
+type optimizerFlags struct {
+	kind                      string
+	lr, momentum, weightDecay float64
+	beta1, beta2, eps         float64
+	defaultKind               string
+}
+
+func addOptimizerFlags(fs *flag.FlagSet, defaultKind string) *optimizerFlags {
+	o := &optimizerFlags{defaultKind: defaultKind}
+	what := "append the optimizer update: sgd or adam"
+	if defaultKind != "" {
+		what = "optimizer: sgd or adam"
+	}
+	fs.StringVar(&o.kind, "optimizer", defaultKind, what)
+	fs.Float64Var(&o.lr, "lr", 0, "learning rate (default: sgd 0.01, adam 0.001)")
+	fs.Float64Var(&o.momentum, "momentum", 0, "sgd momentum")
+	fs.Float64Var(&o.weightDecay, "weight-decay", 0, "L2 penalty added to the gradient")
+	fs.Float64Var(&o.beta1, "beta1", 0.9, "adam first-moment decay")
+	fs.Float64Var(&o.beta2, "beta2", 0.999, "adam second-moment decay")
+	fs.Float64Var(&o.eps, "eps", 1e-8, "adam epsilon")
+	return o
+}
+
+// config returns the chosen optimizer, or nil when none was asked for.
+func (o *optimizerFlags) config() (*passes.OptimizerConfig, error) {
+	if o.kind == "" {
+		return nil, nil
+	}
+	c, err := passes.DefaultOptimizer(o.kind)
+	if err != nil {
+		return nil, usageError{err.Error()}
+	}
+	if o.lr != 0 {
+		c.LR = o.lr
+	}
+	c.Momentum, c.WeightDecay = o.momentum, o.weightDecay
+	if c.Kind == "adam" {
+		c.Beta1, c.Beta2, c.Eps = o.beta1, o.beta2, o.eps
+	}
+	if err := c.Validate(); err != nil {
+		return nil, usageError{err.Error()}
+	}
+	return &c, nil
+}
+
+// debugSwitches reads KILN_DEBUG; a bad value is a usage error.
+func debugSwitches() (passes.Debug, bool, error) {
+	raw := os.Getenv("KILN_DEBUG")
+	var words []string
+	nan := false
+	for _, w := range strings.Split(raw, ",") {
+		if strings.TrimSpace(w) == "nan" {
+			nan = true
+			continue
+		}
+		words = append(words, w)
+	}
+	d, err := passes.ParseDebug(strings.Join(words, ","))
+	if err != nil {
+		return d, false, usageError{err.Error()}
+	}
+	return d, nan, nil
+}
+
+// compileOptions are the options of commands that build a plan from a graph
+// with params: the gradient is always taken when the graph has params.
+func compileOptions(g *ir.Graph, opt *passes.OptimizerConfig) (kiln.Options, error) {
+	dbg, _, err := debugSwitches()
+	if err != nil {
+		return kiln.Options{}, err
+	}
+	return kiln.Options{Grad: len(g.Params()) > 0, Optimizer: opt, Debug: dbg}, nil
+}
+
+func fail(path string, format string, args ...any) error {
+	return fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...))
+}

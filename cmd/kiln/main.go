@@ -1,0 +1,115 @@
+// Command kiln compiles dataflow graphs (.kir files) into training plans and
+// runs them: kiln dump, grad, plan and train. Run kiln help for usage.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// usageError marks errors in how kiln was called; they exit with status 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+type command struct {
+	name, args, summary string
+	run                 func(args []string, stdout io.Writer) error
+}
+
+var commands []command
+
+func init() {
+	commands = []command{
+		{"dump", "[-after PASS|all] [-dot] [-optimizer sgd|adam] FILE.kir", "print the IR after a pass (default: after the whole pipeline)", runDump},
+		{"grad", "FILE.kir -inputs IN.safetensors -out OUT.safetensors", "run the graph and its backward; write the outputs and grad/PARAM for every param", runGrad},
+		{"plan", "[-optimizer sgd|adam] FILE.kir", "print the execution plan: steps, buffers with offsets, peak and lower bound", runPlan},
+		{"train", "[MODEL.kir -data FILE.csv] [-epochs N] [-optimizer adam] ...", "train a model (with no arguments: the built-in digits MLP)", runTrain},
+	}
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run executes one kiln command and returns the exit status: 0, 1 for
+// failures, 2 for usage errors.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
+		usage(stdout)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	for _, c := range commands {
+		if c.name != args[0] {
+			continue
+		}
+		err := c.run(args[1:], stdout)
+		switch {
+		case err == nil:
+			return 0
+		case errors.Is(err, flag.ErrHelp):
+			return 0
+		}
+		fmt.Fprintf(stderr, "kiln %s: %v\n", c.name, err)
+		var ue usageError
+		if errors.As(err, &ue) {
+			fmt.Fprintf(stderr, "usage: kiln %s %s\n", c.name, c.args)
+			return 2
+		}
+		return 1
+	}
+	fmt.Fprintf(stderr, "kiln: unknown command %q\n", args[0])
+	usage(stderr)
+	return 2
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "kiln compiles dataflow graphs into training plans and runs them.")
+	fmt.Fprintln(w, "\nusage: kiln COMMAND [flags] [args]\n\ncommands:")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-6s %s\n         %s\n", c.name, c.summary, "kiln "+c.name+" "+c.args)
+	}
+	fmt.Fprintln(w, "\nkiln COMMAND -h lists a command's flags. KILN_DEBUG=check,time,dump=PASS|all,nan turns on debug output.")
+}
+
+// parseFlags parses flags given before, between or after the positional
+// arguments and returns the positional ones.
+func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	fs.SetOutput(io.Discard)
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fs.SetOutput(os.Stdout)
+				fs.PrintDefaults()
+				return nil, err
+			}
+			return nil, usageError{err.Error()}
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+func oneFile(pos []string, what string) (string, error) {
+	switch len(pos) {
+	case 0:
+		return "", usagef("missing %s", what)
+	case 1:
+		return pos[0], nil
+	}
+	return "", usagef("expected one %s, found %d arguments: %s", what, len(pos), strings.Join(pos, " "))
+}

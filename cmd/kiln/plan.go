@@ -1,0 +1,42 @@
+package main
+
+import (
+	"flag"
+	"io"
+
+	"github.com/kilnml/kiln"
+)
+
+func runPlan(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
+	of := addOptimizerFlags(fs, "")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	path, err := oneFile(pos, "FILE.kir")
+	if err != nil {
+		return err
+	}
+	opt, err := of.config()
+	if err != nil {
+		return err
+	}
+	g, err := loadGraph(path)
+	if err != nil {
+		return err
+	}
+	opts, err := compileOptions(g, opt)
+	if err != nil {
+		return err
+	}
+	p, err := kiln.Compile(g, opts)
+	if err != nil {
+		return err
+	}
+	if err := p.Check(); err != nil {
+		return fail(path, "the plan fails its check: %v", err)
+	}
+	_, err = io.WriteString(stdout, p.Format())
+	return err
+}

@@ -1,0 +1,325 @@
+// Package dataset loads small tabular classification data sets (float
+// features and an integer label per row) from CSV, and provides the
+// deterministic splitting, shuffling, standardization and batching that
+// kiln's training examples and tests need.
+//
+// The package embeds the UCI handwritten digits data (see Digits and
+// digits/README.md for its attribution), so that examples and tests never
+// read files outside the module at run time.
+package dataset
+
+import (
+	"bufio"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"math"
+	"math/bits"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// Dataset is a table of float features with an integer label per row.
+type Dataset struct {
+	X       []float64 // N*D features, row-major
+	Y       []int64   // N labels, each in [0, Classes)
+	N, D    int       // rows and features per row
+	Classes int       // max label + 1
+}
+
+// maxLabel bounds labels so that Classes stays a sensible size.
+const maxLabel = math.MaxInt32
+
+// ReadCSV reads a data set from comma-separated text. Each row holds D
+// numbers followed by an integer label in the last column; every row must
+// have the same number of columns, and there must be at least one feature.
+// The first non-blank row is taken as a header and skipped when any of its
+// fields is not a number; it must still have the same number of columns as
+// the data. Blank lines are skipped, spaces around fields and a trailing CR
+// are ignored. If the stream starts with the gzip magic bytes it is
+// decompressed first. Errors have the form "name:line: message", with line
+// counted in the (decompressed) text from 1.
+func ReadCSV(r io.Reader, name string) (*Dataset, error) {
+	br := bufio.NewReader(r)
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("%s: gzip: %v", name, err)
+		}
+		defer zr.Close()
+		br = bufio.NewReader(zr)
+	}
+
+	d := &Dataset{}
+	cols := 0            // columns per row, once known
+	headerLine := 0      // line of the header row, if any
+	sawFirstRow := false // whether the first non-blank row has been seen
+	var fields []string
+	for lineNo := 1; ; lineNo++ {
+		line, err := br.ReadString('\n')
+		if err != nil && err != io.EOF {
+			return nil, fmt.Errorf("%s:%d: reading: %v", name, lineNo, err)
+		}
+		if len(line) == 0 && err == io.EOF {
+			break
+		}
+		text := strings.TrimSpace(line)
+		if text != "" {
+			fields = splitFields(fields[:0], text)
+			if !sawFirstRow {
+				sawFirstRow = true
+				if !allNumeric(fields) {
+					if len(fields) < 2 {
+						return nil, fmt.Errorf("%s:%d: header: expected at least 2 columns (features and a label), found %d", name, lineNo, len(fields))
+					}
+					cols, headerLine = len(fields), lineNo
+					d.D = cols - 1
+					if err == io.EOF {
+						break
+					}
+					continue
+				}
+			}
+			if cols == 0 {
+				if len(fields) < 2 {
+					return nil, fmt.Errorf("%s:%d: expected at least 2 columns (features and a label), found %d", name, lineNo, len(fields))
+				}
+				cols = len(fields)
+				d.D = cols - 1
+			}
+			if len(fields) != cols {
+				what := ""
+				if headerLine != 0 {
+					what = fmt.Sprintf(", as in the header on line %d", headerLine)
+				}
+				return nil, fmt.Errorf("%s:%d: expected %d columns (%d features and a label%s), found %d",
+					name, lineNo, cols, cols-1, what, len(fields))
+			}
+			if err := d.appendRow(fields); err != nil {
+				return nil, fmt.Errorf("%s:%d: %v", name, lineNo, err)
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+	}
+	if d.N == 0 {
+		return nil, fmt.Errorf("%s: no data rows", name)
+	}
+	return d, nil
+}
+
+// splitFields splits a CSV line on commas and trims each field.
+func splitFields(dst []string, line string) []string {
+	for {
+		i := strings.IndexByte(line, ',')
+		if i < 0 {
+			return append(dst, strings.TrimSpace(line))
+		}
+		dst = append(dst, strings.TrimSpace(line[:i]))
+		line = line[i+1:]
+	}
+}
+
+// allNumeric reports whether every field parses as a number.
+func allNumeric(fields []string) bool {
+	for _, f := range fields {
+		if _, err := strconv.ParseFloat(f, 64); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// appendRow parses one data row (features then label) onto d.
+func (d *Dataset) appendRow(fields []string) error {
+	last := len(fields) - 1
+	for j, f := range fields[:last] {
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil {
+			return fmt.Errorf("column %d: expected a number, found %q", j+1, f)
+		}
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("column %d: expected a finite number, found %q", j+1, f)
+		}
+		d.X = append(d.X, v)
+	}
+	f := fields[last]
+	label, ok := parseLabel(f)
+	if !ok {
+		return fmt.Errorf("label (column %d): expected an integer from 0 to %d, found %q", last+1, maxLabel, f)
+	}
+	d.Y = append(d.Y, label)
+	d.N++
+	d.Classes = max(d.Classes, int(label)+1)
+	return nil
+}
+
+// parseLabel parses a class label: an integer in [0, maxLabel], possibly
+// written with a zero fraction ("3.0").
+func parseLabel(s string) (int64, bool) {
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return n, n >= 0 && n <= maxLabel
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || v != math.Trunc(v) || v < 0 || v > maxLabel { // NaN and ±Inf fail too
+		return 0, false
+	}
+	return int64(v), true
+}
+
+// LoadCSV reads the data set in the file at path with ReadCSV; the file may
+// be gzip-compressed. Errors name the file.
+func LoadCSV(path string) (*Dataset, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err // *fs.PathError already names the file
+	}
+	defer f.Close()
+	return ReadCSV(f, path)
+}
+
+// permutation returns a pseudo-random permutation of [0, n) determined by
+// seed alone: a Fisher–Yates shuffle driven by math/rand/v2's PCG seeded
+// with (seed, 0). The bounded draws are computed here rather than by
+// rand.Rand, so that the order does not depend on the Go release.
+func permutation(n int, seed uint64) []int {
+	src := rand.NewPCG(seed, 0)
+	p := make([]int, n)
+	for i := range p {
+		p[i] = i
+	}
+	for i := n - 1; i > 0; i-- {
+		j := int(uint64n(src, uint64(i+1)))
+		p[i], p[j] = p[j], p[i]
+	}
+	return p
+}
+
+// uint64n returns a uniform value in [0, n), n > 0, by Lemire's
+// multiply-and-reject method.
+func uint64n(src *rand.PCG, n uint64) uint64 {
+	hi, lo := bits.Mul64(src.Uint64(), n)
+	if lo < n {
+		thresh := -n % n
+		for lo < thresh {
+			hi, lo = bits.Mul64(src.Uint64(), n)
+		}
+	}
+	return hi
+}
+
+// rows returns a new data set holding d's rows idx, in that order, with
+// d's number of classes.
+func (d *Dataset) rows(idx []int) *Dataset {
+	out := &Dataset{
+		X:       make([]float64, len(idx)*d.D),
+		Y:       make([]int64, len(idx)),
+		N:       len(idx),
+		D:       d.D,
+		Classes: d.Classes,
+	}
+	for i, r := range idx {
+		copy(out.X[i*d.D:(i+1)*d.D], d.X[r*d.D:(r+1)*d.D])
+		out.Y[i] = d.Y[r]
+	}
+	return out
+}
+
+// Split shuffles the rows deterministically by seed (the order Shuffle(seed)
+// would give) and returns the first rows as train and the last
+// round(heldOutFraction*N) rows as heldOut. Both are copies, d is left
+// unchanged, and both keep d's Classes so that models sized by it fit
+// either part. It panics unless 0 <= heldOutFraction <= 1.
+func (d *Dataset) Split(heldOutFraction float64, seed uint64) (train, heldOut *Dataset) {
+	if !(heldOutFraction >= 0 && heldOutFraction <= 1) {
+		panic(fmt.Sprintf("dataset: Split: held-out fraction %v is not in [0, 1]", heldOutFraction))
+	}
+	p := permutation(d.N, seed)
+	nHeld := int(math.Round(heldOutFraction * float64(d.N)))
+	return d.rows(p[:d.N-nHeld]), d.rows(p[d.N-nHeld:])
+}
+
+// Shuffle reorders the rows in place, deterministically by seed.
+func (d *Dataset) Shuffle(seed uint64) {
+	s := d.rows(permutation(d.N, seed))
+	copy(d.X, s.X)
+	copy(d.Y, s.Y)
+}
+
+// Standardize rescales every feature in place to zero mean and unit
+// variance over the rows of d, and returns the per-feature mean and
+// standard deviation used (population standard deviation, floored at 1e-8
+// so that constant features stay finite). Apply the same transform to other
+// data with ApplyStandardize.
+func (d *Dataset) Standardize() (mean, std []float64) {
+	mean = make([]float64, d.D)
+	std = make([]float64, d.D)
+	if d.N > 0 {
+		for i := range d.N {
+			for j, v := range d.X[i*d.D : (i+1)*d.D] {
+				mean[j] += v
+			}
+		}
+		for j := range mean {
+			mean[j] /= float64(d.N)
+		}
+		for i := range d.N {
+			for j, v := range d.X[i*d.D : (i+1)*d.D] {
+				dv := v - mean[j]
+				std[j] += dv * dv
+			}
+		}
+	}
+	for j := range std {
+		if d.N > 0 {
+			std[j] = math.Sqrt(std[j] / float64(d.N))
+		}
+		std[j] = max(std[j], 1e-8)
+	}
+	d.ApplyStandardize(mean, std)
+	return mean, std
+}
+
+// ApplyStandardize replaces every feature x[j] by (x[j]-mean[j])/std[j] in
+// place, as Standardize does with the statistics of its own rows. It panics
+// unless mean and std have D entries.
+func (d *Dataset) ApplyStandardize(mean, std []float64) {
+	if len(mean) != d.D || len(std) != d.D {
+		panic(fmt.Sprintf("dataset: ApplyStandardize: %d means and %d stds for %d features", len(mean), len(std), d.D))
+	}
+	for i := range d.N {
+		row := d.X[i*d.D : (i+1)*d.D]
+		for j := range row {
+			row[j] = (row[j] - mean[j]) / std[j]
+		}
+	}
+}
+
+// NumBatches returns the number of full batches of batchSize rows; a
+// trailing partial batch is not counted. It panics unless batchSize > 0.
+func (d *Dataset) NumBatches(batchSize int) int {
+	if batchSize <= 0 {
+		panic(fmt.Sprintf("dataset: NumBatches: batch size %d is not positive", batchSize))
+	}
+	return d.N / batchSize
+}
+
+// Batch copies rows [i*batchSize, (i+1)*batchSize) into the caller's
+// buffers: their features into x[:batchSize*D] and their labels into
+// y[:batchSize]. It does not allocate. It panics if the batch is not a full
+// batch within d or a buffer is too short.
+func (d *Dataset) Batch(i, batchSize int, x []float64, y []int64) {
+	if batchSize <= 0 || i < 0 || i >= d.NumBatches(batchSize) {
+		panic(fmt.Sprintf("dataset: Batch: batch %d of size %d is not a full batch of %d rows", i, batchSize, d.N))
+	}
+	if len(x) < batchSize*d.D || len(y) < batchSize {
+		panic(fmt.Sprintf("dataset: Batch: buffers hold %d features and %d labels, need %d and %d",
+			len(x), len(y), batchSize*d.D, batchSize))
+	}
+	lo := i * batchSize
+	copy(x[:batchSize*d.D], d.X[lo*d.D:(lo+batchSize)*d.D])
+	copy(y[:batchSize], d.Y[lo:lo+batchSize])
+}

@@ -1,0 +1,33 @@
+package dataset_test
+
+import (
+	"fmt"
+	"log"
+	"strings"
+
+	"github.com/kilnml/kiln/frontends/dataset"
+)
+
+func ExampleReadCSV() {
+	const csv = `x0,x1,label
+0.5,1.0,0
+1.5,-2.0,2
+
+3.0,0.25,1
+`
+	d, err := dataset.ReadCSV(strings.NewReader(csv), "example.csv")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("rows:", d.N, "features:", d.D, "classes:", d.Classes)
+	fmt.Println("X:", d.X)
+	fmt.Println("Y:", d.Y)
+
+	_, err = dataset.ReadCSV(strings.NewReader("1,2,0\n3,oops,1\n"), "bad.csv")
+	fmt.Println(err)
+	// Output:
+	// rows: 3 features: 2 classes: 3
+	// X: [0.5 1 1.5 -2 3 0.25]
+	// Y: [0 2 1]
+	// bad.csv:2: column 2: expected a number, found "oops"
+}

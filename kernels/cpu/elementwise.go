@@ -1,0 +1,226 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/kilnml/kiln/ir"
+	"github.com/kilnml/kiln/kernels"
+)
+
+// buildBinary builds add, sub, mul or div with NumPy broadcasting of both
+// arguments. The traversal is planned by newWalk, so equal shapes and a
+// scalar operand run as one vector loop and a trailing-row broadcast as one
+// vector loop per row; anything else walks the rows with an odometer.
+func buildBinary[T number](n *kernels.Node) (kernels.Func, error) {
+	op := n.Op
+	switch op {
+	case ir.OpAdd, ir.OpSub, ir.OpMul:
+	case ir.OpDiv:
+		if !n.Out.DType.IsFloat() {
+			return nil, fmt.Errorf("div is defined for floats only, found %s", n.Out.DType)
+		}
+	default:
+		return nil, fmt.Errorf("%s is not a binary elementwise op", op)
+	}
+	w := newWalk(n.Out.Shape, broadcastStrides(n.Args[0].Shape, n.Out.Shape), broadcastStrides(n.Args[1].Shape, n.Out.Shape))
+	return func(out kernels.Tensor, args []kernels.Tensor) error {
+		o, a, b := kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1])
+		inner, ia, ib := w.inner, w.ia, w.ib
+		w.each(func(oo, ao, bo int) {
+			binaryRow(op, o[oo:oo+inner], a, b, ao, bo, ia, ib)
+		})
+		return nil
+	}, nil
+}
+
+// binaryRow computes one row: out[j] = a[ao+j*ia] op b[bo+j*ib].
+func binaryRow[T number](op ir.Op, out, a, b []T, ao, bo, ia, ib int) {
+	n := len(out)
+	switch {
+	case ia == 1 && ib == 1:
+		vecVec(op, out, a[ao:ao+n], b[bo:bo+n])
+	case ia == 1 && ib == 0:
+		vecScalar(op, out, a[ao:ao+n], b[bo])
+	case ia == 0 && ib == 1:
+		scalarVec(op, out, a[ao], b[bo:bo+n])
+	case ia == 0 && ib == 0:
+		v := apply(op, a[ao], b[bo])
+		for i := range out {
+			out[i] = v
+		}
+	default:
+		for i := range out {
+			out[i] = apply(op, a[ao], b[bo])
+			ao += ia
+			bo += ib
+		}
+	}
+}
+
+// apply returns x op y for one pair of elements.
+func apply[T number](op ir.Op, x, y T) T {
+	switch op {
+	case ir.OpAdd:
+		return x + y
+	case ir.OpSub:
+		return x - y
+	case ir.OpMul:
+		return x * y
+	default: // ir.OpDiv; floats only, checked by buildBinary
+		return x / y
+	}
+}
+
+// vecVec computes out[i] = a[i] op b[i].
+func vecVec[T number](op ir.Op, out, a, b []T) {
+	a, b = a[:len(out)], b[:len(out)]
+	switch op {
+	case ir.OpAdd:
+		for i := range out {
+			out[i] = a[i] + b[i]
+		}
+	case ir.OpSub:
+		for i := range out {
+			out[i] = a[i] - b[i]
+		}
+	case ir.OpMul:
+		for i := range out {
+			out[i] = a[i] * b[i]
+		}
+	default:
+		for i := range out {
+			out[i] = a[i] / b[i]
+		}
+	}
+}
+
+// vecScalar computes out[i] = a[i] op s.
+func vecScalar[T number](op ir.Op, out, a []T, s T) {
+	a = a[:len(out)]
+	switch op {
+	case ir.OpAdd:
+		for i := range out {
+			out[i] = a[i] + s
+		}
+	case ir.OpSub:
+		for i := range out {
+			out[i] = a[i] - s
+		}
+	case ir.OpMul:
+		for i := range out {
+			out[i] = a[i] * s
+		}
+	default:
+		for i := range out {
+			out[i] = a[i] / s
+		}
+	}
+}
+
+// scalarVec computes out[i] = s op b[i].
+func scalarVec[T number](op ir.Op, out []T, s T, b []T) {
+	b = b[:len(out)]
+	switch op {
+	case ir.OpAdd:
+		for i := range out {
+			out[i] = s + b[i]
+		}
+	case ir.OpSub:
+		for i := range out {
+			out[i] = s - b[i]
+		}
+	case ir.OpMul:
+		for i := range out {
+			out[i] = s * b[i]
+		}
+	default:
+		for i := range out {
+			out[i] = s / b[i]
+		}
+	}
+}
+
+// buildNeg builds neg. Integer negation wraps (-MinInt32 is MinInt32).
+func buildNeg[T number](*kernels.Node) (kernels.Func, error) {
+	return func(out kernels.Tensor, args []kernels.Tensor) error {
+		o, x := kernels.View[T](out), kernels.View[T](args[0])
+		x = x[:len(o)]
+		for i := range o {
+			o[i] = -x[i]
+		}
+		return nil
+	}, nil
+}
+
+// buildUnaryFloat builds exp, log, sqrt, tanh, sigmoid or relu. relu is
+// x > 0 ? x : 0, so it maps NaN and -0 to 0.
+func buildUnaryFloat[T float](n *kernels.Node) (kernels.Func, error) {
+	op := n.Op
+	switch op {
+	case ir.OpExp, ir.OpLog, ir.OpSqrt, ir.OpTanh, ir.OpSigmoid, ir.OpRelu:
+	default:
+		return nil, fmt.Errorf("%s is not a unary float op", op)
+	}
+	return func(out kernels.Tensor, args []kernels.Tensor) error {
+		o, x := kernels.View[T](out), kernels.View[T](args[0])
+		x = x[:len(o)]
+		switch op {
+		case ir.OpExp:
+			for i, v := range x {
+				o[i] = T(math.Exp(float64(v)))
+			}
+		case ir.OpLog:
+			for i, v := range x {
+				o[i] = T(math.Log(float64(v)))
+			}
+		case ir.OpSqrt:
+			for i, v := range x {
+				o[i] = T(math.Sqrt(float64(v)))
+			}
+		case ir.OpTanh:
+			for i, v := range x {
+				o[i] = T(math.Tanh(float64(v)))
+			}
+		case ir.OpSigmoid:
+			for i, v := range x {
+				o[i] = T(sigmoid(float64(v)))
+			}
+		case ir.OpRelu:
+			for i, v := range x {
+				if v > 0 {
+					o[i] = v
+				} else {
+					o[i] = 0
+				}
+			}
+		}
+		return nil
+	}, nil
+}
+
+// sigmoid returns 1/(1+e^-x) in a form that never overflows: e^-|x| is at
+// most 1, so neither branch computes e^t for a large t.
+func sigmoid(x float64) float64 {
+	if x >= 0 {
+		return 1 / (1 + math.Exp(-x))
+	}
+	e := math.Exp(x)
+	return e / (1 + e)
+}
+
+// buildReluGrad builds relu_grad(dy, x): dy where x > 0, else 0.
+func buildReluGrad[T float](*kernels.Node) (kernels.Func, error) {
+	return func(out kernels.Tensor, args []kernels.Tensor) error {
+		o, dy, x := kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1])
+		dy, x = dy[:len(o)], x[:len(o)]
+		for i := range o {
+			if x[i] > 0 {
+				o[i] = dy[i]
+			} else {
+				o[i] = 0
+			}
+		}
+		return nil
+	}, nil
+}

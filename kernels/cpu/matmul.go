@@ -1,0 +1,80 @@
+package cpu
+
+import (
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
+	"gonum.org/v1/gonum/blas/blas64"
+
+	"github.com/kilnml/kiln/ir"
+	"github.com/kilnml/kiln/kernels"
+)
+
+// gemmFunc computes c = a·b for row-major a (m×k, row stride lda), b (k×n,
+// ldb) and c (m×n, ldc), overwriting c.
+type gemmFunc[T float] func(m, n, k int, a []T, lda int, b []T, ldb int, c []T, ldc int)
+
+var (
+	sgemm gemmFunc[float32] = func(m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
+		blas32.Implementation().Sgemm(blas.NoTrans, blas.NoTrans, m, n, k, 1, a, lda, b, ldb, 0, c, ldc)
+	}
+	dgemm gemmFunc[float64] = func(m, n, k int, a []float64, lda int, b []float64, ldb int, c []float64, ldc int) {
+		blas64.Implementation().Dgemm(blas.NoTrans, blas.NoTrans, m, n, k, 1, a, lda, b, ldb, 0, c, ldc)
+	}
+)
+
+// gemmOf returns the BLAS gemm for T.
+func gemmOf[T float]() gemmFunc[T] {
+	var z T
+	if _, ok := any(z).(float32); ok {
+		return any(sgemm).(gemmFunc[T])
+	}
+	return any(dgemm).(gemmFunc[T])
+}
+
+// buildMatmul builds matmul with NumPy semantics: a 1-D a is a row vector
+// [1,k] and a 1-D b a column vector [k,1] (the promoted axis is absent from
+// the result); the batch dims before the last two broadcast. The result's
+// batch elements are contiguous m×n matrices, so the Func makes one BLAS
+// gemm call per batch element with operand offsets precomputed here.
+//
+// gonum's gemm splits large products (more than a few 64×64 blocks of
+// output) across goroutines, which allocates inside gonum; each output
+// block is still summed in one fixed order, so results are deterministic.
+func buildMatmul[T float](n *kernels.Node) (kernels.Func, error) {
+	as, bs := n.Args[0].Shape, n.Args[1].Shape
+	a2, b2 := as, bs
+	if len(as) == 1 {
+		a2 = ir.Shape{1, as[0]}
+	}
+	if len(bs) == 1 {
+		b2 = ir.Shape{bs[0], 1}
+	}
+	m, k := a2[len(a2)-2], a2[len(a2)-1]
+	nn := b2[len(b2)-1]
+	aBatch, bBatch := a2[:len(a2)-2], b2[:len(b2)-2]
+	batch, _ := ir.BroadcastShapes(aBatch, bBatch) // checked by inference
+	aOff := offsets(batch, broadcastStrides(aBatch, batch))
+	bOff := offsets(batch, broadcastStrides(bBatch, batch))
+	for i := range aOff {
+		aOff[i] *= m * k
+		bOff[i] *= k * nn
+	}
+	gemm := gemmOf[T]()
+	mk, kn, mn := m*k, k*nn, m*nn
+	return func(out kernels.Tensor, args []kernels.Tensor) error {
+		c := kernels.View[T](out)
+		if mn == 0 || len(aOff) == 0 {
+			return nil
+		}
+		if k == 0 {
+			clear(c) // an empty sum; BLAS rejects k = 0 with these strides
+			return nil
+		}
+		a, b := kernels.View[T](args[0]), kernels.View[T](args[1])
+		for i, ao := range aOff {
+			bo := bOff[i]
+			gemm(m, nn, k, a[ao:ao+mk], k, b[bo:bo+kn], nn, c[i*mn:(i+1)*mn], nn)
+		}
+		return nil
+	}, nil
+}

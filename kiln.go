@@ -1,0 +1,60 @@
+// Package kiln is the Go entry point to the kiln training compiler: it runs
+// the pass pipeline over a graph and plans the result (Compile), and trains
+// a compiled model on a dataset (Train). The stages are packages of their
+// own: ir (the graph), passes, planner, exec/cpu, kernels and frontends.
+package kiln
+
+import (
+	"fmt"
+
+	"github.com/kilnml/kiln/ir"
+	"github.com/kilnml/kiln/passes"
+	"github.com/kilnml/kiln/planner"
+)
+
+// Options choose what Compile builds.
+type Options struct {
+	// Grad appends the backward graph: the gradient of the first output
+	// (the loss) with respect to every param.
+	Grad bool
+	// Optimizer appends the parameter update, making the plan a whole
+	// training step. It implies Grad.
+	Optimizer *passes.OptimizerConfig
+	// Debug switches (check, dump, time); see passes.DebugFromEnv.
+	Debug passes.Debug
+	// After, when set, sees the graph after every pass.
+	After func(pass string, g *ir.Graph)
+	// Plan options for the planner.
+	Plan planner.Options
+}
+
+// Transform runs the pass pipeline that opts select over a copy of g and
+// returns the transformed graph; g itself is not changed.
+func Transform(g *ir.Graph, opts Options) (*ir.Graph, error) {
+	out := g.Clone()
+	ps := passes.Pipeline(passes.Options{Grad: opts.Grad, Optimizer: opts.Optimizer})
+	if err := passes.Run(out, ps, opts.Debug, opts.After); err != nil {
+		return nil, fmt.Errorf("%s: %w", where(g), err)
+	}
+	return out, nil
+}
+
+// Compile transforms g and plans the result.
+func Compile(g *ir.Graph, opts Options) (*planner.Plan, error) {
+	tg, err := Transform(g, opts)
+	if err != nil {
+		return nil, err
+	}
+	p, err := planner.New(tg, opts.Plan)
+	if err != nil {
+		return nil, fmt.Errorf("%s: planning: %w", where(g), err)
+	}
+	return p, nil
+}
+
+func where(g *ir.Graph) string {
+	if g.File != "" {
+		return g.File
+	}
+	return "graph " + g.Name
+}

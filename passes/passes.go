@@ -1,0 +1,213 @@
+// Package passes holds kiln's graph-to-graph passes and the runner that
+// applies them in order. A pass is a plain func(*ir.Graph) error; the order
+// of passes is data (Order), and the reasons for it are data too
+// (Constraints), checked by a test.
+package passes
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/kilnml/kiln/ir"
+)
+
+// Pass is one named graph transformation.
+type Pass struct {
+	Name string
+	Run  func(*ir.Graph) error
+}
+
+// Order is the order in which passes run when they run at all.
+var Order = []string{"verify", "shapes", "autodiff", "optimizer", "dce"}
+
+// Constraint says that pass Before must run before pass After, and why.
+type Constraint struct {
+	Before, After, Why string
+}
+
+// Constraints are the reasons behind Order; a test checks Order against them.
+var Constraints = []Constraint{
+	{"verify", "shapes", "shape inference assumes well-formed ops and attributes"},
+	{"shapes", "autodiff", "gradient rules read the inferred types of their operands"},
+	{"autodiff", "optimizer", "the optimizer update reads the gradients"},
+	{"autodiff", "dce", "autodiff leaves gradients of non-params that only DCE removes"},
+	{"optimizer", "dce", "the update decides which gradients stay live"},
+}
+
+// Doc describes each pass for users (kiln dump -after lists these).
+var Doc = map[string]string{
+	"verify":    "check the graph (ir.Check)",
+	"shapes":    "re-infer every value's type from its op and arguments",
+	"autodiff":  "append the backward graph: the gradient of the first output (the loss) for every param",
+	"optimizer": "append the optimizer update of every param (SGD with momentum, Adam)",
+	"dce":       "remove values that no output, gradient or update needs",
+}
+
+// Options select the passes of a pipeline.
+type Options struct {
+	// Grad appends the backward graph (autodiff).
+	Grad bool
+	// Optimizer, when non-nil, appends the parameter update; it implies Grad.
+	Optimizer *OptimizerConfig
+}
+
+// Pipeline returns the passes that opts selects, in Order.
+func Pipeline(opts Options) []Pass {
+	var ps []Pass
+	for _, name := range Order {
+		switch name {
+		case "verify":
+			ps = append(ps, Pass{name, ir.Check})
+		case "shapes":
+			ps = append(ps, Pass{name, Shapes})
+		case "autodiff":
+			if opts.Grad || opts.Optimizer != nil {
+				ps = append(ps, Pass{name, Autodiff})
+			}
+		case "optimizer":
+			if opts.Optimizer != nil {
+				cfg := *opts.Optimizer
+				ps = append(ps, Pass{name, func(g *ir.Graph) error { return Optimize(g, cfg) }})
+			}
+		case "dce":
+			ps = append(ps, Pass{name, DCE})
+		}
+	}
+	return ps
+}
+
+// Debug holds the runner's debug switches, normally read from KILN_DEBUG.
+type Debug struct {
+	Check bool            // run ir.Check after every pass
+	Dump  map[string]bool // dump the IR after these passes ("all" for every pass)
+	Time  bool            // print each pass's time and value counts
+	Out   io.Writer       // where dumps and timings go (default os.Stderr)
+}
+
+// DebugFromEnv parses KILN_DEBUG: a comma-separated list of check,
+// dump=PASS (repeatable, or dump=all) and time. Unknown words are an error.
+func DebugFromEnv() (Debug, error) {
+	return ParseDebug(os.Getenv("KILN_DEBUG"))
+}
+
+// ParseDebug parses a KILN_DEBUG value.
+func ParseDebug(s string) (Debug, error) {
+	d := Debug{Dump: map[string]bool{}}
+	for _, w := range strings.Split(s, ",") {
+		w = strings.TrimSpace(w)
+		switch {
+		case w == "":
+		case w == "check":
+			d.Check = true
+		case w == "time":
+			d.Time = true
+		case strings.HasPrefix(w, "dump="):
+			p := strings.TrimPrefix(w, "dump=")
+			if p != "all" && !knownPass(p) {
+				return d, fmt.Errorf("KILN_DEBUG: unknown pass %q in %q (passes: %s, or all)", p, w, strings.Join(Order, ", "))
+			}
+			d.Dump[p] = true
+		default:
+			return d, fmt.Errorf("KILN_DEBUG: unknown switch %q (expected check, time, dump=PASS or dump=all)", w)
+		}
+	}
+	return d, nil
+}
+
+func knownPass(name string) bool {
+	for _, n := range Order {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Run applies ps to g in order. With dbg.Check it runs ir.Check after every
+// pass and names the pass that broke the graph. after, when non-nil, is
+// called with each pass name and the graph after it.
+func Run(g *ir.Graph, ps []Pass, dbg Debug, after func(pass string, g *ir.Graph)) error {
+	out := dbg.Out
+	if out == nil {
+		out = os.Stderr
+	}
+	for _, p := range ps {
+		before := len(g.Values)
+		start := time.Now()
+		if err := p.Run(g); err != nil {
+			return fmt.Errorf("%s: %w", p.Name, err)
+		}
+		if dbg.Time {
+			fmt.Fprintf(out, "pass %-10s %10s  values %d -> %d\n", p.Name, time.Since(start).Round(time.Microsecond), before, len(g.Values))
+		}
+		if dbg.Check {
+			if err := ir.Check(g); err != nil {
+				return fmt.Errorf("after pass %s the graph is invalid: %w", p.Name, err)
+			}
+		}
+		if dbg.Dump["all"] || dbg.Dump[p.Name] {
+			fmt.Fprintf(out, "# after %s\n%s", p.Name, g.Format())
+		}
+		if after != nil {
+			after(p.Name, g)
+		}
+	}
+	return nil
+}
+
+// Shapes re-infers the type of every computed value from its op, arguments
+// and attributes, canonicalizing the attributes on the way.
+func Shapes(g *ir.Graph) error {
+	for i := range g.Values {
+		v := &g.Values[i]
+		if v.Op.IsLeaf() {
+			continue
+		}
+		t, attrs, err := g.Infer(v.Op, v.Attrs, v.Args)
+		if err != nil {
+			return fmt.Errorf("%s: %s: %v", g.Where(ir.ID(i)), g.NameOf(ir.ID(i)), err)
+		}
+		v.Type, v.Attrs = t, attrs
+	}
+	return nil
+}
+
+// DCE removes every value that no output, gradient or update needs. Inputs
+// and params stay: they are the graph's signature.
+func DCE(g *ir.Graph) error {
+	keep := make([]bool, len(g.Values))
+	var stack []ir.ID
+	mark := func(id ir.ID) {
+		if !keep[id] {
+			keep[id] = true
+			stack = append(stack, id)
+		}
+	}
+	for i, v := range g.Values {
+		if v.Op == ir.OpInput || v.Op == ir.OpParam {
+			mark(ir.ID(i))
+		}
+	}
+	for _, o := range g.Outputs {
+		mark(o)
+	}
+	for _, gp := range g.Grads {
+		mark(gp.Grad)
+	}
+	for _, u := range g.Updates {
+		mark(u.Target)
+		mark(u.Value)
+	}
+	for len(stack) > 0 {
+		id := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, a := range g.Values[id].Args {
+			mark(a)
+		}
+	}
+	g.Retain(keep)
+	return nil
+}

@@ -1,0 +1,204 @@
+// Package tests holds kiln's end-to-end tests: graphs built with the Go
+// builder or parsed from .kir, compiled by the whole pipeline, planned and
+// run by the CPU executor, and checked against independent computations.
+package tests
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/kilnml/kiln"
+	"github.com/kilnml/kiln/exec/cpu"
+	"github.com/kilnml/kiln/ir"
+	"github.com/kilnml/kiln/kernels"
+	"github.com/kilnml/kiln/passes"
+)
+
+// valueKind says how random test values are drawn.
+type valueKind int
+
+const (
+	anySign  valueKind = iota // uniform magnitude in [0.1, 1], random sign
+	positive                  // uniform in [0.5, 1.5], for log, sqrt and divisors
+)
+
+// feeds holds the values of every input and param, by name, as float64.
+type feeds map[string][]float64
+
+// randomFeeds draws values for every input and param of g. Integer inputs
+// get labels in [0, classes) where classes is the size of their logits'
+// last axis, passed in labelRange by name.
+func randomFeeds(g *ir.Graph, seed uint64, kinds map[string]valueKind, labelRange map[string]int) feeds {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	f := feeds{}
+	for i, v := range g.Values {
+		if v.Op != ir.OpInput && v.Op != ir.OpParam {
+			continue
+		}
+		n := g.Values[i].Type.Shape.NumElements()
+		vals := make([]float64, n)
+		for j := range vals {
+			switch {
+			case v.Type.DType.IsInt():
+				vals[j] = float64(rng.IntN(max(labelRange[v.Name], 1)))
+			case kinds[v.Name] == positive:
+				vals[j] = 0.5 + rng.Float64()
+			default:
+				vals[j] = 0.1 + 0.9*rng.Float64()
+				if rng.IntN(2) == 0 {
+					vals[j] = -vals[j]
+				}
+			}
+		}
+		f[v.Name] = vals
+	}
+	return f
+}
+
+// runner runs a compiled plan on feeds.
+type runner struct {
+	t *testing.T
+	x *cpu.Executor
+}
+
+func newRunner(t *testing.T, g *ir.Graph, opts kiln.Options) *runner {
+	t.Helper()
+	opts.Debug.Check = true
+	p, err := kiln.Compile(g, opts)
+	if err != nil {
+		t.Fatalf("compile: %v", err)
+	}
+	if err := p.Check(); err != nil {
+		t.Fatalf("plan check: %v", err)
+	}
+	x, err := cpu.New(p, cpu.Options{})
+	if err != nil {
+		t.Fatalf("executor: %v", err)
+	}
+	return &runner{t, x}
+}
+
+func (r *runner) set(f feeds) {
+	r.t.Helper()
+	for name, vals := range f {
+		tn, err := r.x.Get(name)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		if err := kernels.SetFloat64s(tn, vals); err != nil {
+			r.t.Fatalf("%s: %v", name, err)
+		}
+	}
+}
+
+func (r *runner) run(f feeds) {
+	r.t.Helper()
+	r.set(f)
+	if err := r.x.Step(context.Background()); err != nil {
+		r.t.Fatalf("step: %v", err)
+	}
+}
+
+func (r *runner) get(name string) []float64 {
+	r.t.Helper()
+	tn, err := r.x.Get(name)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return kernels.Float64s(tn)
+}
+
+// tolerance is |analytic - numeric| <= atol + rtol*|numeric|.
+type tolerance struct{ rtol, atol float64 }
+
+// f64Tol is DESIGN.md's float64 bound against central differences.
+var f64Tol = tolerance{rtol: 1e-7, atol: 1e-10}
+
+// f32Tol is DESIGN.md's float32 bound: f32 analytic gradients against f64
+// central differences of the same graph.
+var f32Tol = tolerance{rtol: 1e-4, atol: 1e-7}
+
+// numericGrad returns d loss / d param by the five-point central difference
+// (f(x-2h) - 8f(x-h) + 8f(x+h) - f(x+2h)) / 12h, whose truncation error is
+// O(h^4): with h = 1e-3 it is far below the f64 tolerance for the smooth
+// functions tested, while rounding error stays near 1e-13.
+func numericGrad(r *runner, f feeds, loss, param string) []float64 {
+	const h = 1e-3
+	base := f[param]
+	out := make([]float64, len(base))
+	eval := func(j int, d float64) float64 {
+		old := base[j]
+		base[j] = old + d
+		r.run(f)
+		base[j] = old
+		return r.get(loss)[0]
+	}
+	for j := range base {
+		out[j] = (eval(j, -2*h) - 8*eval(j, -h) + 8*eval(j, h) - eval(j, 2*h)) / (12 * h)
+	}
+	return out
+}
+
+// toF64 returns g with every f32 turned into f64, through the text format.
+func toF64(t *testing.T, g *ir.Graph) *ir.Graph {
+	t.Helper()
+	text := g.Format()
+	out, err := ir.Parse(g.Name+"-f64", []byte(replaceDType(text)))
+	if err != nil {
+		t.Fatalf("f64 copy: %v", err)
+	}
+	return out
+}
+
+func replaceDType(s string) string {
+	b := []byte(s)
+	for i := 0; i+3 <= len(b); i++ {
+		if string(b[i:i+3]) == "f32" {
+			copy(b[i:], "f64")
+		}
+	}
+	return string(b)
+}
+
+// checkGrads compares the analytic gradient of every param of g with
+// central differences of the f64 version of g and reports the worst element
+// of each param.
+func checkGrads(t *testing.T, g *ir.Graph, f feeds, tol tolerance) {
+	t.Helper()
+	analytic := newRunner(t, g, kiln.Options{Grad: true})
+	analytic.run(f)
+	g64 := toF64(t, g)
+	numeric := newRunner(t, g64, kiln.Options{})
+	loss := g.Values[g.Outputs[0]].Name
+	for _, p := range g.Params() {
+		name := g.Values[p].Name
+		got := analytic.get("grad/" + name)
+		want := numericGrad(numeric, f, loss, name)
+		worst, at := 0.0, -1
+		for j := range want {
+			excess := math.Abs(got[j]-want[j]) - (tol.atol + tol.rtol*math.Abs(want[j]))
+			if at < 0 || excess > worst {
+				worst, at = excess, j
+			}
+			if math.IsNaN(got[j]) {
+				worst, at = math.Inf(1), j
+				break
+			}
+		}
+		if at >= 0 && worst > 0 {
+			t.Errorf("grad/%s[%d]: analytic %.12g, numeric %.12g (bound %g + %g*|numeric|)", name, at, got[at], want[at], tol.atol, tol.rtol)
+		}
+	}
+}
+
+// optimizer returns the named optimizer's defaults with lr.
+func optimizer(t *testing.T, kind string, lr float64) *passes.OptimizerConfig {
+	c, err := passes.DefaultOptimizer(kind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.LR = lr
+	return &c
+}

@@ -1,0 +1,242 @@
+package kiln
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/kilnml/kiln/exec/cpu"
+	"github.com/kilnml/kiln/frontends/dataset"
+	"github.com/kilnml/kiln/ir"
+	"github.com/kilnml/kiln/kernels"
+	"github.com/kilnml/kiln/passes"
+	"github.com/kilnml/kiln/planner"
+)
+
+// Trainer trains a classifier or regressor graph on a dataset. The graph's
+// signature is the convention kiln train uses: one float input of shape
+// [B, D] (the features), one integer or float input of shape [B] or [B, ...]
+// (the targets), the loss as the first output and, optionally, the logits
+// [B, C] as the second output, which gives the accuracy. B is the batch size.
+type Trainer struct {
+	Plan     *planner.Plan // the training step
+	EvalPlan *planner.Plan // the forward graph, for evaluation
+
+	train, eval      *cpu.Executor
+	features, target string
+	batch, width     int
+	logits           string // "" when the graph has no logits output
+	x                []float64
+	y                []int64
+	yf               []float64
+}
+
+// NewTrainer compiles g twice, as a training step with opt's update and as a
+// forward-only graph for evaluation, and initializes the params from seed.
+func NewTrainer(g *ir.Graph, opt passes.OptimizerConfig, seed uint64, debug passes.Debug) (*Trainer, error) {
+	t := &Trainer{}
+	var ins []ir.ID
+	for _, id := range g.Inputs() {
+		ins = append(ins, id)
+	}
+	if len(ins) != 2 {
+		return nil, fmt.Errorf("%s: a trained graph takes two inputs (features [B,D] and targets [B]), found %d", where(g), len(ins))
+	}
+	fx, ty := g.Type(ins[0]), g.Type(ins[1])
+	if !fx.DType.IsFloat() || len(fx.Shape) != 2 {
+		return nil, fmt.Errorf("%s: the first input %s must be float features [B,D], found %s", where(g), g.NameOf(ins[0]), fx)
+	}
+	if len(ty.Shape) != 1 || ty.Shape[0] != fx.Shape[0] || !ty.DType.IsInt() {
+		return nil, fmt.Errorf("%s: the second input %s must be integer labels [%d], found %s", where(g), g.NameOf(ins[1]), fx.Shape[0], ty)
+	}
+	t.features, t.target = g.Value(ins[0]).Name, g.Value(ins[1]).Name
+	t.batch, t.width = fx.Shape[0], fx.Shape[1]
+	if len(g.Outputs) > 1 {
+		if lt := g.Type(g.Outputs[1]); len(lt.Shape) == 2 && lt.Shape[0] == t.batch && lt.DType.IsFloat() {
+			t.logits = g.Value(g.Outputs[1]).Name
+		}
+	}
+	var err error
+	if t.Plan, err = Compile(g, Options{Optimizer: &opt, Debug: debug}); err != nil {
+		return nil, err
+	}
+	if t.EvalPlan, err = Compile(g, Options{}); err != nil {
+		return nil, err
+	}
+	if t.train, err = cpu.New(t.Plan, cpu.Options{Seed: seed}); err != nil {
+		return nil, err
+	}
+	if t.eval, err = cpu.New(t.EvalPlan, cpu.Options{Seed: seed}); err != nil {
+		return nil, err
+	}
+	t.x = make([]float64, t.batch*t.width)
+	t.y = make([]int64, t.batch)
+	t.yf = make([]float64, t.batch)
+	return t, nil
+}
+
+// BatchSize returns the static batch size of the graph.
+func (t *Trainer) BatchSize() int { return t.batch }
+
+// Executor returns the training step's executor, for reading and setting
+// params by name.
+func (t *Trainer) Executor() *cpu.Executor { return t.train }
+
+func (t *Trainer) check(d *dataset.Dataset) error {
+	if d.D != t.width {
+		return fmt.Errorf("the data has %d features per row, the model's input %%%s takes %d", d.D, t.features, t.width)
+	}
+	if d.N < t.batch {
+		return fmt.Errorf("the data has %d rows, fewer than one batch of %d", d.N, t.batch)
+	}
+	return nil
+}
+
+func (t *Trainer) feed(x *cpu.Executor, d *dataset.Dataset, i int) error {
+	d.Batch(i, t.batch, t.x, t.y)
+	return t.feedRows(x)
+}
+
+func (t *Trainer) feedRows(x *cpu.Executor) error {
+	fx, err := x.Get(t.features)
+	if err != nil {
+		return err
+	}
+	if err := kernels.SetFloat64s(fx, t.x); err != nil {
+		return err
+	}
+	for i, v := range t.y {
+		t.yf[i] = float64(v)
+	}
+	ty, err := x.Get(t.target)
+	if err != nil {
+		return err
+	}
+	return kernels.SetFloat64s(ty, t.yf)
+}
+
+// Epoch runs one pass over d's full batches in d's order and returns the
+// mean loss and the training accuracy (NaN without logits).
+func (t *Trainer) Epoch(ctx context.Context, d *dataset.Dataset) (loss, acc float64, err error) {
+	if err := t.check(d); err != nil {
+		return 0, 0, err
+	}
+	nb := d.NumBatches(t.batch)
+	correct := 0
+	for i := 0; i < nb; i++ {
+		if err := t.feed(t.train, d, i); err != nil {
+			return 0, 0, err
+		}
+		if err := t.train.Step(ctx); err != nil {
+			return 0, 0, err
+		}
+		l, c, err := t.readout(t.train, t.batch)
+		if err != nil {
+			return 0, 0, err
+		}
+		loss += l
+		correct += c
+	}
+	return loss / float64(nb), t.accuracy(correct, nb*t.batch), nil
+}
+
+func (t *Trainer) accuracy(correct, n int) float64 {
+	if t.logits == "" {
+		return math.NaN()
+	}
+	return float64(correct) / float64(n)
+}
+
+// readout returns the loss and the number of the first rows rows whose
+// arg-max logit is the label.
+func (t *Trainer) readout(x *cpu.Executor, rows int) (float64, int, error) {
+	p := x.Plan()
+	lt, err := x.Get(p.Outputs[0].Name)
+	if err != nil {
+		return 0, 0, err
+	}
+	loss := kernels.Float64s(lt)[0]
+	if t.logits == "" {
+		return loss, 0, nil
+	}
+	lg, err := x.Get(t.logits)
+	if err != nil {
+		return 0, 0, err
+	}
+	return loss, countCorrect(lg, t.y[:rows]), nil
+}
+
+func countCorrect(logits kernels.Tensor, labels []int64) int {
+	c := logits.Type.Shape[1]
+	correct := 0
+	row := func(i int) int {
+		switch logits.Type.DType {
+		case ir.F32:
+			return argmax(kernels.View[float32](logits)[i*c : (i+1)*c])
+		default:
+			return argmax(kernels.View[float64](logits)[i*c : (i+1)*c])
+		}
+	}
+	for i, l := range labels {
+		if int64(row(i)) == l {
+			correct++
+		}
+	}
+	return correct
+}
+
+func argmax[T float32 | float64](v []T) int {
+	best := 0
+	for i, x := range v {
+		if x > v[best] {
+			best = i
+		}
+	}
+	return best
+}
+
+// Evaluate runs the forward graph over every row of d with the current
+// params and returns the mean loss over batches and the accuracy over rows
+// (NaN without logits). The last partial batch is padded with d's first
+// rows, which are not counted.
+func (t *Trainer) Evaluate(ctx context.Context, d *dataset.Dataset) (loss, acc float64, err error) {
+	if err := t.check(d); err != nil {
+		return 0, 0, err
+	}
+	for _, i := range t.Plan.Params {
+		name := t.Plan.Buffers[i].Name
+		v, err := t.train.Get(name)
+		if err != nil {
+			return 0, 0, err
+		}
+		if err := t.eval.Set(name, v); err != nil {
+			return 0, 0, err
+		}
+	}
+	correct, batches := 0, 0
+	for start := 0; start < d.N; start += t.batch {
+		rows := min(t.batch, d.N-start)
+		for r := 0; r < t.batch; r++ {
+			src := start + r
+			if r >= rows {
+				src = r - rows
+			}
+			copy(t.x[r*t.width:(r+1)*t.width], d.X[src*d.D:(src+1)*d.D])
+			t.y[r] = d.Y[src]
+		}
+		if err := t.feedRows(t.eval); err != nil {
+			return 0, 0, err
+		}
+		if err := t.eval.Step(ctx); err != nil {
+			return 0, 0, err
+		}
+		l, c, err := t.readout(t.eval, rows)
+		if err != nil {
+			return 0, 0, err
+		}
+		loss += l
+		correct += c
+		batches++
+	}
+	return loss / float64(batches), t.accuracy(correct, d.N), nil
+}
