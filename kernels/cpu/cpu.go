@@ -10,8 +10,9 @@
 // Floating-point results are deterministic: reductions add in index order,
 // in the element type (an f32 kernel accumulates in float32, exactly as a
 // plain Go loop over the elements would), and products are rounded before
-// they are added so that no platform fuses them into an FMA. Transcendental
-// functions of f32 values are computed in float64 and rounded once.
+// they are added so that no platform fuses them into an FMA. Matmul's order
+// is gonum's BLAS, fixed for given shapes. Transcendental functions of f32
+// values are computed in float64 and rounded once.
 package cpu
 
 import (

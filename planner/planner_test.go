@@ -1,0 +1,161 @@
+package planner_test
+
+import (
+	"flag"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kilnml/kiln"
+	"github.com/kilnml/kiln/ir"
+	"github.com/kilnml/kiln/passes"
+	"github.com/kilnml/kiln/planner"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+const mlpSrc = `graph mlp
+input %x: f32[32,20]
+input %y: i64[32]
+param %w1: f32[20,16]
+param %b1: f32[16]
+param %w2: f32[16,10]
+%h = matmul %x, %w1
+%a = add %h, %b1
+%r = relu %a
+%z = matmul %r, %w2
+%loss = softmax_cross_entropy %z, %y
+output %loss
+`
+
+func compile(t *testing.T, src string, opts kiln.Options) *planner.Plan {
+	t.Helper()
+	g, err := ir.Parse("t.kir", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Debug.Check = true
+	p, err := kiln.Compile(g, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Check(); err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	return p
+}
+
+func TestPlansCheckAndReport(t *testing.T) {
+	adam, _ := passes.DefaultOptimizer("adam")
+	for name, opts := range map[string]kiln.Options{
+		"forward": {},
+		"grad":    {Grad: true},
+		"train":   {Optimizer: &adam},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := compile(t, mlpSrc, opts)
+			if p.ArenaBytes < p.LowerBound {
+				t.Errorf("arena %d below the lower bound %d: the bound or the placement is wrong", p.ArenaBytes, p.LowerBound)
+			}
+			var sum int64
+			for _, b := range p.Buffers {
+				sum += (b.Size + planner.Align - 1) / planner.Align * planner.Align
+			}
+			if p.ArenaBytes > sum {
+				t.Errorf("arena %d exceeds the sum of all buffers %d", p.ArenaBytes, sum)
+			}
+			t.Logf("%s: arena %d, lower bound %d, ratio %.3f, no reuse %d", name, p.ArenaBytes, p.LowerBound, float64(p.ArenaBytes)/float64(p.LowerBound), sum)
+		})
+	}
+}
+
+// TestGoldenPlan pins the plan of the MLP's training step (go test
+// ./planner -update rewrites it).
+func TestGoldenPlan(t *testing.T) {
+	sgd, _ := passes.DefaultOptimizer("sgd")
+	got := compile(t, mlpSrc, kiln.Options{Optimizer: &sgd}).Format()
+	const golden = "testdata/mlp_sgd.plan"
+	if *update {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(string(want), got); d != "" {
+		t.Errorf("plan differs (-want +got):\n%s", d)
+	}
+}
+
+func TestLiveness(t *testing.T) {
+	p := compile(t, `graph chain
+input %x: f32[8]
+%a = exp %x
+%b = neg %a
+%c = tanh %b
+%d = add %c, %a
+output %d
+`, kiln.Options{})
+	live := map[string][2]int{}
+	for _, b := range p.Buffers {
+		live[b.Name] = [2]int{b.Start, b.End}
+	}
+	want := map[string][2]int{"x": {0, 0}, "a": {0, 3}, "b": {1, 2}, "c": {2, 3}, "d": {3, 3}}
+	if d := cmp.Diff(want, live); d != "" {
+		t.Errorf("live ranges (-want +got):\n%s", d)
+	}
+}
+
+// TestCheckCatchesBrokenPlans mutates a good plan and expects Check to say
+// what is wrong.
+func TestCheckCatchesBrokenPlans(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(p *planner.Plan)
+		want   string
+	}{
+		{"overlap", func(p *planner.Plan) {
+			// Put every buffer at offset 0.
+			for i := range p.Buffers {
+				p.Buffers[i].Offset = 0
+			}
+		}, "overlap while both are live"},
+		{"misaligned", func(p *planner.Plan) { p.Buffers[0].Offset += 4 }, "is not a multiple of 256"},
+		{"outside", func(p *planner.Plan) { p.ArenaBytes = 16 }, "lies outside the arena"},
+		{"read before write", func(p *planner.Plan) {
+			p.Steps[0], p.Steps[1] = p.Steps[1], p.Steps[0]
+		}, "before any step writes it"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := compile(t, mlpSrc, kiln.Options{Grad: true})
+			tc.mutate(p)
+			err := p.Check()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Check() = %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestUpdateReadingUpdatedValueIsRefused(t *testing.T) {
+	g, err := ir.Parse("t.kir", []byte(`graph g
+state %a: f32[2]
+state %b: f32[2]
+%c = exp %a
+output %c
+update %a = %b
+update %b = %c
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = planner.New(g, planner.Options{})
+	if err == nil || !strings.Contains(err.Error(), "itself updated") {
+		t.Errorf("got %v", err)
+	}
+}
