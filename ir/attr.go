@@ -20,7 +20,7 @@ const (
 	AttrList
 )
 
-var attrKindNames = [...]string{AttrInt: "int", AttrFloat: "float", AttrBool: "bool", AttrString: "string", AttrList: "list", attrNumbers: "number or list of numbers"}
+var attrKindNames = [...]string{AttrInt: "int", AttrFloat: "float", AttrBool: "bool", AttrString: "string", AttrList: "list", attrNumbers: "number or list of numbers", attrInts: "list of ints"}
 
 // String returns the kind's name.
 func (k AttrKind) String() string {

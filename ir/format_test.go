@@ -112,7 +112,7 @@ func TestParseErrors(t *testing.T) {
 		{"duplicate leaf", head + "param %x: f32[1]\n", "t.kir:3:7: duplicate value %x (first defined at 2:1)"},
 		{"bad attr name", head + "%y = softmax %x {axes=1}\n", `t.kir:3:6: softmax has no attribute "axes" (known: axis); did you mean "axis"?`},
 		{"bad attr kind", head + "%y = softmax %x {axis=\"last\"}\n", `t.kir:3:6: softmax attribute axis: expected int, found string "last"`},
-		{"missing attr", head + "%y = reshape %x\n", "t.kir:3:6: reshape needs attribute shape (list)"},
+		{"missing attr", head + "%y = reshape %x\n", "t.kir:3:6: reshape needs attribute shape (list of ints)"},
 		{"attr twice", head + "%y = softmax %x {axis=1, axis=0}\n", "t.kir:3:26: attribute axis given twice"},
 		{"bad reshape", head + "%y = reshape %x {shape=[4,2]}\n", "t.kir:3:6: reshape: cannot reshape 6 elements to [4,2] (8 elements) (input f32[2,3])"},
 		{"axis range", head + "%y = softmax %x {axis=2}\n", "t.kir:3:6: softmax: axis 2 out of range for rank 2 (input f32[2,3])"},
@@ -129,6 +129,9 @@ func TestParseErrors(t *testing.T) {
 		{"second graph", head + "graph h\n", "t.kir:3:1: a second 'graph' statement; one file holds one graph"},
 		{"const size", head + "%k = const {value=[1,2,3], shape=[2,2]}\n", "t.kir:3:6: const: value has 3 elements, shape [2,2] needs 4 (or 1 to fill)"},
 		{"param init kind", "graph g\nparam %w: f32[2] {init=3}\n", "t.kir:2:18: param attribute init: expected string, found int 3"},
+		{"perm of floats", head + "%y = transpose %x {perm=[1.0, 0.0]}\n", "t.kir:3:6: transpose attribute perm: expected list of ints, found list [1.0,0.0]"},
+		{"negative broadcast", head + "%y = broadcast_to %x {shape=[-1,3]}\n", "t.kir:3:6: broadcast_to: shape [-1,3] has a negative dimension"},
+		{"int const not whole", head + "%k = const {value=1.5, dtype=\"i32\"}\n", "t.kir:3:6: const: value 1.5 is not an i32"},
 		{"no value after percent", head + "%y = relu %\n", "t.kir:3:11: expected a value name after %"},
 	}
 	for _, tc := range tests {

@@ -1,6 +1,9 @@
 package ir
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 func sameDType(args []Type) error {
 	for _, t := range args[1:] {
@@ -183,6 +186,11 @@ func inferBroadcastTo(args []Type, a Attrs) (Type, error) {
 	if !ok {
 		return Type{}, fmt.Errorf("shape must be a list of ints")
 	}
+	for _, d := range s {
+		if d < 0 {
+			return Type{}, fmt.Errorf("shape %s has a negative dimension", Shape(s))
+		}
+	}
 	b, ok := BroadcastShapes(args[0].Shape, s)
 	if !ok || !b.Equal(s) {
 		return Type{}, fmt.Errorf("cannot broadcast %s to %v", args[0], Shape(s))
@@ -338,6 +346,11 @@ func ConstType(a Attrs) (Type, error) {
 	if n := shape.NumElements(); len(vals) != 1 && len(vals) != n {
 		return Type{}, fmt.Errorf("value has %d elements, shape %v needs %d (or 1 to fill)", len(vals), shape, n)
 	}
+	for _, x := range vals {
+		if err := fitsDType(x, dt); err != nil {
+			return Type{}, err
+		}
+	}
 	return Type{dt, shape}, nil
 }
 
@@ -356,4 +369,20 @@ func inferOneHot(args []Type, a Attrs) (Type, error) {
 		return Type{}, fmt.Errorf("unknown dtype %q", a.Str("dtype", ""))
 	}
 	return Type{dt, append(args[0].Shape.Clone(), c)}, nil
+}
+
+// fitsDType reports whether the number x can be stored in dtype dt exactly:
+// integers need whole values in range; for bool any nonzero value is true.
+func fitsDType(x float64, dt DType) error {
+	switch dt {
+	case I32:
+		if x != math.Trunc(x) || x < math.MinInt32 || x > math.MaxInt32 {
+			return fmt.Errorf("value %s is not an i32", formatFloat(x))
+		}
+	case I64:
+		if x != math.Trunc(x) || x < -(1<<63) || x >= 1<<63 {
+			return fmt.Errorf("value %s is not an i64", formatFloat(x))
+		}
+	}
+	return nil
 }

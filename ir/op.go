@@ -236,6 +236,9 @@ func kindFits(k AttrKind, v AttrValue) bool {
 	case attrNumbers:
 		_, ok := v.AsFloats()
 		return ok
+	case attrInts:
+		_, ok := v.AsInts()
+		return ok && v.Kind == AttrList
 	}
 	return v.Kind == k
 }
@@ -276,7 +279,7 @@ func defBool(v bool) *AttrValue     { a := BoolAttr(v); return &a }
 func defString(v string) *AttrValue { a := String(v); return &a }
 
 var axesAttrs = []AttrSpec{
-	{Name: "axes", Kind: AttrList, Doc: "axes to reduce (negative counts from the end); absent means all axes"},
+	{Name: "axes", Kind: attrInts, Doc: "axes to reduce (negative counts from the end); absent means all axes"},
 	{Name: "keepdims", Kind: AttrBool, Default: defBool(false), Doc: "keep reduced axes with size 1"},
 }
 
@@ -315,11 +318,11 @@ func opTableRows() [numOps]OpInfo {
 
 		OpMatmul: {Name: "matmul", Args: []string{"a", "b"}, Doc: "matrix product with NumPy semantics: 1-D promotion, batched with broadcast batch dims", Infer: inferMatmul, Grad: gradMatmul},
 		OpTranspose: {Name: "transpose", Args: []string{"x"}, Doc: "permutes axes", Infer: inferTranspose, Grad: gradTranspose,
-			Attrs: []AttrSpec{{Name: "perm", Kind: AttrList, Doc: "the new order of the axes; absent reverses them"}}},
+			Attrs: []AttrSpec{{Name: "perm", Kind: attrInts, Doc: "the new order of the axes; absent reverses them"}}},
 		OpReshape: {Name: "reshape", Args: []string{"x"}, Doc: "same elements in row-major order, new shape", Infer: inferReshape, Grad: gradReshape,
-			Attrs: []AttrSpec{{Name: "shape", Kind: AttrList, Required: true, Doc: "the new shape; one dimension may be -1"}}},
+			Attrs: []AttrSpec{{Name: "shape", Kind: attrInts, Required: true, Doc: "the new shape; one dimension may be -1"}}},
 		OpBroadcastTo: {Name: "broadcast_to", Args: []string{"x"}, Doc: "repeats x along broadcast axes (NumPy rules)", Infer: inferBroadcastTo, Grad: gradBroadcastTo,
-			Attrs: []AttrSpec{{Name: "shape", Kind: AttrList, Required: true, Doc: "the target shape"}}},
+			Attrs: []AttrSpec{{Name: "shape", Kind: attrInts, Required: true, Doc: "the target shape"}}},
 
 		OpSum:  {Name: "sum", Args: []string{"x"}, Class: ClassReduction, Attrs: axesAttrs, Doc: "sum over axes", Infer: inferReduce, Grad: gradSum},
 		OpMean: {Name: "mean", Args: []string{"x"}, Class: ClassReduction, Attrs: axesAttrs, Doc: "mean over axes", Infer: inferReduceFloat, Grad: gradMean},
@@ -334,7 +337,7 @@ func opTableRows() [numOps]OpInfo {
 		OpConst: {Name: "const", Doc: "a constant tensor", Infer: inferConst,
 			Attrs: []AttrSpec{
 				{Name: "dtype", Kind: AttrString, Default: defString("f32"), Doc: "element type"},
-				{Name: "shape", Kind: AttrList, Doc: "shape; absent: [] for a single value, [n] for a list of n"},
+				{Name: "shape", Kind: attrInts, Doc: "shape; absent: [] for a single value, [n] for a list of n"},
 				{Name: "value", Kind: attrNumbers, Required: true, Doc: "one value (filled) or a row-major list of every element"},
 			}},
 		OpOneHot: {Name: "one_hot", Args: []string{"labels"}, Doc: "out[..., c] = 1 where labels[...] == c, else 0", Infer: inferOneHot,
@@ -345,6 +348,9 @@ func opTableRows() [numOps]OpInfo {
 	}
 }
 
-// attrNumbers is the schema kind of an attribute that takes one number or a
-// list of numbers.
-const attrNumbers AttrKind = AttrList + 1
+// Schema-only kinds: an attribute's value is still an int, float or list,
+// but the schema asks for more.
+const (
+	attrNumbers AttrKind = AttrList + 1 + iota // one number or a list of numbers
+	attrInts                                   // a list of ints
+)
