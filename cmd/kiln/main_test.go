@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// digitsMLP is the built-in example, relative to this package's directory
+// (where go test runs).
+const digitsMLP = "../../examples/digits/mlp.kir"
+
+func TestMain(m *testing.M) {
+	// The commands read KILN_DEBUG; only the tests that set it may see it.
+	os.Unsetenv("KILN_DEBUG")
+	os.Exit(m.Run())
+}
+
+// result is what one in-process run of kiln produced.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// runKiln runs the command in-process with args and returns its exit status
+// and output.
+func runKiln(t *testing.T, args ...string) result {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(args, &stdout, &stderr)
+	return result{code, stdout.String(), stderr.String()}
+}
+
+// want fails the test unless r exited with code.
+func (r result) want(t *testing.T, code int) {
+	t.Helper()
+	if r.code != code {
+		t.Fatalf("exit status %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, code, r.stdout, r.stderr)
+	}
+}
+
+// oneLine fails the test unless s is exactly one line ending in a newline,
+// and returns that line.
+func oneLine(t *testing.T, s string) string {
+	t.Helper()
+	if !strings.HasSuffix(s, "\n") || strings.Count(s, "\n") != 1 {
+		t.Fatalf("want exactly one line on stderr, got %q", s)
+	}
+	return strings.TrimSuffix(s, "\n")
+}
+
+// containsAll fails the test for each of subs that s lacks.
+func containsAll(t *testing.T, what, s string, subs ...string) {
+	t.Helper()
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			t.Errorf("%s lacks %q:\n%s", what, sub, s)
+		}
+	}
+}
+
+// writeFile writes text to name in a fresh temporary directory and returns
+// its path.
+func writeFile(t *testing.T, name, text string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestTopLevel(t *testing.T) {
+	t.Parallel()
+	commands := []string{"dump", "grad", "plan", "train"}
+	tests := []struct {
+		name       string
+		args       []string
+		code       int
+		wantStdout []string // substrings of stdout
+		wantStderr []string // substrings of stderr
+	}{
+		{"no args", nil, 2, append([]string{"usage: kiln COMMAND"}, commands...), nil},
+		{"help", []string{"help"}, 0, append([]string{"usage: kiln COMMAND"}, commands...), nil},
+		{"-h", []string{"-h"}, 0, []string{"usage: kiln COMMAND"}, nil},
+		{"--help", []string{"--help"}, 0, []string{"usage: kiln COMMAND"}, nil},
+		{"unknown command", []string{"frobnicate", "x.kir"}, 2, nil, []string{`unknown command "frobnicate"`, "usage: kiln COMMAND"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runKiln(t, tt.args...)
+			r.want(t, tt.code)
+			containsAll(t, "stdout", r.stdout, tt.wantStdout...)
+			containsAll(t, "stderr", r.stderr, tt.wantStderr...)
+			if tt.wantStdout == nil && r.stdout != "" {
+				t.Errorf("unexpected stdout:\n%s", r.stdout)
+			}
+			if tt.wantStderr == nil && r.stderr != "" {
+				t.Errorf("unexpected stderr:\n%s", r.stderr)
+			}
+		})
+	}
+}
+
+// TestUsageErrors checks the usage errors every command shares: exit 2,
+// the error, then the command's usage line.
+func TestUsageErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"dump"}, "missing FILE.kir"},
+		{[]string{"dump", "a.kir", "b.kir"}, "expected one FILE.kir, found 2 arguments: a.kir b.kir"},
+		{[]string{"dump", "-nosuch", digitsMLP}, "flag provided but not defined: -nosuch"},
+		{[]string{"dump", "-optimizer", "rmsprop", digitsMLP}, "rmsprop"},
+		{[]string{"plan"}, "missing FILE.kir"},
+		{[]string{"plan", "-optimizer", "sgd", "-lr", "-1", digitsMLP}, "learning rate must be positive, found -1"},
+		{[]string{"grad", digitsMLP}, "both -inputs and -out are required"},
+		{[]string{"train", "a.kir", "b.kir", "-data", "x.csv"}, "expected at most one MODEL.kir"},
+		{[]string{"train", "-holdout", "1"}, "-holdout must be in (0,1)"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			r := runKiln(t, tt.args...)
+			r.want(t, 2)
+			lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
+			if len(lines) != 2 {
+				t.Fatalf("want the error and a usage line on stderr, got:\n%s", r.stderr)
+			}
+			containsAll(t, "error line", lines[0], "kiln "+tt.args[0]+": ", tt.msg)
+			if !strings.HasPrefix(lines[1], "usage: kiln "+tt.args[0]+" ") {
+				t.Errorf("second line is not the usage of %s: %q", tt.args[0], lines[1])
+			}
+			if r.stdout != "" {
+				t.Errorf("unexpected stdout:\n%s", r.stdout)
+			}
+		})
+	}
+}
