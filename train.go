@@ -35,10 +35,7 @@ type Trainer struct {
 // forward-only graph for evaluation, and initializes the params from seed.
 func NewTrainer(g *ir.Graph, opt passes.OptimizerConfig, seed uint64, debug passes.Debug) (*Trainer, error) {
 	t := &Trainer{}
-	var ins []ir.ID
-	for _, id := range g.Inputs() {
-		ins = append(ins, id)
-	}
+	ins := g.Inputs()
 	if len(ins) != 2 {
 		return nil, fmt.Errorf("%s: a trained graph takes two inputs (features [B,D] and targets [B]), found %d", where(g), len(ins))
 	}
@@ -63,10 +60,10 @@ func NewTrainer(g *ir.Graph, opt passes.OptimizerConfig, seed uint64, debug pass
 	if t.EvalPlan, err = Compile(g, Options{}); err != nil {
 		return nil, err
 	}
-	if t.train, err = cpu.New(t.Plan, cpu.Options{Seed: seed}); err != nil {
+	if t.train, err = cpu.New(t.Plan, cpu.Options{Seed: seed, CheckNaN: debug.NaN}); err != nil {
 		return nil, err
 	}
-	if t.eval, err = cpu.New(t.EvalPlan, cpu.Options{Seed: seed}); err != nil {
+	if t.eval, err = cpu.New(t.EvalPlan, cpu.Options{Seed: seed, CheckNaN: debug.NaN}); err != nil {
 		return nil, err
 	}
 	t.x = make([]float64, t.batch*t.width)

@@ -84,11 +84,13 @@ type Debug struct {
 	Check bool            // run ir.Check after every pass
 	Dump  map[string]bool // dump the IR after these passes ("all" for every pass)
 	Time  bool            // print each pass's time and value counts
+	NaN   bool            // executors stop at the first step that produces NaN or Inf
 	Out   io.Writer       // where dumps and timings go (default os.Stderr)
 }
 
 // DebugFromEnv parses KILN_DEBUG: a comma-separated list of check,
-// dump=PASS (repeatable, or dump=all) and time. Unknown words are an error.
+// dump=PASS (repeatable, or dump=all), time and nan. Unknown words are an
+// error.
 func DebugFromEnv() (Debug, error) {
 	return ParseDebug(os.Getenv("KILN_DEBUG"))
 }
@@ -104,6 +106,8 @@ func ParseDebug(s string) (Debug, error) {
 			d.Check = true
 		case w == "time":
 			d.Time = true
+		case w == "nan":
+			d.NaN = true
 		case strings.HasPrefix(w, "dump="):
 			p := strings.TrimPrefix(w, "dump=")
 			if p != "all" && !knownPass(p) {
@@ -111,7 +115,7 @@ func ParseDebug(s string) (Debug, error) {
 			}
 			d.Dump[p] = true
 		default:
-			return d, fmt.Errorf("KILN_DEBUG: unknown switch %q (expected check, time, dump=PASS or dump=all)", w)
+			return d, fmt.Errorf("KILN_DEBUG: unknown switch %q (expected check, time, nan, dump=PASS or dump=all)", w)
 		}
 	}
 	return d, nil

@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/kilnml/kiln"
 	"github.com/kilnml/kiln/ir"
@@ -67,28 +66,18 @@ func (o *optimizerFlags) config() (*passes.OptimizerConfig, error) {
 }
 
 // debugSwitches reads KILN_DEBUG; a bad value is a usage error.
-func debugSwitches() (passes.Debug, bool, error) {
-	raw := os.Getenv("KILN_DEBUG")
-	var words []string
-	nan := false
-	for _, w := range strings.Split(raw, ",") {
-		if strings.TrimSpace(w) == "nan" {
-			nan = true
-			continue
-		}
-		words = append(words, w)
-	}
-	d, err := passes.ParseDebug(strings.Join(words, ","))
+func debugSwitches() (passes.Debug, error) {
+	d, err := passes.DebugFromEnv()
 	if err != nil {
-		return d, false, usageError{err.Error()}
+		return d, usageError{err.Error()}
 	}
-	return d, nan, nil
+	return d, nil
 }
 
 // compileOptions are the options of commands that build a plan from a graph
 // with params: the gradient is always taken when the graph has params.
 func compileOptions(g *ir.Graph, opt *passes.OptimizerConfig) (kiln.Options, error) {
-	dbg, _, err := debugSwitches()
+	dbg, err := debugSwitches()
 	if err != nil {
 		return kiln.Options{}, err
 	}

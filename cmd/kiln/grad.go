@@ -44,8 +44,7 @@ func runGrad(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	_, nan, _ := debugSwitches()
-	x, err := cpu.New(p, cpu.Options{CheckNaN: nan})
+	x, err := cpu.New(p, cpu.Options{CheckNaN: opts.Debug.NaN})
 	if err != nil {
 		return fail(path, "%v", err)
 	}

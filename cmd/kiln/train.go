@@ -69,7 +69,7 @@ func runTrain(args []string, stdout io.Writer) error {
 	default:
 		return usagef("expected at most one MODEL.kir, found %d arguments", len(pos))
 	}
-	dbg, _, err := debugSwitches()
+	dbg, err := debugSwitches()
 	if err != nil {
 		return err
 	}
