@@ -79,11 +79,16 @@ func (t *Trainer) BatchSize() int { return t.batch }
 // params by name.
 func (t *Trainer) Executor() *cpu.Executor { return t.train }
 
-func (t *Trainer) check(d *dataset.Dataset) error {
+// check reports data that does not fit the model. Training needs at least
+// one full batch; evaluation pads partial batches and needs one row.
+func (t *Trainer) check(d *dataset.Dataset, evaluate bool) error {
 	if d.D != t.width {
 		return fmt.Errorf("the data has %d features per row, the model's input %%%s takes %d", d.D, t.features, t.width)
 	}
-	if d.N < t.batch {
+	if d.N == 0 {
+		return fmt.Errorf("the data has no rows")
+	}
+	if d.N < t.batch && !evaluate {
 		return fmt.Errorf("the data has %d rows, fewer than one batch of %d", d.N, t.batch)
 	}
 	return nil
@@ -115,7 +120,7 @@ func (t *Trainer) feedRows(x *cpu.Executor) error {
 // Epoch runs one pass over d's full batches in d's order and returns the
 // mean loss and the training accuracy (NaN without logits).
 func (t *Trainer) Epoch(ctx context.Context, d *dataset.Dataset) (loss, acc float64, err error) {
-	if err := t.check(d); err != nil {
+	if err := t.check(d, false); err != nil {
 		return 0, 0, err
 	}
 	nb := d.NumBatches(t.batch)
@@ -195,9 +200,9 @@ func argmax[T float32 | float64](v []T) int {
 // Evaluate runs the forward graph over every row of d with the current
 // params and returns the mean loss over batches and the accuracy over rows
 // (NaN without logits). The last partial batch is padded with d's first
-// rows, which are not counted.
+// rows (repeated when d has fewer rows than a batch), which are not counted.
 func (t *Trainer) Evaluate(ctx context.Context, d *dataset.Dataset) (loss, acc float64, err error) {
-	if err := t.check(d); err != nil {
+	if err := t.check(d, true); err != nil {
 		return 0, 0, err
 	}
 	for _, i := range t.Plan.Params {
@@ -216,7 +221,7 @@ func (t *Trainer) Evaluate(ctx context.Context, d *dataset.Dataset) (loss, acc f
 		for r := 0; r < t.batch; r++ {
 			src := start + r
 			if r >= rows {
-				src = r - rows
+				src = (r - rows) % d.N
 			}
 			copy(t.x[r*t.width:(r+1)*t.width], d.X[src*d.D:(src+1)*d.D])
 			t.y[r] = d.Y[src]

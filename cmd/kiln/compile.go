@@ -74,14 +74,19 @@ func debugSwitches() (passes.Debug, error) {
 	return d, nil
 }
 
-// compileOptions are the options of commands that build a plan from a graph
-// with params: the gradient is always taken when the graph has params.
-func compileOptions(g *ir.Graph, opt *passes.OptimizerConfig) (kiln.Options, error) {
+// load reads the debug switches and the graph at path and returns the
+// compile options of commands that build a plan: the gradient is taken when
+// the graph has params, and opt (if any) appends the update.
+func load(path string, opt *passes.OptimizerConfig) (*ir.Graph, kiln.Options, error) {
 	dbg, err := debugSwitches()
 	if err != nil {
-		return kiln.Options{}, err
+		return nil, kiln.Options{}, err
 	}
-	return kiln.Options{Grad: len(g.Params()) > 0, Optimizer: opt, Debug: dbg}, nil
+	g, err := loadGraph(path)
+	if err != nil {
+		return nil, kiln.Options{}, err
+	}
+	return g, kiln.Options{Grad: len(g.Params()) > 0, Optimizer: opt, Debug: dbg}, nil
 }
 
 func fail(path string, format string, args ...any) error {

@@ -16,7 +16,7 @@ func runDump(args []string, stdout io.Writer) error {
 	after := fs.String("after", "", "print the IR after this pass, or after every pass with all (passes: "+strings.Join(passes.Order, ", ")+")")
 	dot := fs.Bool("dot", false, "write Graphviz dot instead of .kir text")
 	of := addOptimizerFlags(fs, "")
-	pos, err := parseFlags(fs, args)
+	pos, err := parseFlags(fs, args, stdout)
 	if err != nil {
 		return err
 	}
@@ -37,11 +37,7 @@ func runDump(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	g, err := loadGraph(path)
-	if err != nil {
-		return err
-	}
-	opts, err := compileOptions(g, opt)
+	g, opts, err := load(path, opt)
 	if err != nil {
 		return err
 	}

@@ -21,7 +21,7 @@ func runGrad(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("grad", flag.ContinueOnError)
 	inPath := fs.String("inputs", "", "safetensors file with a tensor for every input and param (named without %)")
 	outPath := fs.String("out", "", "safetensors file to write: every output by name and grad/PARAM for every param")
-	pos, err := parseFlags(fs, args)
+	pos, err := parseFlags(fs, args, stdout)
 	if err != nil {
 		return err
 	}
@@ -32,11 +32,7 @@ func runGrad(args []string, stdout io.Writer) error {
 	if *inPath == "" || *outPath == "" {
 		return usagef("both -inputs and -out are required")
 	}
-	g, err := loadGraph(path)
-	if err != nil {
-		return err
-	}
-	opts, err := compileOptions(g, nil)
+	g, opts, err := load(path, nil)
 	if err != nil {
 		return err
 	}

@@ -264,3 +264,25 @@ func TestGradErrors(t *testing.T) {
 		containsAll(t, "stderr", oneLine(t, r.stderr), out)
 	})
 }
+
+// TestGradNoParams runs a graph without params: kiln grad writes its
+// outputs and no gradient.
+func TestGradNoParams(t *testing.T) {
+	t.Parallel()
+	model := writeFile(t, "forward.kir", strings.Replace(noParamsKir, "output %s", "output %s, %y", 1))
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "in.safetensors"), filepath.Join(dir, "out.safetensors")
+	writeTensors(t, in, []safetensors.Tensor{tensor(t, "x", ir.F32, ir.Shape{2, 3}, []float64{1, -2, 3, -4, 5, 6})})
+	r := runKiln(t, "grad", model, "-inputs", in, "-out", out)
+	r.want(t, 0)
+	containsAll(t, "stdout", r.stdout, "wrote 2 outputs and 0 gradients")
+	got := readTensors(t, out)
+	if len(got) != 2 {
+		t.Errorf("%s holds %d tensors, want s and y", out, len(got))
+	}
+	checkClose(t, "s", got["s"].Float64s(), []float64{15}, 0)
+	if y := got["y"]; !y.Type.Equal(ir.TensorOf(ir.F32, 2, 3)) {
+		t.Errorf("y is %s, want f32[2,3]", y.Type)
+	}
+	checkClose(t, "y", got["y"].Float64s(), []float64{1, 0, 3, 0, 5, 6}, 0)
+}

@@ -82,14 +82,14 @@ func usage(w io.Writer) {
 }
 
 // parseFlags parses flags given before, between or after the positional
-// arguments and returns the positional ones.
-func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+// arguments and returns the positional ones. -h lists the flags on stdout.
+func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) ([]string, error) {
 	fs.SetOutput(io.Discard)
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				fs.SetOutput(os.Stdout)
+				fs.SetOutput(stdout)
 				fs.PrintDefaults()
 				return nil, err
 			}

@@ -140,3 +140,30 @@ func TestUsageErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestCommandHelp checks that COMMAND -h lists the command's flags on the
+// stdout run was given, and exits 0.
+func TestCommandHelp(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		command string
+		flags   []string
+	}{
+		{"dump", []string{"-after", "-dot", "-optimizer"}},
+		{"grad", []string{"-inputs", "-out"}},
+		{"plan", []string{"-optimizer", "-lr", "-momentum"}},
+		{"train", []string{"-data", "-epochs", "-init", "-save", "-seed"}},
+	}
+	for _, tt := range tests {
+		for _, h := range []string{"-h", "-help", "--help"} {
+			t.Run(tt.command+" "+h, func(t *testing.T) {
+				r := runKiln(t, tt.command, h)
+				r.want(t, 0)
+				containsAll(t, "stdout", r.stdout, tt.flags...)
+				if r.stderr != "" {
+					t.Errorf("unexpected stderr:\n%s", r.stderr)
+				}
+			})
+		}
+	}
+}

@@ -10,7 +10,7 @@ import (
 func runPlan(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
 	of := addOptimizerFlags(fs, "")
-	pos, err := parseFlags(fs, args)
+	pos, err := parseFlags(fs, args, stdout)
 	if err != nil {
 		return err
 	}
@@ -22,11 +22,7 @@ func runPlan(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	g, err := loadGraph(path)
-	if err != nil {
-		return err
-	}
-	opts, err := compileOptions(g, opt)
+	g, opts, err := load(path, opt)
 	if err != nil {
 		return err
 	}

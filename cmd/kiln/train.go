@@ -28,7 +28,7 @@ func runTrain(args []string, stdout io.Writer) error {
 	initPath := fs.String("init", "", "safetensors file with initial values for some or all params")
 	savePath := fs.String("save", "", "write the trained params to this safetensors file")
 	of := addOptimizerFlags(fs, "adam")
-	pos, err := parseFlags(fs, args)
+	pos, err := parseFlags(fs, args, stdout)
 	if err != nil {
 		return err
 	}
@@ -42,8 +42,13 @@ func runTrain(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	dbg, err := debugSwitches()
+	if err != nil {
+		return err
+	}
 	var g *ir.Graph
 	var data *dataset.Dataset
+	dataName := *dataPath
 	switch len(pos) {
 	case 0:
 		if *dataPath != "" {
@@ -55,6 +60,7 @@ func runTrain(args []string, stdout io.Writer) error {
 		if data, err = dataset.Digits(); err != nil {
 			return err
 		}
+		dataName = "the digits data"
 		fmt.Fprintf(stdout, "training the built-in example %s on the digits data (%d rows; UCI, CC BY 4.0)\n", examples.DigitsMLPFile, data.N)
 	case 1:
 		if *dataPath == "" {
@@ -68,10 +74,6 @@ func runTrain(args []string, stdout io.Writer) error {
 		}
 	default:
 		return usagef("expected at most one MODEL.kir, found %d arguments", len(pos))
-	}
-	dbg, err := debugSwitches()
-	if err != nil {
-		return err
 	}
 	trainSet, heldOut := data.Split(*holdout, *seed)
 	if *standardize {
@@ -95,18 +97,18 @@ func runTrain(args []string, stdout io.Writer) error {
 		trainSet.Shuffle(*seed + uint64(e))
 		loss, acc, err := t.Epoch(ctx, trainSet)
 		if err != nil {
-			return err
+			return fmt.Errorf("training on %s: %v", dataName, err)
 		}
 		hl, hacc, err := t.Evaluate(ctx, heldOut)
 		if err != nil {
-			return err
+			return fmt.Errorf("evaluating on %s: %v", dataName, err)
 		}
 		fmt.Fprintf(stdout, "epoch %3d/%d  loss %.4f  train acc %s  held-out loss %.4f  acc %s  (%s)\n",
 			e, *epochs, loss, pct(acc), hl, pct(hacc), time.Since(start).Round(time.Millisecond))
 	}
 	_, hacc, err := t.Evaluate(ctx, heldOut)
 	if err != nil {
-		return err
+		return fmt.Errorf("evaluating on %s: %v", dataName, err)
 	}
 	fmt.Fprintf(stdout, "held-out accuracy %s on %d rows\n", pct(hacc), heldOut.N)
 	if *savePath != "" {

@@ -1,0 +1,267 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/kilnml/kiln"
+	"github.com/kilnml/kiln/passes"
+	"github.com/kilnml/kiln/planner"
+)
+
+var (
+	planHeader  = regexp.MustCompile(`(?m)^plan (\S+): (\d+) steps, (\d+) buffers$`)
+	arenaLine   = regexp.MustCompile(`(?m)^arena (\d+) bytes, lower bound (\d+) bytes, ratio (\d+\.\d+)$`)
+	bufferLine  = regexp.MustCompile(`^  %(\S+)\s+(\S+)\s+(temp|input|param|state)\s+offset\s+(\d+) size\s+(\d+) live (\d+)\.\.(\d+)$`)
+	stepLine    = regexp.MustCompile(`^\s+(\d+)  (.*)$`)
+	copyStep    = regexp.MustCompile(`^copy %(\S+) <- %(\S+)$`)
+	kernelStep  = regexp.MustCompile(`^%(\S+): \S+ = [a-z_]+`)
+	alignedSize = func(n int64) int64 { return (n + planner.Align - 1) / planner.Align * planner.Align }
+)
+
+// printedPlan is what kiln plan printed, parsed back.
+type printedPlan struct {
+	steps, buffers       int
+	arena, lower         int64
+	ratio                float64
+	bufs                 []planner.Buffer // Name, Offset, Size, Start and End
+	types, roles         []string         // each buffer's type and role as printed
+	stepLines, copyLines []string
+	sections             []string
+}
+
+func parsePlanOutput(t *testing.T, out string) printedPlan {
+	t.Helper()
+	var pp printedPlan
+	m := planHeader.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no plan header line:\n%s", out)
+	}
+	pp.steps, _ = strconv.Atoi(m[2])
+	pp.buffers, _ = strconv.Atoi(m[3])
+	m = arenaLine.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no arena / lower bound / ratio line:\n%s", out)
+	}
+	pp.arena, _ = strconv.ParseInt(m[1], 10, 64)
+	pp.lower, _ = strconv.ParseInt(m[2], 10, 64)
+	pp.ratio, _ = strconv.ParseFloat(m[3], 64)
+
+	section := ""
+	for _, line := range strings.Split(out, "\n") {
+		switch {
+		case line == "buffers:" || line == "steps:" || line == "signature:":
+			section = strings.TrimSuffix(line, ":")
+			pp.sections = append(pp.sections, section)
+			continue
+		case line == "" || !strings.HasPrefix(line, " "):
+			continue
+		}
+		switch section {
+		case "buffers":
+			m := bufferLine.FindStringSubmatch(line)
+			if m == nil {
+				t.Errorf("malformed buffer line %q", line)
+				continue
+			}
+			n := func(i int) int64 { v, _ := strconv.ParseInt(m[i], 10, 64); return v }
+			pp.bufs = append(pp.bufs, planner.Buffer{Name: m[1], Offset: n(4), Size: n(5), Start: int(n(6)), End: int(n(7))})
+			pp.types = append(pp.types, m[2])
+			pp.roles = append(pp.roles, m[3])
+		case "steps":
+			m := stepLine.FindStringSubmatch(line)
+			if m == nil || m[1] != strconv.Itoa(len(pp.stepLines)) {
+				t.Errorf("malformed or misnumbered step line %q", line)
+				continue
+			}
+			pp.stepLines = append(pp.stepLines, m[2])
+			if copyStep.MatchString(m[2]) {
+				pp.copyLines = append(pp.copyLines, m[2])
+			} else if !kernelStep.MatchString(m[2]) {
+				t.Errorf("step line %q is neither a copy nor a kernel", line)
+			}
+		}
+	}
+	return pp
+}
+
+func TestPlan(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		args      []string
+		optimizer string  // the -optimizer flag
+		momentum  float64 // the -momentum flag
+		copies    int     // copy steps: one per update of a param or state
+	}{
+		{"grad", []string{digitsMLP}, "", 0, 0},
+		{"sgd", []string{"-optimizer", "sgd", digitsMLP}, "sgd", 0, 4},
+		{"sgd after the file", []string{digitsMLP, "-optimizer", "sgd"}, "sgd", 0, 4},
+		{"sgd momentum", []string{"-optimizer", "sgd", "-momentum", "0.9", digitsMLP}, "sgd", 0.9, 8},
+		{"adam", []string{"-optimizer", "adam", digitsMLP}, "adam", 0, 14},
+		{"linreg", []string{writeFile(t, "linreg.kir", linregKir)}, "", 0, 0},
+		{"linreg adam", []string{"-optimizer", "adam", writeFile(t, "linreg.kir", linregKir)}, "adam", 0, 5},
+		{"no params", []string{writeFile(t, "forward.kir", noParamsKir)}, "", 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runKiln(t, append([]string{"plan"}, tt.args...)...)
+			r.want(t, 0)
+			if r.stderr != "" {
+				t.Errorf("unexpected stderr:\n%s", r.stderr)
+			}
+			containsAll(t, "plan output", r.stdout, "arena ", "lower bound ", "ratio ", "\nsteps:\n", "\nbuffers:\n", "\nsignature:\n")
+			pp := parsePlanOutput(t, r.stdout)
+			if got := strings.Join(pp.sections, " "); got != "buffers steps signature" {
+				t.Errorf("sections %q, want buffers steps signature", got)
+			}
+			if len(pp.bufs) != pp.buffers {
+				t.Errorf("%d buffer lines, the header says %d buffers", len(pp.bufs), pp.buffers)
+			}
+			if len(pp.stepLines) != pp.steps {
+				t.Errorf("%d step lines, the header says %d steps", len(pp.stepLines), pp.steps)
+			}
+			if len(pp.copyLines) != tt.copies {
+				t.Errorf("%d copy steps, want %d: %q", len(pp.copyLines), tt.copies, pp.copyLines)
+			}
+			// Copies come last: they apply the updates after every kernel ran.
+			for i, s := range pp.stepLines {
+				if copyStep.MatchString(s) && i < len(pp.stepLines)-len(pp.copyLines) {
+					t.Errorf("copy step %d %q before the last kernel", i, s)
+				}
+			}
+
+			// The printed numbers are consistent with each other.
+			if pp.lower > pp.arena {
+				t.Errorf("lower bound %d above the arena %d", pp.lower, pp.arena)
+			}
+			if pp.lower > 0 {
+				if want := float64(pp.arena) / float64(pp.lower); math.Abs(pp.ratio-want) > 0.0005 {
+					t.Errorf("ratio %.3f, want arena/lower bound = %.4f", pp.ratio, want)
+				}
+			}
+			var lower int64
+			for s := 0; s < max(pp.steps, 1); s++ {
+				var live int64
+				for _, b := range pp.bufs {
+					if b.Start <= s && s <= b.End {
+						live += alignedSize(b.Size)
+					}
+				}
+				lower = max(lower, live)
+			}
+			if lower != pp.lower {
+				t.Errorf("the printed live ranges give a lower bound of %d bytes, the plan says %d", lower, pp.lower)
+			}
+			for i, b := range pp.bufs {
+				if b.Offset%planner.Align != 0 || b.Offset+b.Size > pp.arena {
+					t.Errorf("buffer %%%s at offset %d size %d: unaligned or outside the %d-byte arena", b.Name, b.Offset, b.Size, pp.arena)
+				}
+				for _, c := range pp.bufs[i+1:] {
+					if b.Size > 0 && c.Size > 0 && b.Start <= c.End && c.Start <= b.End &&
+						b.Offset < c.Offset+c.Size && c.Offset < b.Offset+b.Size {
+						t.Errorf("buffers %%%s and %%%s are live together and overlap in memory", b.Name, c.Name)
+					}
+				}
+			}
+
+			// Every buffer of the plan has its line, with its placement.
+			p := compileLike(t, tt.args[indexOfKir(tt.args)], tt.optimizer, tt.momentum)
+			if len(pp.bufs) != len(p.Buffers) {
+				t.Fatalf("%d buffer lines, the plan has %d buffers", len(pp.bufs), len(p.Buffers))
+			}
+			for i, want := range p.Buffers {
+				got := pp.bufs[i]
+				if got.Name != want.Name || pp.types[i] != want.Type.String() || pp.roles[i] != want.Role.String() ||
+					got.Offset != want.Offset || got.Size != want.Size || got.Start != want.Start || got.End != want.End {
+					t.Errorf("buffer line %d: %%%s %s %s offset %d size %d live %d..%d, want %%%s %s %s offset %d size %d live %d..%d",
+						i, got.Name, pp.types[i], pp.roles[i], got.Offset, got.Size, got.Start, got.End,
+						want.Name, want.Type, want.Role, want.Offset, want.Size, want.Start, want.End)
+				}
+			}
+			if len(pp.stepLines) != len(p.Steps) || pp.arena != p.ArenaBytes || pp.lower != p.LowerBound {
+				t.Errorf("printed %d steps, arena %d, lower bound %d; the plan has %d, %d, %d",
+					len(pp.stepLines), pp.arena, pp.lower, len(p.Steps), p.ArenaBytes, p.LowerBound)
+			}
+			for _, n := range append(append([]planner.Named(nil), p.Outputs...), p.Grads...) {
+				kind := "output"
+				if strings.HasPrefix(n.Name, "grad/") {
+					kind = "grad"
+				}
+				containsAll(t, "signature", r.stdout, fmt.Sprintf("  %-7s %s: %s\n", kind, n.Name, p.Buffers[n.Buffer].Type))
+			}
+			if t.Failed() {
+				t.Logf("output:\n%s", r.stdout)
+			}
+		})
+	}
+}
+
+func indexOfKir(args []string) int {
+	for i, a := range args {
+		if strings.HasSuffix(a, ".kir") {
+			return i
+		}
+	}
+	return -1
+}
+
+// compileLike compiles path as kiln plan does: with the gradient when the
+// graph has params and with the default optimizer of kind, if any, with
+// momentum.
+func compileLike(t *testing.T, path, kind string, momentum float64) *planner.Plan {
+	t.Helper()
+	g, err := loadGraph(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := kiln.Options{Grad: len(g.Params()) > 0}
+	if kind != "" {
+		c, err := passes.DefaultOptimizer(kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Momentum = momentum
+		opts.Optimizer = &c
+	}
+	p, err := kiln.Compile(g, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestPlanErrors(t *testing.T) {
+	t.Parallel()
+	bad := writeFile(t, "bad.kir", "graph bad\ninput %x: f64[2]\n%y = relu %x %x\noutput %y\n")
+	tests := []struct {
+		name string
+		args []string
+		code int
+		msg  []string
+	}{
+		{"missing file", []string{"nosuch.kir"}, 1, []string{"nosuch.kir", "no such file"}},
+		{"parse error", []string{bad}, 1, []string{bad + ":3:"}},
+		{"bad optimizer", []string{"-optimizer", "nope", digitsMLP}, 2, []string{`unknown optimizer "nope"`}},
+		{"bad momentum", []string{"-optimizer", "sgd", "-momentum", "1", digitsMLP}, 2, []string{"momentum must be in [0,1)"}},
+		{"bad adam eps", []string{"-optimizer", "adam", "-eps", "-1", digitsMLP}, 2, []string{"adam eps must be positive"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runKiln(t, append([]string{"plan"}, tt.args...)...)
+			r.want(t, tt.code)
+			msg := r.stderr
+			if tt.code == 1 {
+				msg = oneLine(t, r.stderr)
+			}
+			containsAll(t, "stderr", msg, append([]string{"kiln plan: "}, tt.msg...)...)
+			if r.stdout != "" {
+				t.Errorf("unexpected stdout:\n%s", r.stdout)
+			}
+		})
+	}
+}

@@ -1,0 +1,298 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/kilnml/kiln/frontends/safetensors"
+	"github.com/kilnml/kiln/ir"
+)
+
+// tinyMLPKir is a 2-8-2 MLP with batches of 8 for two features.
+const tinyMLPKir = `graph tiny_mlp
+input %x: f32[8,2]
+input %y: i64[8]
+param %w1: f32[2,8]
+param %b1: f32[8]
+param %w2: f32[8,2]
+param %b2: f32[2]
+%h = matmul %x, %w1
+%a = add %h, %b1
+%r = tanh %a
+%z = matmul %r, %w2
+%logits = add %z, %b2
+%loss = softmax_cross_entropy %logits, %y
+output %loss, %logits
+`
+
+// tinyMLPParams are the params of tinyMLPKir and their types.
+var tinyMLPParams = map[string]ir.Type{
+	"w1": ir.TensorOf(ir.F32, 2, 8),
+	"b1": ir.TensorOf(ir.F32, 8),
+	"w2": ir.TensorOf(ir.F32, 8, 2),
+	"b2": ir.TensorOf(ir.F32, 2),
+}
+
+// separableCSV returns rows rows of a two-class problem with features
+// features: class 1 around (2, 2, ...), class 0 around (-2, -2, ...), each
+// coordinate within ±1.5 of its center, so that the sum of the first two
+// features separates the classes with a margin.
+func separableCSV(rows, features int, seed uint64) string {
+	rng := rand.New(rand.NewPCG(seed, 0))
+	var b strings.Builder
+	for j := 0; j < features; j++ {
+		fmt.Fprintf(&b, "f%d,", j)
+	}
+	b.WriteString("label\n")
+	for i := 0; i < rows; i++ {
+		label := i % 2
+		center := -2.0
+		if label == 1 {
+			center = 2
+		}
+		for j := 0; j < features; j++ {
+			fmt.Fprintf(&b, "%.4f,", center+3*(rng.Float64()-0.5))
+		}
+		fmt.Fprintf(&b, "%d\n", label)
+	}
+	return b.String()
+}
+
+var (
+	epochLine    = regexp.MustCompile(`(?m)^epoch\s+(\d+)/(\d+)\s+loss (\d+\.\d+)\s`)
+	heldOutFinal = regexp.MustCompile(`(?m)^held-out accuracy (\d+\.\d+)% on (\d+) rows$`)
+)
+
+// trainOutput is what kiln train printed, parsed.
+type trainOutput struct {
+	losses   []float64 // training loss per epoch
+	accuracy float64   // final held-out accuracy, in percent
+}
+
+func parseTrain(t *testing.T, out string) trainOutput {
+	t.Helper()
+	var to trainOutput
+	for i, m := range epochLine.FindAllStringSubmatch(out, -1) {
+		if m[1] != strconv.Itoa(i+1) {
+			t.Errorf("epoch line %d is numbered %s", i+1, m[1])
+		}
+		l, err := strconv.ParseFloat(m[3], 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		to.losses = append(to.losses, l)
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	m := heldOutFinal.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no held-out accuracy line:\n%s", out)
+	}
+	to.accuracy, _ = strconv.ParseFloat(m[1], 64)
+	// The accuracy line ends the output, unless the params were saved.
+	last := lines[len(lines)-1]
+	if strings.HasPrefix(last, "saved ") {
+		last = lines[len(lines)-2]
+	}
+	if !heldOutFinal.MatchString(last) {
+		t.Errorf("the output does not end with the held-out accuracy:\n%s", out)
+	}
+	return to
+}
+
+func TestTrainBuiltin(t *testing.T) {
+	t.Parallel()
+	r := runKiln(t, "train", "-epochs", "2")
+	r.want(t, 0)
+	if r.stderr != "" {
+		t.Errorf("unexpected stderr:\n%s", r.stderr)
+	}
+	containsAll(t, "stdout", r.stdout, "built-in example", "model digits_mlp: 4 params (4810 values), batch 32")
+	to := parseTrain(t, r.stdout)
+	if len(to.losses) != 2 || strings.Count(r.stdout, "\nepoch ") != 2 {
+		t.Errorf("%d epoch lines, want 2:\n%s", len(to.losses), r.stdout)
+	}
+	for i, m := range epochLine.FindAllStringSubmatch(r.stdout, -1) {
+		if m[2] != "2" {
+			t.Errorf("epoch line %d says /%s, want /2", i+1, m[2])
+		}
+	}
+	if len(to.losses) == 2 && !(to.losses[1] < to.losses[0]) {
+		t.Errorf("the loss did not fall: %v", to.losses)
+	}
+	if to.accuracy < 50 {
+		t.Errorf("held-out accuracy %.2f%% after 2 epochs; chance is 10%%", to.accuracy)
+	}
+}
+
+// TestTrainCustom trains a small MLP on a separable CSV, saves the params
+// and starts a second run from them.
+func TestTrainCustom(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	model := filepath.Join(dir, "tiny.kir")
+	data := filepath.Join(dir, "blobs.csv")
+	if err := os.WriteFile(model, []byte(tinyMLPKir), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(data, []byte(separableCSV(200, 2, 7)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	saved := filepath.Join(dir, "params.safetensors")
+
+	r := runKiln(t, "train", model, "-data", data, "-epochs", "20", "-save", saved)
+	r.want(t, 0)
+	containsAll(t, "stdout", r.stdout, "model tiny_mlp: 4 params (42 values), batch 8", "160 training rows, 40 held out", "saved the trained params to "+saved)
+	first := parseTrain(t, r.stdout)
+	if len(first.losses) != 20 {
+		t.Fatalf("%d epoch lines, want 20:\n%s", len(first.losses), r.stdout)
+	}
+	if first.accuracy < 90 {
+		t.Errorf("held-out accuracy %.2f%%, want at least 90%%:\n%s", first.accuracy, r.stdout)
+	}
+	// The blobs are easy enough for the initial params to classify, so
+	// check that training did its work on the loss too.
+	if l0, l := first.losses[0], first.losses[len(first.losses)-1]; !(l < l0/2) {
+		t.Errorf("the training loss went from %.4f to %.4f in 20 epochs; want it at least halved:\n%s", l0, l, r.stdout)
+	}
+
+	// -save wrote every param with its type, and nothing else.
+	got := readTensors(t, saved)
+	if len(got) != len(tinyMLPParams) {
+		t.Errorf("%s holds %d tensors, want %d", saved, len(got), len(tinyMLPParams))
+	}
+	for name, typ := range tinyMLPParams {
+		ts, ok := got[name]
+		if !ok {
+			t.Errorf("%s lacks param %s", saved, name)
+			continue
+		}
+		if !ts.Type.Equal(typ) {
+			t.Errorf("param %s saved as %s, want %s", name, ts.Type, typ)
+		}
+	}
+
+	// -init starts from the trained params: the first epoch's loss is below
+	// the first epoch's loss from the initialization.
+	r = runKiln(t, "train", "-init", saved, "-epochs", "1", model, "-data", data)
+	r.want(t, 0)
+	second := parseTrain(t, r.stdout)
+	if len(second.losses) != 1 {
+		t.Fatalf("%d epoch lines, want 1:\n%s", len(second.losses), r.stdout)
+	}
+	if !(second.losses[0] < first.losses[0]) {
+		t.Errorf("with -init the first epoch's loss is %.4f, not below %.4f from scratch", second.losses[0], first.losses[0])
+	}
+	if second.accuracy < 90 {
+		t.Errorf("with -init the held-out accuracy is %.2f%%, want at least 90%%", second.accuracy)
+	}
+
+	// Plain SGD trains the same model too.
+	r = runKiln(t, "train", model, "-data", data, "-epochs", "5", "-optimizer", "sgd", "-lr", "0.1")
+	r.want(t, 0)
+	containsAll(t, "stdout", r.stdout, "sgd lr 0.1")
+	if sgd := parseTrain(t, r.stdout); sgd.accuracy < 90 {
+		t.Errorf("sgd: held-out accuracy %.2f%%, want at least 90%%", sgd.accuracy)
+	}
+}
+
+func TestTrainErrors(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	model := filepath.Join(dir, "tiny.kir")
+	data := filepath.Join(dir, "blobs.csv")
+	wide := filepath.Join(dir, "wide.csv")
+	for path, text := range map[string]string{
+		model: tinyMLPKir,
+		data:  separableCSV(40, 2, 1),
+		wide:  separableCSV(40, 3, 1),
+	} {
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	initFile := func(name string, ts ...safetensors.Tensor) string {
+		path := filepath.Join(dir, name)
+		writeTensors(t, path, ts)
+		return path
+	}
+	few := writeFile(t, "few.csv", separableCSV(6, 2, 1))
+	threeClasses := writeFile(t, "three.csv", strings.Replace(separableCSV(40, 2, 1), ",1\n", ",2\n", -1))
+	badCSV := writeFile(t, "bad.csv", "f0,f1,label\n1,2,0\n1,x,1\n")
+	wrongType := initFile("f64.safetensors", tensor(t, "b2", ir.F64, ir.Shape{2}, []float64{0, 0}))
+	notParam := initFile("x.safetensors", tensor(t, "x", ir.F32, ir.Shape{8, 2}, make([]float64, 16)))
+
+	tests := []struct {
+		name string
+		args []string
+		code int
+		msg  []string
+	}{
+		{"data without a model", []string{"-data", data}, 2, []string{"-data needs a MODEL.kir"}},
+		{"model without data", []string{model}, 2, []string{"missing -data FILE.csv for " + model}},
+		{"zero epochs", []string{"-epochs", "0"}, 2, []string{"-epochs must be at least 1, found 0"}},
+		{"negative epochs", []string{model, "-data", data, "-epochs", "-3"}, 2, []string{"-epochs must be at least 1, found -3"}},
+		{"unknown optimizer", []string{"-optimizer", "nope"}, 2, []string{`unknown optimizer "nope"`}},
+		{"feature count", []string{model, "-data", wide, "-epochs", "1"}, 1, []string{"3 features per row", "%x takes 2"}},
+		{"fewer rows than a batch", []string{model, "-data", few}, 1, []string{"fewer than one batch of 8"}},
+		{"labels beyond the classes", []string{model, "-data", threeClasses}, 1, []string{"softmax_cross_entropy", "label 2", "outside [0,2)"}},
+		{"malformed CSV", []string{model, "-data", badCSV}, 1, []string{badCSV + ":3:", `"x"`}},
+		{"missing data file", []string{model, "-data", filepath.Join(dir, "nosuch.csv")}, 1, []string{filepath.Join(dir, "nosuch.csv")}},
+		{"init of the wrong type", []string{model, "-data", data, "-init", wrongType}, 1, []string{wrongType, `"b2"`, "expected f32[2], found f64[2]"}},
+		{"init of a non-param", []string{model, "-data", data, "-init", notParam}, 1, []string{notParam, `"x"`, "not a param"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runKiln(t, append([]string{"train"}, tt.args...)...)
+			r.want(t, tt.code)
+			msg := r.stderr
+			switch tt.code {
+			case 1:
+				msg = oneLine(t, r.stderr)
+			case 2:
+				if !strings.Contains(r.stderr, "\nusage: kiln train ") {
+					t.Errorf("no usage line:\n%s", r.stderr)
+				}
+				if r.stdout != "" {
+					t.Errorf("a usage error printed on stdout:\n%s", r.stdout)
+				}
+			}
+			containsAll(t, "stderr", msg, append([]string{"kiln train: "}, tt.msg...)...)
+			if strings.Contains(r.stdout, "\nepoch ") {
+				t.Errorf("a failed run trained:\n%s", r.stdout)
+			}
+		})
+	}
+}
+
+// TestTrainSmallHeldOut trains with a held-out set smaller than one batch:
+// evaluation pads the batch and counts only the held-out rows.
+func TestTrainSmallHeldOut(t *testing.T) {
+	t.Parallel()
+	model := writeFile(t, "tiny.kir", tinyMLPKir)
+	data := writeFile(t, "blobs.csv", separableCSV(50, 2, 5))
+	for _, tt := range []struct {
+		holdout string
+		rows    int
+	}{
+		{"0.1", 5},  // fewer than a batch of 8
+		{"0.02", 1}, // a single row
+		{"0.2", 10}, // a full batch and a partial one
+	} {
+		t.Run(tt.holdout, func(t *testing.T) {
+			r := runKiln(t, "train", model, "-data", data, "-epochs", "3", "-holdout", tt.holdout)
+			r.want(t, 0)
+			containsAll(t, "stdout", r.stdout, fmt.Sprintf("%d training rows, %d held out", 50-tt.rows, tt.rows), fmt.Sprintf(" on %d rows\n", tt.rows))
+			to := parseTrain(t, r.stdout)
+			if correct := to.accuracy * float64(tt.rows) / 100; math.Abs(correct-math.Round(correct)) > 1e-6 {
+				t.Errorf("held-out accuracy %.2f%% is not a whole number of %d rows", to.accuracy, tt.rows)
+			}
+		})
+	}
+}

@@ -1,0 +1,62 @@
+package frontends_test
+
+import (
+	"fmt"
+	"log"
+
+	"github.com/kilnml/kiln/frontends"
+	"github.com/kilnml/kiln/ir"
+)
+
+// A two-layer perceptron for 4 features and 3 classes, trained on batches
+// of 8: the loss is the first output, the logits the second.
+func ExampleBuilder() {
+	b := frontends.NewBuilder("mlp")
+	x := b.Input("x", ir.F32, 8, 4)
+	y := b.Input("y", ir.I64, 8)
+	w1 := b.Param("w1", ir.F32, 4, 16)
+	b1 := b.Param("b1", ir.F32, 16)
+	w2 := b.Param("w2", ir.F32, 16, 3)
+	b2 := b.Param("b2", ir.F32, 3)
+
+	h := b.Relu(b.Add(b.Matmul(x, w1), b1))
+	logits := b.Rename(b.Add(b.Matmul(h, w2), b2), "logits")
+	loss := b.Rename(b.SoftmaxCrossEntropy(logits, y), "loss")
+	b.Output(loss, logits)
+
+	g, err := b.Build()
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Print(g.Format())
+	// Output:
+	// graph mlp
+	// input %x: f32[8,4]
+	// input %y: i64[8]
+	// param %w1: f32[4,16]
+	// param %b1: f32[16]
+	// param %w2: f32[16,3]
+	// param %b2: f32[3]
+	// %t6: f32[8,16] = matmul %x, %w1
+	// %t7: f32[8,16] = add %t6, %b1
+	// %t8: f32[8,16] = relu %t7
+	// %t9: f32[8,3] = matmul %t8, %w2
+	// %logits: f32[8,3] = add %t9, %b2
+	// %loss: f32[] = softmax_cross_entropy %logits, %y
+	// output %loss, %logits
+}
+
+// The builder keeps the first error, with the Go line that made the call,
+// and Build returns it; the calls after it do nothing.
+func ExampleBuilder_shapeError() {
+	b := frontends.NewBuilder("bad")
+	x := b.Input("x", ir.F32, 8, 4)
+	w := b.Param("w", ir.F32, 5, 2)
+	z := b.Matmul(x, w) // 4 columns times 5 rows: line 55 of this file
+	b.Output(b.Relu(z))
+
+	_, err := b.Build()
+	fmt.Println(err)
+	// Output:
+	// example_test.go:55: matmul: inner dimensions differ: [8,4] and [5,2] (4 vs 5)
+}
