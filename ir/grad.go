@@ -256,24 +256,3 @@ func gradLogSoftmax(e *Emitter, y, dy ID) []ID {
 	s := e.Op(OpSum, MakeAttrs("axes", Ints(axis), "keepdims", BoolAttr(true)), dy)
 	return []ID{e.sub(dy, e.mul(e.Op(OpExp, nil, y), s))}
 }
-
-func gradSoftmaxCE(e *Emitter, y, dy ID) []ID {
-	// d logits = (softmax(logits) - onehot(labels)) * dy / N.
-	logits, labels := e.args(y)[0], e.args(y)[1]
-	t := e.Type(logits)
-	n, c := t.Shape[0], t.Shape[1]
-	p := e.Op(OpSoftmax, MakeAttrs("axis", Int(-1)), logits)
-	oh := e.Op(OpOneHot, MakeAttrs("classes", Int(c), "dtype", String(t.DType.String())), labels)
-	scale := e.mul(dy, e.Scalar(1/float64(max(n, 1)), t.DType))
-	return []ID{e.mul(e.sub(p, oh), scale), NoID}
-}
-
-func gradMSE(e *Emitter, y, dy ID) []ID {
-	// d a = 2 (a - b) dy / n, d b = -d a, each summed to its operand's shape.
-	a, b := e.args(y)[0], e.args(y)[1]
-	diff := e.sub(a, b)
-	n := e.shape(diff).NumElements()
-	scale := e.mul(dy, e.Scalar(2/float64(max(n, 1)), e.Type(y).DType))
-	g := e.mul(diff, scale)
-	return []ID{e.SumTo(g, e.shape(a)), e.SumTo(e.neg(g), e.shape(b))}
-}

@@ -296,28 +296,6 @@ func inferAxisFloat(args []Type, a Attrs) (Type, error) {
 	return t, nil
 }
 
-func inferSoftmaxCE(args []Type, _ Attrs) (Type, error) {
-	lg, lb := args[0], args[1]
-	if !lg.DType.IsFloat() || len(lg.Shape) != 2 {
-		return Type{}, fmt.Errorf("expected float logits [N,C], found %s", lg)
-	}
-	if !lb.DType.IsInt() || len(lb.Shape) != 1 || lb.Shape[0] != lg.Shape[0] {
-		return Type{}, fmt.Errorf("expected integer labels [%d] for logits %s, found %s", lg.Shape[0], lg, lb)
-	}
-	return Type{lg.DType, Shape{}}, nil
-}
-
-func inferMSE(args []Type, a Attrs) (Type, error) {
-	t, err := inferBroadcast(args, a)
-	if err != nil {
-		return t, err
-	}
-	if !t.DType.IsFloat() {
-		return Type{}, fmt.Errorf("expected float operands, found %s", args[0])
-	}
-	return Type{t.DType, Shape{}}, nil
-}
-
 // ConstType returns the type a const node with attrs has, checking that the
 // value fits the shape.
 func ConstType(a Attrs) (Type, error) {

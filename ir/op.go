@@ -46,15 +46,104 @@ const (
 	OpSum
 	OpMean
 
-	// Normalizations and losses.
+	// Normalizations.
 	OpSoftmax
 	OpLogSoftmax
-	OpSoftmaxCrossEntropy
-	OpMSELoss
 
 	// Constants.
 	OpConst
 	OpOneHot
+
+	// Elementwise math (ops_math.go).
+	OpAbs
+	OpSign
+	OpRsqrt
+	OpSquare
+	OpReciprocal
+	OpLog2
+	OpLog10
+	OpLog1p
+	OpExpm1
+	OpSin
+	OpCos
+	OpErf
+	OpFloor
+	OpCeil
+	OpRound
+	OpClip
+	OpPow
+	OpMaximum
+	OpMinimum
+	OpFloorDiv
+	OpMod
+	OpWhere
+	OpGreater
+	OpGreaterEqual
+	OpLess
+	OpLessEqual
+	OpEqual
+	OpNotEqual
+	OpLogicalAnd
+	OpLogicalOr
+	OpLogicalNot
+
+	// Activations (ops_activation.go).
+	OpLeakyRelu
+	OpPrelu
+	OpElu
+	OpGelu
+	OpSilu
+	OpSoftplus
+
+	// Losses (ops_loss.go).
+	OpSoftmaxCrossEntropy
+	OpMSELoss
+	OpL1Loss
+	OpHuberLoss
+	OpBCELoss
+	OpBCEWithLogits
+	OpNLLLoss
+
+	// Reductions (ops_reduce.go).
+	OpMax
+	OpMin
+	OpProd
+	OpLogSumExp
+	OpVar
+	OpStd
+	OpArgmax
+	OpArgmin
+
+	// Shape and data movement (ops_movement.go).
+	OpSqueeze
+	OpUnsqueeze
+	OpConcat
+	OpSlice
+	OpPad
+	OpGather
+	OpIndexSelect
+	OpEmbedding
+	OpStack
+	OpFlip
+	OpScatterAdd
+	OpIndexAdd
+
+	// Neural-network layers (ops_nn.go).
+	OpConv1d
+	OpConv2d
+	OpConvInputGrad
+	OpConvWeightGrad
+	OpMaxPool2d
+	OpMaxPool2dGrad
+	OpAvgPool2d
+	OpAvgPool2dGrad
+	OpLayerNorm
+	OpBatchNorm
+	OpDropout
+
+	// Kolmogorov-Arnold and logic-gate layers (ops_kan.go).
+	OpBspline
+	OpLogicGate
 
 	numOps
 )
@@ -82,11 +171,15 @@ type AttrSpec struct {
 
 // OpInfo is one row of the op table.
 type OpInfo struct {
-	Name  string
-	Args  []string // argument names, in order; their count is the arity
-	Attrs []AttrSpec
-	Class OpClass
-	Doc   string
+	Name string
+	// Args names the arguments in order. The last Optional of them may be
+	// left out; with Variadic the last one repeats (one or more times).
+	Args     []string
+	Optional int
+	Variadic bool
+	Attrs    []AttrSpec
+	Class    OpClass
+	Doc      string
 
 	// Infer returns the result type for the argument types and the
 	// (defaults-filled) attributes, or an error saying what was expected
@@ -97,8 +190,14 @@ type OpInfo struct {
 	// each argument of value y, given dy, the gradient with respect to y.
 	// It returns one id per argument; NoID means no gradient flows there.
 	// A nil Grad means the op is not differentiable: no gradient flows
-	// through it.
+	// through it (comparisons, argmax, integer results).
 	Grad func(e *Emitter, y, dy ID) []ID
+
+	// NoGrad, when set on an op with a nil Grad, says why its derivative
+	// is not available (a gradient op whose own gradient is not written);
+	// autodiff then refuses to differentiate through it instead of
+	// treating it as constant.
+	NoGrad string
 }
 
 // Info returns the op's table row.
@@ -184,10 +283,18 @@ func editDistance(a, b string) int {
 
 func checkArity(op Op, n int) error {
 	info := op.Info()
-	if n != len(info.Args) {
-		return fmt.Errorf("%s takes %d argument(s) (%s), found %d", op, len(info.Args), strings.Join(info.Args, ", "), n)
+	lo, hi := len(info.Args)-info.Optional, len(info.Args)
+	switch {
+	case info.Variadic && n >= lo:
+		return nil
+	case info.Variadic:
+		return fmt.Errorf("%s takes at least %d argument(s) (%s...), found %d", op, lo, strings.Join(info.Args, ", "), n)
+	case n >= lo && n <= hi:
+		return nil
+	case lo == hi:
+		return fmt.Errorf("%s takes %d argument(s) (%s), found %d", op, hi, strings.Join(info.Args, ", "), n)
 	}
-	return nil
+	return fmt.Errorf("%s takes %d to %d arguments (%s; the last %d optional), found %d", op, lo, hi, strings.Join(info.Args, ", "), info.Optional, n)
 }
 
 // checkAttrs verifies attrs against the op's schema: known keys, right kinds,
@@ -283,15 +390,33 @@ var axesAttrs = []AttrSpec{
 	{Name: "keepdims", Kind: AttrBool, Default: defBool(false), Doc: "keep reduced axes with size 1"},
 }
 
-// opTable is the op table. It is filled in init because its gradient rules
-// reach back into the table through the graph they extend.
+// opTable is the op table: one row per op. The rows are written next to the
+// code of their family (coreOps below, mathOps in ops_math.go, ...) and
+// gathered here once. It is filled in init because gradient rules reach
+// back into the table through the graph they extend.
 var opTable [numOps]OpInfo
 
-func init() { opTable = opTableRows() }
+// opRow is one row of the table with its op.
+type opRow struct {
+	op   Op
+	info OpInfo
+}
 
-func opTableRows() [numOps]OpInfo {
-	return [numOps]OpInfo{
-		OpInvalid: {Name: "invalid"},
+func init() {
+	families := [][]opRow{coreOps(), mathOps(), activationOps(), lossOps(), reduceOps(), movementOps(), nnOps(), kanOps()}
+	for _, rows := range families {
+		for _, r := range rows {
+			if opTable[r.op].Name != "" {
+				panic(fmt.Sprintf("ir: op %d has two rows (%s and %s)", r.op, opTable[r.op].Name, r.info.Name))
+			}
+			opTable[r.op] = r.info
+		}
+	}
+	opTable[OpInvalid] = OpInfo{Name: "invalid"}
+}
+
+func coreOps() []opRow {
+	table := [numOps]OpInfo{
 
 		OpInput: {Name: "input", Class: ClassLeaf, Doc: "a tensor fed at every step"},
 		OpParam: {Name: "param", Class: ClassLeaf, Doc: "a trainable tensor; gradients are taken for every param",
@@ -331,8 +456,6 @@ func opTableRows() [numOps]OpInfo {
 			Attrs: []AttrSpec{{Name: "axis", Kind: AttrInt, Default: defInt(-1), Doc: "the normalized axis"}}},
 		OpLogSoftmax: {Name: "log_softmax", Args: []string{"x"}, Doc: "x - max - log(sum(exp(x - max))) along axis", Infer: inferAxisFloat, Grad: gradLogSoftmax,
 			Attrs: []AttrSpec{{Name: "axis", Kind: AttrInt, Default: defInt(-1), Doc: "the normalized axis"}}},
-		OpSoftmaxCrossEntropy: {Name: "softmax_cross_entropy", Args: []string{"logits", "labels"}, Doc: "mean over N of -log softmax(logits)[n, labels[n]]; logits [N,C], integer labels [N]", Infer: inferSoftmaxCE, Grad: gradSoftmaxCE},
-		OpMSELoss:             {Name: "mse_loss", Args: []string{"a", "b"}, Doc: "mean of (a - b)^2 over the broadcast shape", Infer: inferMSE, Grad: gradMSE},
 
 		OpConst: {Name: "const", Doc: "a constant tensor", Infer: inferConst,
 			Attrs: []AttrSpec{
@@ -346,6 +469,13 @@ func opTableRows() [numOps]OpInfo {
 				{Name: "dtype", Kind: AttrString, Default: defString("f32"), Doc: "element type of the result"},
 			}},
 	}
+	var rows []opRow
+	for op, info := range table {
+		if info.Name != "" {
+			rows = append(rows, opRow{Op(op), info})
+		}
+	}
+	return rows
 }
 
 // Schema-only kinds: an attribute's value is still an int, float or list,

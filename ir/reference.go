@@ -17,7 +17,7 @@ func Reference() string {
 	b.WriteString("| op | arguments | attributes | gradient | description |\n|---|---|---|---|---|\n")
 	for _, op := range Ops() {
 		info := op.Info()
-		args := strings.Join(info.Args, ", ")
+		args := formatArgs(info)
 		if op.IsLeaf() {
 			args = "(declaration)"
 		}
@@ -41,8 +41,27 @@ func Reference() string {
 			grad = "yes"
 		case op.IsLeaf():
 			grad = "—"
+		case info.NoGrad != "":
+			grad = "no: " + info.NoGrad
 		}
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", op, args, strings.Join(attrs, "<br>"), grad, info.Doc)
 	}
 	return b.String()
+}
+
+// formatArgs writes an op's arguments as the text format takes them:
+// optional ones in brackets, a repeated one with "...".
+func formatArgs(info *OpInfo) string {
+	parts := make([]string, len(info.Args))
+	for i, a := range info.Args {
+		switch {
+		case info.Variadic && i == len(info.Args)-1:
+			parts[i] = a + "..."
+		case i >= len(info.Args)-info.Optional:
+			parts[i] = "[" + a + "]"
+		default:
+			parts[i] = a
+		}
+	}
+	return strings.Join(parts, ", ")
 }

@@ -36,7 +36,7 @@ func Autodiff(g *ir.Graph) error {
 			needs[i] = true
 			continue
 		}
-		if !v.Op.Differentiable() {
+		if !v.Op.Differentiable() && v.Op.Info().NoGrad == "" {
 			continue
 		}
 		for _, a := range v.Args {
@@ -56,8 +56,11 @@ func Autodiff(g *ir.Graph) error {
 	for id := loss; id >= 0; id-- {
 		dy := grads[id]
 		v := g.Values[id]
-		if dy == ir.NoID || !needs[id] || v.Op.IsLeaf() || !v.Op.Differentiable() {
+		if dy == ir.NoID || !needs[id] || v.Op.IsLeaf() {
 			continue
+		}
+		if !v.Op.Differentiable() {
+			return fmt.Errorf("cannot differentiate through %s (%s): %s", g.NameOf(id), v.Op, v.Op.Info().NoGrad)
 		}
 		ins := v.Op.Info().Grad(e, id, dy)
 		if err := e.Err(); err != nil {

@@ -1,0 +1,7 @@
+package ir
+
+// Kolmogorov-Arnold (B-spline) and differentiable logic-gate layers.
+
+func kanOps() []opRow {
+	return nil
+}

@@ -1,0 +1,7 @@
+package ir
+
+// Shape and data movement.
+
+func movementOps() []opRow {
+	return nil
+}

@@ -1,0 +1,7 @@
+package ir
+
+// Reductions beyond sum and mean.
+
+func reduceOps() []opRow {
+	return nil
+}
