@@ -153,8 +153,9 @@ func New(g *ir.Graph, _ Options) (*Plan, error) {
 	return p, nil
 }
 
-// liveness sets each buffer's live range in step indices. Inputs are live
-// from step 0; params and state for the whole step; outputs and gradients
+// liveness sets each buffer's live range in step indices. Inputs, params
+// and state are live for the whole step, so an input set once stays valid
+// for every later step and can be read back; outputs and gradients live
 // until the end, so they can be read after the step.
 func (p *Plan) liveness() {
 	last := len(p.Steps) - 1
@@ -163,10 +164,7 @@ func (p *Plan) liveness() {
 	}
 	for i := range p.Buffers {
 		b := &p.Buffers[i]
-		switch b.Role {
-		case Input:
-			b.Start = 0
-		case Param, State:
+		if b.Role != Temp {
 			b.Start, b.End = 0, last
 		}
 	}

@@ -104,7 +104,7 @@ output %d
 	for _, b := range p.Buffers {
 		live[b.Name] = [2]int{b.Start, b.End}
 	}
-	want := map[string][2]int{"x": {0, 0}, "a": {0, 3}, "b": {1, 2}, "c": {2, 3}, "d": {3, 3}}
+	want := map[string][2]int{"x": {0, 3}, "a": {0, 3}, "b": {1, 2}, "c": {2, 3}, "d": {3, 3}}
 	if d := cmp.Diff(want, live); d != "" {
 		t.Errorf("live ranges (-want +got):\n%s", d)
 	}

@@ -187,3 +187,32 @@ output %d
 		}
 	}
 }
+
+// TestInputsSurviveSteps sets the inputs once and steps three times: the
+// arena must not reuse an input's memory, so every step gives the same loss.
+func TestInputsSurviveSteps(t *testing.T) {
+	src := `graph linreg
+input %x: f64[4,3]
+input %t: f64[4]
+param %w: f64[3]
+%p = matmul %x, %w
+%loss = mse_loss %p, %t
+output %loss
+`
+	x, err := cpu.New(plan(t, src, kiln.Options{}), cpu.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set(t, x, "x", 1, 2, 3, 0, 1, -1, 2, 0, 1, -1, 1, 0)
+	set(t, x, "t", 1, 2, 3, 4)
+	set(t, x, "w", 0.5, -0.25, 0.125)
+	for i := 0; i < 3; i++ {
+		if err := x.Step(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		l, _ := x.Get("loss")
+		if got := kernels.Float64s(l)[0]; got != 8.02734375 {
+			t.Fatalf("step %d: loss %v, want 8.02734375", i, got)
+		}
+	}
+}
