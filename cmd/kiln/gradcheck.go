@@ -55,12 +55,15 @@ func runGradcheck(args []string, stdout io.Writer) error {
 		return fail(path, "%v", err)
 	}
 	bad := 0
-	fmt.Fprintf(stdout, "%-20s %8s %22s %22s  %s\n", "param", "element", "analytic", "numeric", "")
+	fmt.Fprintf(stdout, "%-20s %8s %22s %22s  %s\n", "param", "worst", "analytic", "numeric", "")
 	for _, r := range res {
 		verdict := "ok"
 		if !r.OK() {
 			verdict = "FAIL"
 			bad++
+		}
+		if r.Skipped > 0 {
+			verdict += fmt.Sprintf(" (%d elements skipped: the loss is not smooth within 2h of them)", r.Skipped)
 		}
 		fmt.Fprintf(stdout, "%-20s %8d %22.15g %22.15g  %s\n", r.Param, r.Index, r.Analytic, r.Numeric, verdict)
 	}
