@@ -58,3 +58,6 @@ func where(g *ir.Graph) string {
 	}
 	return "graph " + g.Name
 }
+
+// debugCheck returns debug switches with the IR checker on.
+func debugCheck() passes.Debug { return passes.Debug{Check: true} }

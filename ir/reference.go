@@ -65,3 +65,29 @@ func formatArgs(info *OpInfo) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// Signature returns the op as the text format writes it, for listings:
+// its arguments, then its attributes with defaults (required ones as
+// name=<kind>, optional ones in brackets).
+func (op Op) Signature() string {
+	info := op.Info()
+	s := info.Name
+	if a := formatArgs(info); a != "" {
+		s += " " + a
+	}
+	var attrs []string
+	for _, a := range info.Attrs {
+		switch {
+		case a.Required:
+			attrs = append(attrs, a.Name+"=<"+a.Kind.String()+">")
+		case a.Default != nil:
+			attrs = append(attrs, a.Name+"="+a.Default.String())
+		default:
+			attrs = append(attrs, "["+a.Name+"=<"+a.Kind.String()+">]")
+		}
+	}
+	if len(attrs) > 0 {
+		s += " {" + strings.Join(attrs, ", ") + "}"
+	}
+	return s
+}

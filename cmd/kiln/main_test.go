@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kilnml/kiln/ir"
 )
 
 // digitsMLP is the built-in example, relative to this package's directory
@@ -165,5 +167,45 @@ func TestCommandHelp(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+func TestOpsCommand(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"ops"}, &out, &errb); code != 0 {
+		t.Fatalf("kiln ops: exit %d: %s", code, errb.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != len(ir.Ops()) {
+		t.Errorf("kiln ops printed %d lines for %d ops", len(lines), len(ir.Ops()))
+	}
+	for _, want := range []string{"softmax x {axis=-1}", "reshape x {shape=<list of ints>}", "matmul a, b"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("kiln ops lacks %q", want)
+		}
+	}
+	out.Reset()
+	if code := run([]string{"ops", "-md"}, &out, &errb); code != 0 || out.String() != ir.Reference() {
+		t.Errorf("kiln ops -md: exit %d, output equal to ir.Reference: %v", code, out.String() == ir.Reference())
+	}
+}
+
+func TestGradcheckCommand(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"gradcheck", "../../examples/linreg/linreg.kir"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(out.String(), "all 1 params within") {
+		t.Errorf("output:\n%s", out.String())
+	}
+	out.Reset()
+	errb.Reset()
+	code := run([]string{"gradcheck", "-inputs", "../../examples/linreg/inputs.safetensors", "../../examples/linreg/linreg.kir"}, &out, &errb)
+	if code != 0 || !strings.Contains(out.String(), "all 1 params within") {
+		t.Errorf("with -inputs: exit %d, output:\n%s%s", code, out.String(), errb.String())
+	}
+	errb.Reset()
+	if code := run([]string{"gradcheck", "-inputs", "../../examples/linreg/inputs.safetensors", "../../examples/digits/mlp.kir"}, &out, &errb); code != 1 || !strings.Contains(errb.String(), "is not an input or param") {
+		t.Errorf("mismatched inputs: exit %d, stderr %q", code, errb.String())
 	}
 }

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/kilnml/kiln"
+	"github.com/kilnml/kiln/frontends/safetensors"
+)
+
+// runGradcheck implements kiln gradcheck: the analytic gradient of every
+// param of a graph against central differences in float64.
+func runGradcheck(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("gradcheck", flag.ContinueOnError)
+	inPath := fs.String("inputs", "", "safetensors file with values for inputs and params (default: random values from -seed)")
+	seed := fs.Uint64("seed", 1, "seed of the random values")
+	rtol := fs.Float64("rtol", 1e-7, "relative tolerance")
+	atol := fs.Float64("atol", 1e-10, "absolute tolerance")
+	step := fs.Float64("h", 1e-3, "finite-difference step")
+	pos, err := parseFlags(fs, args, stdout)
+	if err != nil {
+		return err
+	}
+	path, err := oneFile(pos, "FILE.kir")
+	if err != nil {
+		return err
+	}
+	g, _, err := load(path, nil)
+	if err != nil {
+		return err
+	}
+	if len(g.Params()) == 0 {
+		return fail(path, "the graph has no params to check")
+	}
+	feeds := kiln.RandomFeeds(g, *seed)
+	if *inPath != "" {
+		tensors, _, err := safetensors.ReadFile(*inPath)
+		if err != nil {
+			return err
+		}
+		for _, t := range tensors {
+			id, ok := g.Lookup(t.Name)
+			if !ok || (g.Value(id).Op.String() != "input" && g.Value(id).Op.String() != "param") {
+				return fmt.Errorf("%s: tensor %q is not an input or param of %s", *inPath, t.Name, path)
+			}
+			if want := g.Type(id); !want.Equal(t.Type) {
+				return fmt.Errorf("%s: tensor %q: expected %s, found %s", *inPath, t.Name, want, t.Type)
+			}
+			feeds[t.Name] = t.Float64s()
+		}
+	}
+	res, err := kiln.GradCheck(g, feeds, kiln.GradCheckOptions{RTol: *rtol, ATol: *atol, Step: *step})
+	if err != nil {
+		return fail(path, "%v", err)
+	}
+	bad := 0
+	fmt.Fprintf(stdout, "%-20s %8s %22s %22s  %s\n", "param", "worst", "analytic", "numeric", "")
+	for _, r := range res {
+		verdict := "ok"
+		if !r.OK() {
+			verdict = "FAIL"
+			bad++
+		}
+		if r.Skipped > 0 {
+			verdict += fmt.Sprintf(" (%d elements skipped: the loss is not smooth within 2h of them)", r.Skipped)
+		}
+		fmt.Fprintf(stdout, "%-20s %8d %22.15g %22.15g  %s\n", r.Param, r.Index, r.Analytic, r.Numeric, verdict)
+	}
+	if bad > 0 {
+		return fail(path, "%d of %d params exceed |analytic-numeric| <= %g + %g*|numeric| (worst element shown)", bad, len(res), *atol, *rtol)
+	}
+	fmt.Fprintf(stdout, "all %d params within |analytic-numeric| <= %g + %g*|numeric|\n", len(res), *atol, *rtol)
+	return nil
+}
