@@ -104,7 +104,7 @@ func runMoveCases(t *testing.T, cases []moveCase) {
 }
 
 func moveAxes(name string, v ...int) ir.Attrs { return ir.MakeAttrs(name, ir.Ints(v...)) }
-func moveAxis(v int) ir.Attrs             { return ir.MakeAttrs("axis", ir.Int(v)) }
+func moveAxis(v int) ir.Attrs                 { return ir.MakeAttrs("axis", ir.Int(v)) }
 
 // moveIota returns 1, 2, ..., n as float64 (no zero, so that bool keeps some
 // information only where a case puts zeros itself).
