@@ -422,10 +422,7 @@ func (e *Emitter) movementPadAxis(x ID, axis, before, after int) ID {
 }
 
 func gradConcatMove(e *Emitter, y, dy ID) []ID {
-	axis, err := Axis(e.G.Values[y].Attrs, len(e.shape(y)))
-	if err != nil {
-		e.err = err
-	}
+	axis := e.movementAxisAttr(y, len(e.shape(y)))
 	args := e.args(y)
 	out := make([]ID, len(args))
 	off := 0
@@ -438,10 +435,7 @@ func gradConcatMove(e *Emitter, y, dy ID) []ID {
 }
 
 func gradStackMove(e *Emitter, y, dy ID) []ID {
-	axis, err := Axis(e.G.Values[y].Attrs, len(e.shape(y)))
-	if err != nil {
-		e.err = err
-	}
+	axis := e.movementAxisAttr(y, len(e.shape(y)))
 	args := e.args(y)
 	out := make([]ID, len(args))
 	for i, a := range args {

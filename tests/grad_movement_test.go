@@ -1,7 +1,9 @@
 package tests
 
 import (
+	"context"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/kilnml/kiln"
@@ -192,5 +194,25 @@ func TestSecondOrderMovement(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestMovementIndexOutOfRange runs an embedding whose index is out of range
+// through the executor: the step fails with an error naming the op, the
+// position, the value and the bound.
+func TestMovementIndexOutOfRange(t *testing.T) {
+	b := frontends.NewBuilder("oob")
+	e := b.Embedding(b.Param("t", ir.F32, 4, 2), b.Input("i", ir.I64, 3))
+	b.Output(b.Sum(e, nil, false))
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRunner(t, g, kiln.Options{})
+	r.set(feeds{"i": {0, 7, 1}})
+	err = r.x.Step(context.Background())
+	const want = "embedding: indices[1] = 7 is out of range for axis 0 of size 4"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Step = %v, want an error containing %q", err, want)
 	}
 }
