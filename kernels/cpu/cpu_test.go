@@ -33,6 +33,11 @@ func TestRegisteredDTypes(t *testing.T) {
 		ir.OpSum: numeric, ir.OpMean: floats,
 		ir.OpSoftmax: floats, ir.OpLogSoftmax: floats, ir.OpSoftmaxCrossEntropy: floats, ir.OpMSELoss: floats,
 		ir.OpConst: allDTypes, ir.OpOneHot: numeric,
+
+		ir.OpAbs: numeric, ir.OpSign: numeric, ir.OpSquare: numeric, ir.OpRsqrt: floats, ir.OpReciprocal: floats,
+		ir.OpLog2: floats, ir.OpLog10: floats, ir.OpLog1p: floats, ir.OpExpm1: floats, ir.OpSin: floats, ir.OpCos: floats,
+		ir.OpErf: floats, ir.OpFloor: floats, ir.OpCeil: floats, ir.OpRound: floats, ir.OpClip: numeric, ir.OpPow: floats,
+		ir.OpMaximum: numeric, ir.OpMinimum: numeric, ir.OpFloorDiv: numeric, ir.OpMod: numeric,
 	}
 	for _, op := range ir.Ops() {
 		for _, dt := range allDTypes {

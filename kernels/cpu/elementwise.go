@@ -172,7 +172,7 @@ func buildUnaryFloat[T float](n *kernels.Node) (kernels.Func, error) {
 			}
 		case ir.OpLog:
 			for i, v := range x {
-				o[i] = T(math.Log(float64(v)))
+				o[i] = T(logF64(float64(v))) // math.Log is wrong for subnormals
 			}
 		case ir.OpSqrt:
 			for i, v := range x {

@@ -1,0 +1,427 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/kilnml/kiln/ir"
+	"github.com/kilnml/kiln/kernels"
+)
+
+// Kernels of the elementwise math family (ir/ops_math.go): unary functions,
+// clip, pow, maximum, minimum, floor_div and mod.
+
+func init() {
+	for _, op := range []ir.Op{ir.OpRsqrt, ir.OpReciprocal, ir.OpLog2, ir.OpLog10, ir.OpLog1p, ir.OpExpm1,
+		ir.OpSin, ir.OpCos, ir.OpErf, ir.OpFloor, ir.OpCeil, ir.OpRound} {
+		register(op, ir.F32, buildMathUnary[float32])
+		register(op, ir.F64, buildMathUnary[float64])
+	}
+	for _, op := range []ir.Op{ir.OpAbs, ir.OpSign, ir.OpSquare} {
+		register(op, ir.F32, buildNumericUnary[float32])
+		register(op, ir.F64, buildNumericUnary[float64])
+		register(op, ir.I32, buildNumericUnary[int32])
+		register(op, ir.I64, buildNumericUnary[int64])
+	}
+	register(ir.OpClip, ir.F32, buildClip[float32])
+	register(ir.OpClip, ir.F64, buildClip[float64])
+	register(ir.OpClip, ir.I32, buildClip[int32])
+	register(ir.OpClip, ir.I64, buildClip[int64])
+	register(ir.OpPow, ir.F32, buildPow[float32])
+	register(ir.OpPow, ir.F64, buildPow[float64])
+	for _, op := range []ir.Op{ir.OpMaximum, ir.OpMinimum} {
+		register(op, ir.F32, buildMaxMin[float32])
+		register(op, ir.F64, buildMaxMin[float64])
+		register(op, ir.I32, buildMaxMin[int32])
+		register(op, ir.I64, buildMaxMin[int64])
+	}
+	register(ir.OpFloorDiv, ir.F32, buildBinaryMath(ir.OpFloorDiv, floorDivFloat[float32]))
+	register(ir.OpFloorDiv, ir.F64, buildBinaryMath(ir.OpFloorDiv, floorDivFloat[float64]))
+	register(ir.OpFloorDiv, ir.I32, buildBinaryMathChecked(ir.OpFloorDiv, floorDivInt[int32]))
+	register(ir.OpFloorDiv, ir.I64, buildBinaryMathChecked(ir.OpFloorDiv, floorDivInt[int64]))
+	register(ir.OpMod, ir.F32, buildBinaryMath(ir.OpMod, modFloat[float32]))
+	register(ir.OpMod, ir.F64, buildBinaryMath(ir.OpMod, modFloat[float64]))
+	register(ir.OpMod, ir.I32, buildBinaryMathChecked(ir.OpMod, modInt[int32]))
+	register(ir.OpMod, ir.I64, buildBinaryMathChecked(ir.OpMod, modInt[int64]))
+}
+
+// mathFunc returns the float64 function computing a unary float op. f32
+// kernels compute it in float64 and round once, the package's rule for
+// transcendental functions; floor, ceil and round are exact either way, and
+// 1/x of an f32 value rounded from float64 is the correctly rounded f32.
+func mathFunc(op ir.Op) func(float64) float64 {
+	switch op {
+	case ir.OpRsqrt:
+		return func(x float64) float64 { return 1 / math.Sqrt(x) }
+	case ir.OpReciprocal:
+		return func(x float64) float64 { return 1 / x }
+	case ir.OpLog2:
+		return math.Log2
+	case ir.OpLog10:
+		return log10F64
+	case ir.OpLog1p:
+		return math.Log1p
+	case ir.OpExpm1:
+		return math.Expm1
+	case ir.OpSin:
+		return math.Sin
+	case ir.OpCos:
+		return math.Cos
+	case ir.OpErf:
+		return math.Erf
+	case ir.OpFloor:
+		return math.Floor
+	case ir.OpCeil:
+		return math.Ceil
+	case ir.OpRound:
+		return math.RoundToEven
+	}
+	return nil
+}
+
+// buildMathUnary builds rsqrt, reciprocal, log2, log10, log1p, expm1, sin,
+// cos, erf, floor, ceil or round: out[i] = f(x[i]) in float64, rounded to T.
+// rsqrt(0) and reciprocal(0) are +Inf (-Inf at -0), as in IEEE division.
+func buildMathUnary[T float](n *kernels.Node) (kernels.Func, error) {
+	f := mathFunc(n.Op)
+	if f == nil {
+		return nil, fmt.Errorf("%s is not a unary math op", n.Op)
+	}
+	return func(out kernels.Tensor, args []kernels.Tensor) error {
+		o, x := kernels.View[T](out), kernels.View[T](args[0])
+		x = x[:len(o)]
+		for i, v := range x {
+			o[i] = T(f(float64(v)))
+		}
+		return nil
+	}, nil
+}
+
+// buildNumericUnary builds abs, sign or square for any numeric type. Integer
+// abs and square wrap like Go arithmetic (abs(MinInt32) = MinInt32); sign
+// of a float NaN is NaN and sign of ±0 is 0.
+func buildNumericUnary[T number](n *kernels.Node) (kernels.Func, error) {
+	op := n.Op
+	switch op {
+	case ir.OpAbs, ir.OpSign, ir.OpSquare:
+	default:
+		return nil, fmt.Errorf("%s is not abs, sign or square", op)
+	}
+	isFloat := n.Out.DType.IsFloat()
+	return func(out kernels.Tensor, args []kernels.Tensor) error {
+		o, x := kernels.View[T](out), kernels.View[T](args[0])
+		x = x[:len(o)]
+		switch op {
+		case ir.OpAbs:
+			if isFloat {
+				for i, v := range x {
+					o[i] = T(math.Abs(float64(v))) // clears the sign bit: no branch
+				}
+				break
+			}
+			for i, v := range x {
+				if v < 0 {
+					o[i] = -v
+				} else {
+					o[i] = v
+				}
+			}
+		case ir.OpSign:
+			for i, v := range x {
+				switch {
+				case v > 0:
+					o[i] = 1
+				case v < 0:
+					o[i] = -1
+				case v == 0:
+					o[i] = 0
+				default: // NaN
+					o[i] = v
+				}
+			}
+		case ir.OpSquare:
+			for i, v := range x {
+				o[i] = v * v
+			}
+		}
+		return nil
+	}, nil
+}
+
+// buildClip builds clip {min, max}: each bound, converted to T (exactly, for
+// integers, which ir requires to be whole and in range), limits x with the
+// builtin max and min, which keep a NaN x NaN.
+func buildClip[T number](n *kernels.Node) (kernels.Func, error) {
+	lo, hasLo := n.Attrs.Get("min")
+	hi, hasHi := n.Attrs.Get("max")
+	lf, _ := lo.AsFloat()
+	hf, _ := hi.AsFloat()
+	l, h := T(lf), T(hf)
+	return func(out kernels.Tensor, args []kernels.Tensor) error {
+		o, x := kernels.View[T](out), kernels.View[T](args[0])
+		x = x[:len(o)]
+		switch {
+		case hasLo && hasHi:
+			for i, v := range x {
+				o[i] = min(max(v, l), h)
+			}
+		case hasLo:
+			for i, v := range x {
+				o[i] = max(v, l)
+			}
+		default:
+			for i, v := range x {
+				o[i] = min(v, h)
+			}
+		}
+		return nil
+	}, nil
+}
+
+// buildPow builds pow: a^b with NumPy broadcasting, or a^exponent. Both use
+// math.Pow in float64, rounded once for f32: a negative base with a whole
+// exponent has the sign of its parity, with any other exponent it is NaN;
+// pow(x, 0) is 1 for every x, NaN included.
+func buildPow[T float](n *kernels.Node) (kernels.Func, error) {
+	if len(n.Args) == 1 {
+		ex := n.Attrs.Float("exponent", math.NaN())
+		return func(out kernels.Tensor, args []kernels.Tensor) error {
+			o, x := kernels.View[T](out), kernels.View[T](args[0])
+			x = x[:len(o)]
+			// The exponents PyTorch computes by multiplication or sqrt
+			// (pow_tensor_scalar_optimized_kernel), the same way.
+			switch ex {
+			case 2:
+				for i, v := range x {
+					f := float64(v)
+					o[i] = T(f * f) // exact in float64 for f32 values
+				}
+			case 3:
+				for i, v := range x {
+					f := float64(v)
+					o[i] = T(f * f * f)
+				}
+			case 0.5:
+				for i, v := range x {
+					o[i] = T(math.Sqrt(float64(v)))
+				}
+			case -0.5:
+				for i, v := range x {
+					o[i] = T(1 / math.Sqrt(float64(v)))
+				}
+			case -1:
+				for i, v := range x {
+					o[i] = T(1 / float64(v))
+				}
+			case -2:
+				for i, v := range x {
+					f := float64(v)
+					o[i] = T(1 / (f * f))
+				}
+			default:
+				for i, v := range x {
+					o[i] = T(powF64(float64(v), ex))
+				}
+			}
+			return nil
+		}, nil
+	}
+	return buildBinaryMath(ir.OpPow, func(x, y T) T { return T(powF64(float64(x), float64(y))) })(n)
+}
+
+// Go's math.Log on amd64 (and s390x) is wrong for subnormal arguments
+// (golang/go#56600: log(5e-324) gives -709.09, not -744.44), and Log10 and
+// Pow with a fractional exponent go through it. The functions below scale
+// a subnormal argument into the normal range first, exactly, by 2^54. f32
+// values are never subnormal in float64, so only f64 kernels need this.
+
+const (
+	minNormal = 0x1p-1022 // the smallest normal float64
+	subScale  = 0x1p54    // brings every positive subnormal to a normal value
+)
+
+// logF64 is math.Log, correct for subnormal x.
+func logF64(x float64) float64 {
+	if x > 0 && x < minNormal {
+		return math.Log(x*subScale) - 54*math.Ln2
+	}
+	return math.Log(x)
+}
+
+// log10F64 is math.Log10, correct for subnormal x.
+func log10F64(x float64) float64 {
+	if x > 0 && x < minNormal {
+		return math.Log10(x*subScale) - 54*(math.Ln2/math.Ln10)
+	}
+	return math.Log10(x)
+}
+
+// powF64 is math.Pow, correct for a positive subnormal base with a
+// fractional exponent: x^y = (x 2^54)^y 2^(-54y). Where one factor
+// overflows or underflows, so does the true result.
+func powF64(x, y float64) float64 {
+	if x > 0 && x < minNormal && y != math.Trunc(y) && !math.IsInf(y, 0) {
+		return math.Pow(x*subScale, y) * math.Exp2(-54*y)
+	}
+	return math.Pow(x, y)
+}
+
+// buildBinaryMath returns a builder of op with NumPy broadcasting of both
+// arguments, computing out[i] = f(a, b) element by element.
+func buildBinaryMath[T number](op ir.Op, f func(x, y T) T) kernels.Builder {
+	return func(n *kernels.Node) (kernels.Func, error) {
+		w, err := binaryWalk(op, n)
+		if err != nil {
+			return nil, err
+		}
+		return func(out kernels.Tensor, args []kernels.Tensor) error {
+			o, a, b := kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1])
+			w.each(func(oo, ao, bo int) {
+				row := o[oo : oo+w.inner]
+				for j := range row {
+					row[j] = f(a[ao], b[bo])
+					ao += w.ia
+					bo += w.ib
+				}
+			})
+			return nil
+		}, nil
+	}
+}
+
+// buildBinaryMathChecked is buildBinaryMath for an f that reports ok = false
+// for an element it cannot compute (integer division by zero): the kernel
+// then stops with an error naming the op and the element's index in the
+// result.
+func buildBinaryMathChecked[T number](op ir.Op, f func(x, y T) (T, bool)) kernels.Builder {
+	return func(n *kernels.Node) (kernels.Func, error) {
+		w, err := binaryWalk(op, n)
+		if err != nil {
+			return nil, err
+		}
+		return func(out kernels.Tensor, args []kernels.Tensor) error {
+			o, a, b := kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1])
+			bad := -1
+			w.each(func(oo, ao, bo int) {
+				if bad >= 0 {
+					return
+				}
+				row := o[oo : oo+w.inner]
+				for j := range row {
+					v, ok := f(a[ao], b[bo])
+					if !ok {
+						bad = oo + j
+						return
+					}
+					row[j] = v
+					ao += w.ia
+					bo += w.ib
+				}
+			})
+			if bad >= 0 {
+				return fmt.Errorf("division by zero in %s at element %d", op, bad)
+			}
+			return nil
+		}, nil
+	}
+}
+
+// binaryWalk plans the broadcast traversal of a two-argument node of op.
+func binaryWalk(op ir.Op, n *kernels.Node) (*walk, error) {
+	if n.Op != op || len(n.Args) != 2 {
+		return nil, fmt.Errorf("kernel for %s with two arguments given a %s node with %d", op, n.Op, len(n.Args))
+	}
+	return newWalk(n.Out.Shape, broadcastStrides(n.Args[0].Shape, n.Out.Shape), broadcastStrides(n.Args[1].Shape, n.Out.Shape)), nil
+}
+
+// buildMaxMin builds maximum or minimum with NumPy broadcasting, with the
+// builtin max and min inline: NaN if either element is NaN (as
+// torch.maximum), and max(-0, +0) = +0.
+func buildMaxMin[T number](n *kernels.Node) (kernels.Func, error) {
+	op := n.Op
+	if op != ir.OpMaximum && op != ir.OpMinimum {
+		return nil, fmt.Errorf("%s is not maximum or minimum", op)
+	}
+	w, err := binaryWalk(op, n)
+	if err != nil {
+		return nil, err
+	}
+	return func(out kernels.Tensor, args []kernels.Tensor) error {
+		o, a, b := kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1])
+		w.each(func(oo, ao, bo int) {
+			row := o[oo : oo+w.inner]
+			if op == ir.OpMaximum {
+				for j := range row {
+					row[j] = max(a[ao], b[bo])
+					ao += w.ia
+					bo += w.ib
+				}
+				return
+			}
+			for j := range row {
+				row[j] = min(a[ao], b[bo])
+				ao += w.ia
+				bo += w.ib
+			}
+		})
+		return nil
+	}, nil
+}
+
+// floorDivFloat is torch.floor_divide (and Python's float //) computed in
+// T: the quotient of a - fmod(a, b), corrected toward -Inf and to the
+// nearest integer. Division by zero gives a/b (±Inf or NaN).
+func floorDivFloat[T float](a, b T) T {
+	if b == 0 {
+		return a / b
+	}
+	mod := T(math.Mod(float64(a), float64(b))) // exact
+	div := (a - mod) / b
+	if mod != 0 && (b < 0) != (mod < 0) {
+		div--
+	}
+	if div == 0 {
+		return T(math.Copysign(0, float64(a/b)))
+	}
+	fl := T(math.Floor(float64(div)))
+	if div-fl > 0.5 {
+		fl++
+	}
+	return fl
+}
+
+// modFloat is torch.remainder (and Python's float %) computed in T: fmod,
+// moved into the sign of b. Division by zero gives NaN.
+func modFloat[T float](a, b T) T {
+	mod := T(math.Mod(float64(a), float64(b))) // exact
+	if mod != 0 && (b < 0) != (mod < 0) {
+		mod += b
+	}
+	return mod
+}
+
+// floorDivInt is Python's integer //: the truncated quotient, one less when
+// the remainder is nonzero and the signs differ. MinInt / -1 wraps to MinInt
+// as in Go.
+func floorDivInt[T integer](a, b T) (T, bool) {
+	if b == 0 {
+		return 0, false
+	}
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q, true
+}
+
+// modInt is Python's integer %: the remainder with the sign of b.
+func modInt[T integer](a, b T) (T, bool) {
+	if b == 0 {
+		return 0, false
+	}
+	r := a % b
+	if r != 0 && (r < 0) != (b < 0) {
+		r += b
+	}
+	return r, true
+}
