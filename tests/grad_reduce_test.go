@@ -474,3 +474,27 @@ func TestThirdOrderProdRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestReduceGradVarNoDegreesOfFreedom checks var's gradient where N -
+// correction is 0, so the forward divides by 0: the scale 2/0 is inf, as in
+// PyTorch's var_backward, giving NaN where x equals the mean (inf * 0) and
+// an infinity of the sign of dy * (x - mean) elsewhere.
+func TestReduceGradVarNoDegreesOfFreedom(t *testing.T) {
+	c := gradCase{build: func(b *frontends.Builder, dt ir.DType) frontends.Value {
+		return b.Var(p(b, "a", dt, 2, 2), []int{1}, false, 2)
+	}}
+	set := map[string]map[int]float64{"a": {0: 0.5, 1: 0.5, 2: 0.25, 3: -0.75}}
+	for _, dt := range []ir.DType{ir.F64, ir.F32} {
+		got, f := reduceAnalytic(t, c, dt, set)
+		want := []float64{math.NaN(), math.NaN(), math.Inf(1), math.Inf(-1)}
+		if f["r"][1] < 0 {
+			want[2], want[3] = want[3], want[2]
+		}
+		for i, w := range want {
+			g := got["a"][i]
+			if math.IsNaN(w) != math.IsNaN(g) || !math.IsNaN(w) && g != w {
+				t.Errorf("%s grad/a[%d] = %v, want %v", dt, i, g, w)
+			}
+		}
+	}
+}
