@@ -113,6 +113,8 @@ const (
 	OpStd
 	OpArgmax
 	OpArgmin
+	OpProdExclusive
+	OpProdExclusiveGrad
 
 	// Shape and data movement (ops_movement.go).
 	OpSqueeze
