@@ -164,7 +164,7 @@ func (g *Graph) Infer(op Op, attrs Attrs, args []ID) (Type, Attrs, error) {
 	if op.IsLeaf() {
 		return Type{}, nil, fmt.Errorf("%s is a declaration, not an op", op)
 	}
-	if err := checkArity(op, len(args)); err != nil {
+	if err := CheckArity(op, len(args)); err != nil {
 		return Type{}, nil, err
 	}
 	ts := make([]Type, len(args))

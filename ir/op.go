@@ -283,7 +283,9 @@ func editDistance(a, b string) int {
 	return prev[len(b)]
 }
 
-func checkArity(op Op, n int) error {
+// CheckArity reports whether op takes n arguments, saying what it takes
+// when it does not.
+func CheckArity(op Op, n int) error {
 	info := op.Info()
 	lo, hi := len(info.Args)-info.Optional, len(info.Args)
 	switch {

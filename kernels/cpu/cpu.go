@@ -112,15 +112,8 @@ func checked(op ir.Op, dt ir.DType, b kernels.Builder) kernels.Builder {
 			return nil, fmt.Errorf("kernel for %s/%s given a %s node producing %s", op, dt, n.Op, n.Out.DType)
 		}
 		info := op.Info()
-		lo, hi := len(info.Args)-info.Optional, len(info.Args)
-		switch k := len(n.Args); {
-		case info.Variadic && k < lo:
-			return nil, fmt.Errorf("takes at least %d argument(s), found %d", lo, k)
-		case info.Variadic:
-		case lo == hi && k != hi:
-			return nil, fmt.Errorf("takes %d argument(s), found %d", hi, k)
-		case k < lo || k > hi:
-			return nil, fmt.Errorf("takes %d to %d arguments, found %d", lo, hi, k)
+		if err := ir.CheckArity(op, len(n.Args)); err != nil {
+			return nil, err
 		}
 		for _, t := range append([]ir.Type{n.Out}, n.Args...) {
 			if t.DType.Size() == 0 {

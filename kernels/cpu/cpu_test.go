@@ -44,6 +44,9 @@ func TestRegisteredDTypes(t *testing.T) {
 		ir.OpGreater: {ir.Bool}, ir.OpGreaterEqual: {ir.Bool}, ir.OpLess: {ir.Bool}, ir.OpLessEqual: {ir.Bool},
 		ir.OpEqual: {ir.Bool}, ir.OpNotEqual: {ir.Bool}, ir.OpWhere: allDTypes,
 		ir.OpLogicalAnd: {ir.Bool}, ir.OpLogicalOr: {ir.Bool}, ir.OpLogicalNot: {ir.Bool},
+		ir.OpSqueeze: allDTypes, ir.OpUnsqueeze: allDTypes, ir.OpFlip: allDTypes, ir.OpConcat: allDTypes,
+		ir.OpStack: allDTypes, ir.OpSlice: allDTypes, ir.OpPad: allDTypes, ir.OpGather: allDTypes,
+		ir.OpIndexSelect: allDTypes, ir.OpEmbedding: allDTypes, ir.OpScatterAdd: numeric, ir.OpIndexAdd: numeric,
 	}
 	for _, op := range ir.Ops() {
 		for _, dt := range allDTypes {

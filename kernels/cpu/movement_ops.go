@@ -30,8 +30,8 @@ func init() {
 	}
 	registerAll(ir.OpFlip, buildFlipMove[float32], buildFlipMove[float64], buildFlipMove[int32], buildFlipMove[int64], buildFlipMove[bool])
 	for _, dt := range []ir.DType{ir.F32, ir.F64, ir.I32, ir.I64, ir.Bool} {
-		moveRegisterVariadic(ir.OpConcat, dt, buildConcatMove)
-		moveRegisterVariadic(ir.OpStack, dt, buildConcatMove)
+		register(ir.OpConcat, dt, buildConcatMove)
+		register(ir.OpStack, dt, buildConcatMove)
 	}
 	registerAll(ir.OpSlice, buildSliceMove[float32], buildSliceMove[float64], buildSliceMove[int32], buildSliceMove[int64], buildSliceMove[bool])
 	registerAll(ir.OpPad, buildPadMove[float32], buildPadMove[float64], buildPadMove[int32], buildPadMove[int64], buildPadMove[bool])
@@ -44,39 +44,6 @@ func init() {
 		register(op, ir.I32, buildIndexedAddMove[int32])
 		register(op, ir.I64, buildIndexedAddMove[int64])
 	}
-}
-
-// moveRegisterVariadic registers b for a variadic op (concat, stack) behind
-// the checks that checked makes, with the arity test of a variadic op: at
-// least as many arguments as the row names.
-func moveRegisterVariadic(op ir.Op, dt ir.DType, b kernels.Builder) {
-	Kernels.Register(op, dt, func(n *kernels.Node) (kernels.Func, error) {
-		if n.Op != op || n.Out.DType != dt {
-			return nil, fmt.Errorf("kernel for %s/%s given a %s node producing %s", op, dt, n.Op, n.Out.DType)
-		}
-		info := op.Info()
-		if len(n.Args) < len(info.Args) {
-			return nil, fmt.Errorf("takes at least %d argument(s), found %d", len(info.Args), len(n.Args))
-		}
-		for _, t := range append([]ir.Type{n.Out}, n.Args...) {
-			if t.DType.Size() == 0 {
-				return nil, fmt.Errorf("invalid dtype in %s", t)
-			}
-			for _, d := range t.Shape {
-				if d < 0 {
-					return nil, fmt.Errorf("shape %s has a negative dimension", t.Shape)
-				}
-			}
-		}
-		want, err := info.Infer(n.Args, n.Attrs)
-		if err != nil {
-			return nil, err
-		}
-		if !want.Equal(n.Out) {
-			return nil, fmt.Errorf("result type %s does not match %s, inferred from %v%s", n.Out, want, n.Args, n.Attrs)
-		}
-		return b(n)
-	})
 }
 
 // moveStrided returns a Func that fills out, in order, from the strided

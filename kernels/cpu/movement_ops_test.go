@@ -532,28 +532,6 @@ func TestMoveBuildRejectsBadNodes(t *testing.T) {
 	}
 }
 
-// TestMoveRegisteredDTypes pins this family's kernels: every dtype for the
-// moves, the numeric ones for the sums.
-func TestMoveRegisteredDTypes(t *testing.T) {
-	numeric := []ir.DType{ir.F32, ir.F64, ir.I32, ir.I64}
-	want := map[ir.Op][]ir.DType{
-		ir.OpSqueeze: allDTypes, ir.OpUnsqueeze: allDTypes, ir.OpFlip: allDTypes, ir.OpConcat: allDTypes,
-		ir.OpStack: allDTypes, ir.OpSlice: allDTypes, ir.OpPad: allDTypes, ir.OpGather: allDTypes,
-		ir.OpIndexSelect: allDTypes, ir.OpEmbedding: allDTypes, ir.OpScatterAdd: numeric, ir.OpIndexAdd: numeric,
-	}
-	for op, dts := range want {
-		for _, dt := range allDTypes {
-			w := false
-			for _, d := range dts {
-				w = w || d == dt
-			}
-			if got := Kernels.Has(op, dt); got != w {
-				t.Errorf("Has(%s, %s) = %v, want %v", op, dt, got, w)
-			}
-		}
-	}
-}
-
 // TestMoveFuncsDoNotAllocate checks that no Func of this family allocates
 // per call.
 func TestMoveFuncsDoNotAllocate(t *testing.T) {
