@@ -1,0 +1,551 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/kilnml/kiln/ir"
+	"github.com/kilnml/kiln/kernels"
+)
+
+// kanGridAttrs returns bspline attributes; extend < 0 leaves it out.
+func kanGridAttrs(lo, hi float64, size, order, extend int) ir.Attrs {
+	a := ir.MakeAttrs("grid_min", ir.Float(lo), "grid_max", ir.Float(hi), "grid_size", ir.Int(size), "order", ir.Int(order))
+	if extend >= 0 {
+		a = a.With("extend", ir.Int(extend))
+	}
+	return a
+}
+
+// kanRefKnots returns the knots grid_min + (j - extend)·h, j = 0 .. size+2·extend.
+func kanRefKnots(lo, hi float64, size, extend int) []float64 {
+	h := (hi - lo) / float64(size)
+	t := make([]float64, size+2*extend+1)
+	for j := range t {
+		t[j] = lo + float64(j-extend)*h
+	}
+	return t
+}
+
+// kanRefBasis is the textbook Cox–de Boor recursion on the knot vector t, in
+// float64, written independently of the kernel's in-place sweep: B_{j,0} is
+// the indicator of [t_j, t_{j+1}), and B_{j,k} blends B_{j,k-1} and
+// B_{j+1,k-1}.
+func kanRefBasis(t []float64, j, k int, x float64) float64 {
+	if k == 0 {
+		if t[j] <= x && x < t[j+1] {
+			return 1
+		}
+		return 0
+	}
+	return (x-t[j])/(t[j+k]-t[j])*kanRefBasis(t, j, k-1, x) +
+		(t[j+k+1]-x)/(t[j+k+1]-t[j+1])*kanRefBasis(t, j+1, k-1, x)
+}
+
+// kanRefBases returns the bases of degree order of every x, row-major
+// [len(xs), len(t)-1-order].
+func kanRefBases(t []float64, order int, xs []float64) []float64 {
+	nb := len(t) - 1 - order
+	out := make([]float64, 0, len(xs)*nb)
+	for _, x := range xs {
+		for j := range nb {
+			out = append(out, kanRefBasis(t, j, order, x))
+		}
+	}
+	return out
+}
+
+// TestBsplineHandValues checks hand-computed bases on efficient-kan's default
+// grid (grid_range [-1,1], grid_size 5, so h = 0.4). For uniform knots the
+// bases on the interval [t_i, t_i+1) at u = (x - t_i)/h are the cardinal
+// B-splines: degree 1: 1-u, u; degree 2: (1-u)²/2, (-2u²+2u+1)/2, u²/2;
+// degree 3: (1-u)³/6, (3u³-6u²+4)/6, (-3u³+3u²+3u+1)/6, u³/6 for
+// B_{i-3} .. B_i.
+func TestBsplineHandValues(t *testing.T) {
+	const (
+		s6 = 1.0 / 6
+		a  = 1.0 / 48 // (1/2)³/6
+		c  = 23.0 / 48
+	)
+	nan := math.NaN()
+	tests := []struct {
+		name  string
+		order int
+		xs    []float64
+		want  []float64
+	}{
+		// Degree 1 (knots -1.4 .. 1.4): hats peaking at the knots.
+		{"linear", 1, []float64{0, -1, 1.5}, []float64{
+			0, 0, 0.5, 0.5, 0, 0,
+			1, 0, 0, 0, 0, 0,
+			0, 0, 0, 0, 0, 0, // right of the last knot
+		}},
+		// Degree 2 at the middle of [-0.2, 0.2): u = 1/2.
+		{"quadratic", 2, []float64{0}, []float64{0, 0, 0.125, 0.75, 0.125, 0, 0}},
+		// Degree 3 (efficient-kan's default): knots -2.2 .. 2.2.
+		{"cubic", 3, []float64{0, -1, 1, -2.2, 2.2, 5, -7}, []float64{
+			0, 0, a, c, c, a, 0, 0, // middle of [-0.2, 0.2)
+			s6, 4 * s6, s6, 0, 0, 0, 0, 0, // grid_min = t_3, u = 0
+			0, 0, 0, 0, 0, s6, 4 * s6, s6, // grid_max = t_8, u = 0
+			0, 0, 0, 0, 0, 0, 0, 0, // t_0: B_0 = u³/6 = 0
+			0, 0, 0, 0, 0, 0, 0, 0, // t_11, the last knot: outside
+			0, 0, 0, 0, 0, 0, 0, 0, // far right
+			0, 0, 0, 0, 0, 0, 0, 0, // far left
+		}},
+		// Non-finite x: efficient-kan's left·B + right·B is inf·0 = NaN
+		// there (and NaN·0 = NaN); kiln computes the same.
+		{"non-finite", 3, []float64{nan, math.Inf(1), math.Inf(-1)}, []float64{
+			nan, nan, nan, nan, nan, nan, nan, nan,
+			nan, nan, nan, nan, nan, nan, nan, nan,
+			nan, nan, nan, nan, nan, nan, nan, nan,
+		}},
+		// Degree 0 has no arithmetic, only the indicators: zeros.
+		{"non-finite indicators", 0, []float64{nan, math.Inf(1)}, []float64{
+			0, 0, 0, 0, 0,
+			0, 0, 0, 0, 0,
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			attrs := ir.MakeAttrs("order", ir.Int(tc.order))
+			shape := []int{len(tc.xs)}
+			o32 := mustRun(t, ir.OpBspline, attrs, tensorOf(shape, conv[float32](tc.xs)))
+			checkNear(t, "f32", kernels.View[float32](o32), tc.want, 1e-6, 1e-7)
+			o64 := mustRun(t, ir.OpBspline, attrs, tensorOf(shape, tc.xs))
+			checkNear(t, "f64", kernels.View[float64](o64), tc.want, 1e-14, 1e-15)
+		})
+	}
+}
+
+// kanGrids are the grids the reference tests sweep.
+var kanGrids = []struct {
+	lo, hi float64
+	size   int
+}{
+	{-1, 1, 5}, // efficient-kan's default
+	{0, 3, 3},
+	{-2, 0.5, 7},
+	{-0.5, 0.5, 1},
+	{10, 10.25, 4},
+}
+
+// kanSweep returns points from a little left of t_0 to a little right of
+// t_last with a step that is no simple fraction of h, plus every knot, the
+// ends of the base grid and points just inside and outside the ends of the
+// extended grid.
+func kanSweep(t []float64, lo, hi float64) []float64 {
+	first, last := t[0], t[len(t)-1]
+	h := t[1] - t[0]
+	var xs []float64
+	const steps = 173
+	for i := range steps + 1 {
+		xs = append(xs, first-0.7*h+(last-first+1.4*h)*float64(i)/steps)
+	}
+	xs = append(xs, t...)
+	return append(xs, lo, hi, first+1e-7*h, last-1e-7*h, first-1e-7*h, last+1e-7*h)
+}
+
+// kanRefKnots32 returns the knots of an f32 bspline: efficient-kan's float32
+// grid buffer, torch.arange(-extend, size+extend+1) * h + grid_min, each
+// operation rounded to float32.
+func kanRefKnots32(lo, hi float64, size, extend int) []float64 {
+	h := float32((hi - lo) / float64(size))
+	t := make([]float64, size+2*extend+1)
+	for j := range t {
+		t[j] = float64(float32(float32(j-extend)*h) + float32(lo))
+	}
+	return t
+}
+
+// TestBsplineReference compares bspline with the recursive float64
+// reference for degrees 0 to 6 on several grids, with and without a wider
+// extension, at points all over and around the extended grid. f64 must agree
+// to 1e-12 (abs; the bases are in [0,1]). The f32 reference is evaluated at
+// the f32 inputs on the f32 knots the kernel uses (as efficient-kan's float32
+// grid buffer) and must agree to 1e-5, the f32 rounding of a few divisions
+// and products per degree.
+func TestBsplineReference(t *testing.T) {
+	for _, g := range kanGrids {
+		for order := 0; order <= 6; order++ {
+			for _, extend := range []int{-1, order + 2} {
+				name := fmt.Sprintf("[%g,%g]x%d/order=%d/extend=%d", g.lo, g.hi, g.size, order, extend)
+				t.Run(name, func(t *testing.T) {
+					e := extend
+					if e < 0 {
+						e = order
+					}
+					knots := kanRefKnots(g.lo, g.hi, g.size, e)
+					attrs := kanGridAttrs(g.lo, g.hi, g.size, order, extend)
+					xs := kanSweep(knots, g.lo, g.hi)
+					want := kanRefBases(knots, order, xs)
+					o64 := mustRun(t, ir.OpBspline, attrs, tensorOf([]int{len(xs)}, xs))
+					checkNear(t, "f64", kernels.View[float64](o64), want, 0, 1e-12)
+
+					x32 := conv[float32](xs)
+					want32 := kanRefBases(kanRefKnots32(g.lo, g.hi, g.size, e), order, f64s(x32))
+					o32 := mustRun(t, ir.OpBspline, attrs, tensorOf([]int{len(xs)}, x32))
+					checkNear(t, "f32", kernels.View[float32](o32), want32, 0, 1e-5)
+				})
+			}
+		}
+	}
+}
+
+// TestBsplineLeftClosed checks that degree-0 bases are the indicators of
+// left-closed intervals: x = t_j lies in [t_j, t_j+1) only, and the last
+// knot in none.
+func TestBsplineLeftClosed(t *testing.T) {
+	knots := kanRefKnots(-1, 1, 5, 2)
+	attrs := kanGridAttrs(-1, 1, 5, 0, 2)
+	out := kernels.View[float64](mustRun(t, ir.OpBspline, attrs, tensorOf([]int{len(knots)}, knots)))
+	nb := len(knots) - 1
+	for i := range knots {
+		for j := range nb {
+			want := 0.0
+			if i == j {
+				want = 1
+			}
+			if got := out[i*nb+j]; got != want {
+				t.Errorf("x = t_%d: B_%d = %v, want %v", i, j, got, want)
+			}
+		}
+	}
+}
+
+// TestBsplinePartitionOfUnity checks that the bases sum to 1 on the base
+// grid [grid_min, grid_max), for every degree, and to 0 outside the
+// extended grid.
+func TestBsplinePartitionOfUnity(t *testing.T) {
+	for _, g := range kanGrids {
+		for order := 0; order <= 6; order++ {
+			t.Run(fmt.Sprintf("[%g,%g]x%d/order=%d", g.lo, g.hi, g.size, order), func(t *testing.T) {
+				const n = 257
+				xs := make([]float64, 0, n+4)
+				for i := range n {
+					xs = append(xs, g.lo+(g.hi-g.lo)*float64(i)/n)
+				}
+				h := (g.hi - g.lo) / float64(g.size)
+				out := []float64{g.lo - float64(order)*h - 0.5*h, g.hi + float64(order)*h + 0.5*h, g.lo - 1e3, g.hi + 1e3}
+				kanCheckSums[float32](t, kanGridAttrs(g.lo, g.hi, g.size, order, -1), xs, out, 2e-6)
+				kanCheckSums[float64](t, kanGridAttrs(g.lo, g.hi, g.size, order, -1), xs, out, 1e-13)
+			})
+		}
+	}
+}
+
+func kanCheckSums[T float](t *testing.T, attrs ir.Attrs, inside, outside []float64, tol float64) {
+	t.Helper()
+	xs := append(append([]float64(nil), inside...), outside...)
+	res := mustRun(t, ir.OpBspline, attrs, tensorOf([]int{len(xs)}, conv[T](xs)))
+	nb := res.Type.Shape[1]
+	o := kernels.View[T](res)
+	for i, x := range xs {
+		var s float64
+		for _, v := range o[i*nb : (i+1)*nb] {
+			s += float64(v)
+		}
+		want := 1.0
+		if i >= len(inside) {
+			want = 0
+		}
+		if math.Abs(s-want) > tol {
+			t.Errorf("%s: bases at x = %v sum to %v, want %v", kernels.DTypeOf[T](), x, s, want)
+		}
+	}
+}
+
+// TestBsplineShapes checks the result layout [..., bases] for a rank-2 x, a
+// scalar x and zero-size x.
+func TestBsplineShapes(t *testing.T) {
+	xs := []float64{-0.9, 0.1, 0.35, 0.77, -0.5, 1.3}
+	knots := kanRefKnots(-1, 1, 5, 3)
+	want := kanRefBases(knots, 3, xs)
+	out := mustRun(t, ir.OpBspline, nil, tensorOf([]int{2, 3}, xs))
+	if got := out.Type.Shape; !got.Equal(ir.Shape{2, 3, 8}) {
+		t.Fatalf("shape %v, want [2,3,8]", got)
+	}
+	checkNear(t, "[2,3]", kernels.View[float64](out), want, 0, 1e-12)
+
+	out = mustRun(t, ir.OpBspline, kanGridAttrs(-1, 1, 5, 2, -1), tensorOf([]int{}, []float32{0}))
+	if got := out.Type.Shape; !got.Equal(ir.Shape{7}) {
+		t.Fatalf("scalar: shape %v, want [7]", got)
+	}
+	checkNear(t, "scalar", kernels.View[float32](out), []float64{0, 0, 0.125, 0.75, 0.125, 0, 0}, 1e-6, 0)
+
+	for _, s := range [][]int{{0}, {0, 3}, {3, 0}} {
+		out := mustRun(t, ir.OpBspline, nil, tensorOf[float32](s, nil))
+		if want := append(ir.Shape(s).Clone(), 8); !out.Type.Shape.Equal(want) {
+			t.Errorf("%v: shape %v, want %v", s, out.Type.Shape, want)
+		}
+		mustRun(t, ir.OpBspline, nil, tensorOf[float64](s, nil))
+	}
+}
+
+// kanGateRef returns difflogic's op_i(a, b), written out as in its bin_op.
+func kanGateRef(i int, a, b float64) float64 {
+	switch i {
+	case 0:
+		return 0
+	case 1:
+		return a * b
+	case 2:
+		return a - a*b
+	case 3:
+		return a
+	case 4:
+		return b - a*b
+	case 5:
+		return b
+	case 6:
+		return a + b - 2*a*b
+	case 7:
+		return a + b - a*b
+	case 8:
+		return 1 - (a + b - a*b)
+	case 9:
+		return 1 - (a + b - 2*a*b)
+	case 10:
+		return 1 - b
+	case 11:
+		return 1 - b + a*b
+	case 12:
+		return 1 - a
+	case 13:
+		return 1 - a + a*b
+	case 14:
+		return 1 - a*b
+	}
+	return 1
+}
+
+// kanTruth is the Boolean function of each gate.
+var kanTruth = [16]func(a, b bool) bool{
+	func(a, b bool) bool { return false },
+	func(a, b bool) bool { return a && b },
+	func(a, b bool) bool { return a && !b },
+	func(a, b bool) bool { return a },
+	func(a, b bool) bool { return !a && b },
+	func(a, b bool) bool { return b },
+	func(a, b bool) bool { return a != b },
+	func(a, b bool) bool { return a || b },
+	func(a, b bool) bool { return !(a || b) },
+	func(a, b bool) bool { return a == b },
+	func(a, b bool) bool { return !b },
+	func(a, b bool) bool { return !b || a },
+	func(a, b bool) bool { return !a },
+	func(a, b bool) bool { return !a || b },
+	func(a, b bool) bool { return !(a && b) },
+	func(a, b bool) bool { return true },
+}
+
+// TestLogicGateTruthTables gives gate g the logits 50 at entry g and 0
+// elsewhere, so softmax puts all but 15·e^-50 of the weight on op_g, and
+// checks every gate on the four Boolean inputs.
+func TestLogicGateTruthTables(t *testing.T) {
+	logits := make([]float64, 16*16)
+	for g := range 16 {
+		logits[g*16+g] = 50
+	}
+	var a, b, want []float64
+	for _, in := range [][2]bool{{false, false}, {false, true}, {true, false}, {true, true}} {
+		for g := range 16 {
+			a = append(a, kanB2F(in[0]))
+			b = append(b, kanB2F(in[1]))
+			want = append(want, kanB2F(kanTruth[g](in[0], in[1])))
+		}
+	}
+	shape := []int{4, 16}
+	o32 := mustRun(t, ir.OpLogicGate, nil, tensorOf(shape, conv[float32](a)), tensorOf(shape, conv[float32](b)), tensorOf([]int{16, 16}, conv[float32](logits)))
+	checkNear(t, "f32", kernels.View[float32](o32), want, 0, 1e-6)
+	o64 := mustRun(t, ir.OpLogicGate, nil, tensorOf(shape, a), tensorOf(shape, b), tensorOf([]int{16, 16}, logits))
+	checkNear(t, "f64", kernels.View[float64](o64), want, 0, 1e-15)
+}
+
+func kanB2F(v bool) float64 {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+// TestLogicGateHandValues checks hand-computed mixtures, with b broadcast
+// along the batch: gate 0 has uniform logits, where every gate's
+// complement cancels it (A = 8/16, B = C = D = 0), so out = 1/2; gate 1 puts
+// half the weight on and and half on or (the other logits -1e4 give exp = 0
+// exactly): out = (ab + a+b-ab)/2 = (a+b)/2; gate 2 is xor alone:
+// a + b - 2ab.
+func TestLogicGateHandValues(t *testing.T) {
+	logits := make([]float64, 3*16)
+	for i := range 16 {
+		logits[16+i] = -1e4
+		logits[32+i] = -1e4
+	}
+	logits[16+1], logits[16+7], logits[32+6] = 0, 0, 0
+	a := []float64{0.3, 0.3, 0.3, 1, 0.2, 0.5}
+	b := []float64{0.9, 0.6, 0.6}
+	want := []float64{
+		0.5, 0.45, 0.3 + 0.6 - 0.36,
+		0.5, 0.4, 0.5 + 0.6 - 0.6,
+	}
+	o32 := mustRun(t, ir.OpLogicGate, nil, tensorOf([]int{2, 3}, conv[float32](a)), tensorOf([]int{3}, conv[float32](b)), tensorOf([]int{3, 16}, conv[float32](logits)))
+	checkNear(t, "f32", kernels.View[float32](o32), want, 1e-6, 1e-7)
+	o64 := mustRun(t, ir.OpLogicGate, nil, tensorOf([]int{2, 3}, a), tensorOf([]int{3}, b), tensorOf([]int{3, 16}, logits))
+	checkNear(t, "f64", kernels.View[float64](o64), want, 1e-14, 1e-15)
+}
+
+// TestLogicGateReference compares logic_gate with Σ_i softmax(logits)_i ·
+// op_i(a, b) in float64 for random a, b in [0,1] and logits in [-6,6), with
+// every kind of broadcasting between a and b (leading axes, size-1 axes, the
+// gate axis itself, a scalar). Tolerance: abs 1e-12 (f64), 2e-6 (f32); the
+// values are in [0,1].
+func TestLogicGateReference(t *testing.T) {
+	tests := []struct{ a, b []int }{
+		{[]int{2, 3, 4}, []int{2, 3, 4}},
+		{[]int{3, 1, 4}, []int{2, 4}},
+		{[]int{4}, []int{5, 4}},
+		{[]int{2, 1}, []int{2, 5}},
+		{[]int{}, []int{3}},
+		{[]int{6, 1}, []int{1, 1}},
+		{[]int{2, 3, 1}, []int{1, 3, 7}},
+	}
+	for i, tc := range tests {
+		t.Run(fmt.Sprintf("%v,%v", tc.a, tc.b), func(t *testing.T) {
+			kanLogicGateRandom[float32](t, tc.a, tc.b, uint64(i), 2e-6)
+			kanLogicGateRandom[float64](t, tc.a, tc.b, uint64(i), 1e-12)
+		})
+	}
+}
+
+func kanLogicGateRandom[T float](t *testing.T, as, bs []int, seed uint64, tol float64) {
+	t.Helper()
+	r := newRand(seed + 40)
+	out, _ := ir.BroadcastShapes(as, bs)
+	gates := out[len(out)-1]
+	unit := func(n int) []T {
+		v := make([]T, n)
+		for i := range v {
+			v[i] = T(r.Float64())
+		}
+		return v
+	}
+	a, b := unit(ir.Shape(as).NumElements()), unit(ir.Shape(bs).NumElements())
+	lg := randVals[T](r, gates*16, false)
+	for i := range lg {
+		lg[i] *= 3
+	}
+	want := make([]float64, out.NumElements())
+	for i := range want {
+		idx := unravel(out, i)
+		g := idx[len(idx)-1]
+		av, bv := float64(a[bcastIndex(as, idx)]), float64(b[bcastIndex(bs, idx)])
+		row := f64s(lg[16*g : 16*g+16])
+		m := math.Inf(-1)
+		for _, v := range row {
+			m = math.Max(m, v)
+		}
+		var s, acc float64
+		for _, v := range row {
+			s += math.Exp(v - m)
+		}
+		for k, v := range row {
+			acc += math.Exp(v-m) / s * kanGateRef(k, av, bv)
+		}
+		want[i] = acc
+	}
+	res := mustRun(t, ir.OpLogicGate, nil, tensorOf(as, a), tensorOf(bs, b), tensorOf([]int{gates, 16}, lg))
+	if !res.Type.Shape.Equal(out) {
+		t.Fatalf("shape %v, want %v", res.Type.Shape, out)
+	}
+	checkNear(t, kernels.DTypeOf[T]().String(), kernels.View[T](res), want, 0, tol)
+}
+
+// TestLogicGateEmpty runs logic_gate on zero-size batches and on zero gates.
+func TestLogicGateEmpty(t *testing.T) {
+	tests := []struct{ a, b, lg []int }{
+		{[]int{0, 4}, []int{4}, []int{4, 16}},
+		{[]int{2, 0}, []int{0}, []int{0, 16}},
+		{[]int{0}, []int{1}, []int{0, 16}},
+		{[]int{3, 0, 2}, []int{1, 2}, []int{2, 16}},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprintf("%v,%v", tc.a, tc.b), func(t *testing.T) {
+			mustRun(t, ir.OpLogicGate, nil, tensorOf[float32](tc.a, nil), tensorOf[float32](tc.b, nil), tensorOf[float32](tc.lg, nil))
+			mustRun(t, ir.OpLogicGate, nil, tensorOf[float64](tc.a, nil), tensorOf[float64](tc.b, nil), tensorOf[float64](tc.lg, nil))
+		})
+	}
+}
+
+// TestKanFuncsDoNotAllocate checks that neither Func allocates per call.
+func TestKanFuncsDoNotAllocate(t *testing.T) {
+	r := newRand(3)
+	f64 := func(dims ...int) kernels.Tensor {
+		return tensorOf(dims, randVals[float64](r, ir.Shape(dims).NumElements(), false))
+	}
+	tests := []struct {
+		op    ir.Op
+		attrs ir.Attrs
+		args  []kernels.Tensor
+	}{
+		{ir.OpBspline, nil, []kernels.Tensor{f64(4, 5)}},
+		{ir.OpBspline, kanGridAttrs(0, 2, 7, 6, 8), []kernels.Tensor{f64(9)}},
+		{ir.OpLogicGate, nil, []kernels.Tensor{f64(3, 1, 4), f64(2, 4), f64(4, 16)}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.op.String(), func(t *testing.T) {
+			n := node(t, tc.op, tc.attrs, typesOf(tc.args)...)
+			f, err := Kernels.Build(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := emptyOf(n.Out)
+			allocs := testing.AllocsPerRun(20, func() {
+				if err := f(out, tc.args); err != nil {
+					t.Fatal(err)
+				}
+			})
+			if allocs != 0 {
+				t.Errorf("%s allocates %v times per call", n.Op, allocs)
+			}
+		})
+	}
+}
+
+// TestKanBuildRejectsBadNodes checks that the kernels refuse, with ir's
+// messages, the nodes inference rejects.
+func TestKanBuildRejectsBadNodes(t *testing.T) {
+	f32 := func(dims ...int) ir.Type { return ir.TensorOf(ir.F32, dims...) }
+	canon := func(a ir.Attrs) ir.Attrs {
+		c, err := ir.Canonical(ir.OpBspline, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	tests := []struct {
+		name string
+		n    kernels.Node
+		want string
+	}{
+		{"bspline int", kernels.Node{Op: ir.OpBspline, Attrs: canon(nil), Args: []ir.Type{ir.TensorOf(ir.I32, 2)}, Out: f32(2, 8)}, "expected a float operand x"},
+		{"bspline grid_size", kernels.Node{Op: ir.OpBspline, Attrs: canon(ir.MakeAttrs("grid_size", ir.Int(0))), Args: []ir.Type{f32(2)}, Out: f32(2, 3)}, "expected grid_size in [1,"},
+		{"bspline range", kernels.Node{Op: ir.OpBspline, Attrs: canon(ir.MakeAttrs("grid_min", ir.Float(1))), Args: []ir.Type{f32(2)}, Out: f32(2, 8)}, "expected finite grid_min < grid_max, found grid_min=1.0, grid_max=1.0"},
+		{"bspline order", kernels.Node{Op: ir.OpBspline, Attrs: canon(ir.MakeAttrs("order", ir.Int(-1))), Args: []ir.Type{f32(2)}, Out: f32(2, 4)}, "expected order >= 0, found -1"},
+		{"bspline extend", kernels.Node{Op: ir.OpBspline, Attrs: canon(ir.MakeAttrs("extend", ir.Int(2))), Args: []ir.Type{f32(2)}, Out: f32(2, 6)}, "expected extend >= order (3), found 2"},
+		{"bspline shape", kernels.Node{Op: ir.OpBspline, Attrs: canon(nil), Args: []ir.Type{f32(2)}, Out: f32(2, 5)}, "does not match"},
+		{"gate logits", kernels.Node{Op: ir.OpLogicGate, Args: []ir.Type{f32(3, 4), f32(3, 4), f32(4, 15)}, Out: f32(3, 4)}, "expected logits [4,16] for a f32[3,4] and b f32[3,4], found f32[4,15]"},
+		{"gate scalar", kernels.Node{Op: ir.OpLogicGate, Args: []ir.Type{f32(), f32(), f32(1, 16)}, Out: f32()}, "rank >= 1"},
+		{"gate dtype", kernels.Node{Op: ir.OpLogicGate, Args: []ir.Type{f32(4), ir.TensorOf(ir.F64, 4), f32(4, 16)}, Out: f32(4)}, "of one dtype"},
+		{"gate broadcast", kernels.Node{Op: ir.OpLogicGate, Args: []ir.Type{f32(3, 4), f32(2, 4), f32(4, 16)}, Out: f32(3, 4)}, "that broadcast"},
+		{"gate int", kernels.Node{Op: ir.OpLogicGate, Args: []ir.Type{ir.TensorOf(ir.I64, 4), ir.TensorOf(ir.I64, 4), ir.TensorOf(ir.I64, 4, 16)}, Out: ir.TensorOf(ir.I64, 4)}, "has no logic_gate kernel for i64"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Kernels.Build(&tc.n)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Build = %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
