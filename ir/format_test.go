@@ -102,7 +102,7 @@ func TestParseErrors(t *testing.T) {
 		{"no graph line", "input %x: f32[2]\n", "t.kir:1:1: expected 'graph NAME' as the first statement, found \"input\""},
 		{"empty", "# nothing\n", "t.kir: expected a 'graph NAME' line, found no statements"},
 		{"unknown op", head + "%y = matmull %x, %x\n", `t.kir:3:6: unknown op "matmull"; did you mean "matmul"?`},
-		{"unknown op far", head + "%y = frobnicate %x\n", `t.kir:3:6: unknown op "frobnicate"`},
+		{"unknown op far", head + "%y = xyzzy %x\n", `t.kir:3:6: unknown op "xyzzy"`},
 		{"arity", head + "%y = add %x\n", "t.kir:3:6: add takes 2 argument(s) (a, b), found 1"},
 		{"shapes", head + "input %z: f32[4]\n%y = add %x, %z\n", "t.kir:4:6: add: incompatible shapes f32[2,3] and f32[4] (they do not broadcast)"},
 		{"matmul shapes", head + "%y = matmul %x, %x\n", "t.kir:3:6: matmul: inner dimensions differ: [2,3] and [2,3] (3 vs 2)"},
