@@ -20,11 +20,13 @@ func init() {
 //	B_{j,0}  = 1 if t_j <= x < t_{j+1} else 0
 //	B_{j,k}  = (x - t_j)/(t_{j+k} - t_j) · B_{j,k-1} + (t_{j+k+1} - x)/(t_{j+k+1} - t_{j+1}) · B_{j+1,k-1}
 //
-// Every basis of every degree is computed, the zero ones included, as
-// efficient-kan does with whole tensors: so a finite x outside [t_0, t_last)
-// gives all-zero bases (no extrapolation), and a non-finite x (or one so far
-// out that (x - t_j)/(k·h) overflows) gives NaN for order >= 1, since inf·0
-// is NaN there too. The recursion runs in place in a scratch row made here.
+// The values are those of efficient-kan's sweep over every basis of every
+// degree with whole tensors: so a finite x outside [t_0, t_last) gives
+// all-zero bases (no extrapolation), and a non-finite x (or one so far out
+// that (x - t_j)/(k·h) overflows) gives NaN for order >= 1, since inf·0 is
+// NaN there too. Inside the grid only the order+1 nonzero bases of each
+// degree are computed (see kanBsplineRow). The recursion runs in place in a
+// scratch row made here.
 func buildKanBspline[T float](n *kernels.Node) (kernels.Func, error) {
 	g, err := ir.BsplineGridOf(n.Attrs)
 	if err != nil {
@@ -42,18 +44,51 @@ func buildKanBspline[T float](n *kernels.Node) (kernels.Func, error) {
 		o, x := kernels.View[T](out), kernels.View[T](args[0])
 		o = o[:len(x)*nb]
 		for i, v := range x {
-			kanBsplineRow(scratch, knots, v, order)
+			kanBsplineRow(scratch, knots, v, order, g.H)
 			copy(o[i*nb:(i+1)*nb], scratch[:nb])
 		}
 		return nil
 	}, nil
 }
 
-// kanBsplineRow writes into b (len(t)-1 long) the bases of x of degree 0 and
-// then, in place, of each degree up to order; the first len(b)-order entries
-// are the result. Products are rounded before they are added, so that no
-// platform fuses them.
-func kanBsplineRow[T float](b, t []T, x T, order int) {
+// kanBsplineRow writes into b (len(t)-1 long) the bases of degree order of
+// x in its first len(b)-order entries; the rest is scratch. For x inside
+// [t_0, t_last) in interval i, only B_{i-k..i, k} can be nonzero at degree
+// k, so only those are computed, each with exactly the arithmetic the full
+// sweep (kanBsplineFull) does on it; the others are the zeros the full sweep
+// would give (it adds products with 0, which cannot overflow there). Any
+// other x takes the full sweep, so that NaN, infinities and overflow behave
+// as in efficient-kan.
+func kanBsplineRow[T float](b, t []T, x T, order int, h float64) {
+	n := len(b)
+	t = t[:n+1]
+	if !(x >= t[0] && x < t[n]) {
+		kanBsplineFull(b, t, x, order)
+		return
+	}
+	// Estimate the interval, then settle it against the rounded knots.
+	i := min(max(int((float64(x)-float64(t[0]))/h), 0), n-1)
+	for i > 0 && x < t[i] {
+		i--
+	}
+	for i < n-1 && x >= t[i+1] {
+		i++
+	}
+	clear(b)
+	b[i] = 1
+	for k := 1; k <= order; k++ {
+		for j := max(0, i-k); j <= min(i, n-k-1); j++ {
+			left := (x - t[j]) / (t[j+k] - t[j])
+			right := (t[j+k+1] - x) / (t[j+k+1] - t[j+1])
+			b[j] = T(left*b[j]) + T(right*b[j+1])
+		}
+	}
+}
+
+// kanBsplineFull is efficient-kan's sweep over every basis of every degree:
+// degree 0 into b, then each degree in place. Products are rounded before
+// they are added, so that no platform fuses them.
+func kanBsplineFull[T float](b, t []T, x T, order int) {
 	t = t[:len(b)+1]
 	for j := range b {
 		if x >= t[j] && x < t[j+1] {
