@@ -604,3 +604,15 @@ func TestKanBuildRejectsBadNodes(t *testing.T) {
 		})
 	}
 }
+
+// TestKanRegisteredDTypes pins this family's kernels: floats only (both ops
+// are smooth functions of real values).
+func TestKanRegisteredDTypes(t *testing.T) {
+	for _, op := range []ir.Op{ir.OpBspline, ir.OpLogicGate} {
+		for _, dt := range allDTypes {
+			if got, want := Kernels.Has(op, dt), dt.IsFloat(); got != want {
+				t.Errorf("Has(%s, %s) = %v, want %v", op, dt, got, want)
+			}
+		}
+	}
+}
