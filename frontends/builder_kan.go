@@ -11,11 +11,12 @@ func (b *Builder) BSpline(x Value, gridMin, gridMax float64, gridSize, order int
 	return b.op(ir.OpBspline, bsplineAttrs(gridMin, gridMax, gridSize, order), x)
 }
 
-// BSplineExtended is BSpline on a grid extended by extend (>= order) knots on
-// each side instead of order: x [...] → [..., gridSize+2·extend-order]. The
-// gradient of BSpline is written with it.
-func (b *Builder) BSplineExtended(x Value, gridMin, gridMax float64, gridSize, order, extend int) Value {
-	return b.op(ir.OpBspline, bsplineAttrs(gridMin, gridMax, gridSize, order).With("extend", ir.Int(extend)), x)
+// BSplineDerivative returns the derivative-th derivatives in x of the bases
+// BSpline returns (1 <= derivative <= order), the right derivative at a
+// knot: x [...] → [..., gridSize+order]. BSpline's gradient is written with
+// it.
+func (b *Builder) BSplineDerivative(x Value, gridMin, gridMax float64, gridSize, order, derivative int) Value {
+	return b.op(ir.OpBspline, bsplineAttrs(gridMin, gridMax, gridSize, order).With("derivative", ir.Int(derivative)), x)
 }
 
 func bsplineAttrs(gridMin, gridMax float64, gridSize, order int) ir.Attrs {

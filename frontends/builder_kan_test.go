@@ -33,15 +33,15 @@ func ExampleBuilder_BSpline() {
 	fmt.Println(g.Value(bases.ID()).Attrs)
 	// Output:
 	// f32[8,3,8] f32[8,4] f32[8,2]
-	// {grid_max=1.0, grid_min=-1.0, grid_size=5, order=3}
+	// {derivative=0, grid_max=1.0, grid_min=-1.0, grid_size=5, order=3}
 }
 
 func TestBuilderKanErrors(t *testing.T) {
 	b := frontends.NewBuilder("bad")
 	x := b.Input("x", ir.F32, 4)
-	b.BSplineExtended(x, -1, 1, 5, 3, 2)
-	if _, err := b.Build(); err == nil || !strings.Contains(err.Error(), "builder_kan_test.go") || !strings.Contains(err.Error(), "expected extend >= order (3), found 2") {
-		t.Errorf("Build = %v, want the caller's line and the extend error", err)
+	b.BSplineDerivative(x, -1, 1, 5, 3, 4)
+	if _, err := b.Build(); err == nil || !strings.Contains(err.Error(), "builder_kan_test.go") || !strings.Contains(err.Error(), "expected derivative in [0, order=3], found 4") {
+		t.Errorf("Build = %v, want the caller's line and the derivative error", err)
 	}
 	b = frontends.NewBuilder("bad")
 	a := b.Input("a", ir.F32, 3, 4)

@@ -16,19 +16,20 @@ func kanOps() []opRow {
 	return []opRow{
 		{OpBspline, OpInfo{
 			Name: "bspline", Args: []string{"x"},
-			Doc: "B-spline bases of a Kolmogorov-Arnold layer, as efficient-kan's b_splines: x [...] → [..., grid_size + order] " +
-				"(grid_size + 2·extend - order in general); knots t_j = grid_min + (j - extend)·h, j = 0 .. grid_size + 2·extend, " +
-				"h = (grid_max - grid_min)/grid_size; Cox–de Boor from the left-closed indicators of [t_j, t_j+1) up to degree order. " +
-				"x outside [t_0, t_last) gives all-zero bases, exactly as efficient-kan (no extrapolation); non-finite x gives NaN " +
-				"for order >= 1, as efficient-kan's arithmetic does (inf·0). The gradient at a knot is the right derivative",
+			Doc: "B-spline bases of a Kolmogorov-Arnold layer, as efficient-kan's b_splines: x [...] → [..., grid_size + order]; " +
+				"knots t_j = grid_min + (j - order)·h, j = 0 .. grid_size + 2·order, h = (grid_max - grid_min)/grid_size; " +
+				"Cox–de Boor from the left-closed indicators of [t_j, t_j+1) up to degree order. x outside [t_0, t_last) gives " +
+				"all-zero bases, exactly as efficient-kan (no extrapolation); non-finite x gives NaN for order >= 1, as " +
+				"efficient-kan's arithmetic does (inf·0). With derivative = d > 0, the d-th derivatives of the bases in x " +
+				"(the right derivative at a knot)",
 			Infer: inferKanBspline, Grad: gradKanBspline,
 			Attrs: []AttrSpec{
 				{Name: "grid_min", Kind: AttrFloat, Default: defFloat(-1), Doc: "left end of the base grid (efficient-kan's grid_range[0])"},
 				{Name: "grid_max", Kind: AttrFloat, Default: defFloat(1), Doc: "right end of the base grid (efficient-kan's grid_range[1]); above grid_min"},
 				{Name: "grid_size", Kind: AttrInt, Default: defInt(5), Doc: "number of intervals of the base grid (at least 1)"},
 				{Name: "order", Kind: AttrInt, Default: defInt(3), Doc: "polynomial degree of the bases (efficient-kan's spline_order: 3 is cubic; 0 gives the indicators)"},
-				{Name: "extend", Kind: AttrInt, Doc: "knots added on each side of the base grid; absent means order (efficient-kan). " +
-					"The gradient of degree k uses the degree k-1 bases on the same knots, which is this attribute's use"},
+				{Name: "derivative", Kind: AttrInt, Default: defInt(0), Doc: "0 for the bases; d in 1..order for their d-th derivatives in x " +
+					"(kiln's own: the gradient of derivative d is written with derivative d+1)"},
 			}}},
 		{OpLogicGate, OpInfo{
 			Name: "logic_gate", Args: []string{"a", "b", "logits"},
@@ -40,15 +41,19 @@ func kanOps() []opRow {
 	}
 }
 
-// BsplineGrid is the knot grid of a bspline node, read from its attributes:
-// knots Min + (j - Extend)·H for j = 0 .. Size + 2·Extend.
+// BsplineGrid is the grid of a bspline node, read from its attributes: knots
+// Min + (j - Order)·H for j = 0 .. Size + 2·Order, bases of degree Order,
+// differentiated Deriv times.
 type BsplineGrid struct {
-	Min, Max, H         float64
-	Size, Order, Extend int
+	Min, Max, H        float64
+	Size, Order, Deriv int
 }
 
-// Bases returns the number of bases per input: Size + 2·Extend - Order.
-func (g BsplineGrid) Bases() int { return g.Size + 2*g.Extend - g.Order }
+// Intervals returns the number of knot intervals: Size + 2·Order.
+func (g BsplineGrid) Intervals() int { return g.Size + 2*g.Order }
+
+// Bases returns the number of bases per input: Size + Order.
+func (g BsplineGrid) Bases() int { return g.Size + g.Order }
 
 // kanMaxIntervals bounds the knot intervals of a bspline grid, so that sizes
 // cannot overflow.
@@ -61,19 +66,17 @@ func BsplineGridOf(attrs Attrs) (BsplineGrid, error) {
 		Max:   attrs.Float("grid_max", 1),
 		Size:  attrs.Int("grid_size", 5),
 		Order: attrs.Int("order", 3),
+		Deriv: attrs.Int("derivative", 0),
 	}
-	g.Extend = attrs.Int("extend", g.Order)
 	switch {
 	case math.IsNaN(g.Min) || math.IsInf(g.Min, 0) || math.IsNaN(g.Max) || math.IsInf(g.Max, 0) || !(g.Min < g.Max):
 		return g, fmt.Errorf("expected finite grid_min < grid_max, found grid_min=%s, grid_max=%s", formatFloat(g.Min), formatFloat(g.Max))
 	case g.Size < 1 || g.Size > kanMaxIntervals:
 		return g, fmt.Errorf("expected grid_size in [1, %d], found %d", kanMaxIntervals, g.Size)
-	case g.Order < 0:
-		return g, fmt.Errorf("expected order >= 0, found %d", g.Order)
-	case g.Extend < g.Order:
-		return g, fmt.Errorf("expected extend >= order (%d), found %d", g.Order, g.Extend)
-	case g.Extend > kanMaxIntervals || g.Size+2*g.Extend > kanMaxIntervals:
-		return g, fmt.Errorf("expected at most %d knot intervals, found grid_size %d + 2·extend %d", kanMaxIntervals, g.Size, g.Extend)
+	case g.Order < 0 || g.Order > kanMaxIntervals || g.Size+2*g.Order > kanMaxIntervals:
+		return g, fmt.Errorf("expected order >= 0 with grid_size + 2·order <= %d, found order %d, grid_size %d", kanMaxIntervals, g.Order, g.Size)
+	case g.Deriv < 0 || g.Deriv > g.Order:
+		return g, fmt.Errorf("expected derivative in [0, order=%d], found %d", g.Order, g.Deriv)
 	}
 	g.H = (g.Max - g.Min) / float64(g.Size)
 	if g.H == 0 || math.IsInf(g.H, 0) {
@@ -94,16 +97,14 @@ func inferKanBspline(args []Type, attrs Attrs) (Type, error) {
 	return Type{x.DType, append(x.Shape.Clone(), g.Bases())}, nil
 }
 
-// gradKanBspline is the derivative of each basis against dy. On a uniform
-// grid d/dx B_{j,k} = (B_{j,k-1} - B_{j+1,k-1}) / h with the degree k-1 bases
-// on the same knots (extend unchanged), so
-//
-//	dx = sum(dy * (bspline{order=k-1, extend} @ D), axis -1)
-//
-// with D [n+1, n] holding 1/h on the diagonal and -1/h below it. Every op has
-// a rule, so the gradient can be differentiated again. The indicators are
-// left-closed, so at a knot this is the right derivative. Degree 0 bases are
-// piecewise constant: their derivative is 0 wherever it exists.
+// gradKanBspline is dx = sum(dy * bspline{derivative=d+1}(x), axis -1): the
+// derivative of each basis (or of its d-th derivative) against dy. The
+// kernel computes derivatives by the Cox–de Boor derivative formula
+// d/dx B_{j,k} = k/(t_{j+k}-t_j)·B_{j,k-1} - k/(t_{j+k+1}-t_{j+1})·B_{j+1,k-1}
+// on the same knots, so the rule is again an op with a rule: it can be
+// differentiated as often as the degree allows. The indicators are
+// left-closed, so at a knot this is the right derivative. The order-th
+// derivative is piecewise constant: its derivative is 0 wherever it exists.
 func gradKanBspline(e *Emitter, y, dy ID) []ID {
 	x := e.args(y)[0]
 	attrs := e.G.Values[y].Attrs
@@ -112,19 +113,10 @@ func gradKanBspline(e *Emitter, y, dy ID) []ID {
 		e.err = err
 		return []ID{NoID}
 	}
-	xt := e.Type(x)
-	if g.Order == 0 {
-		return []ID{e.Fill(0, xt)}
+	if g.Deriv >= g.Order {
+		return []ID{e.Fill(0, e.Type(x))}
 	}
-	lower := e.Op(OpBspline, attrs.With("order", Int(g.Order-1)).With("extend", Int(g.Extend)), x)
-	n := g.Bases()
-	d := make([]float64, (n+1)*n)
-	for j := range n {
-		d[j*n+j] = 1 / g.H
-		d[(j+1)*n+j] = -1 / g.H
-	}
-	dm := e.Op(OpConst, MakeAttrs("dtype", String(xt.DType.String()), "shape", Ints(n+1, n), "value", Floats(d...)))
-	db := e.Op(OpMatmul, nil, lower, dm)
+	db := e.Op(OpBspline, attrs.With("derivative", Int(g.Deriv+1)), x)
 	return []ID{e.Op(OpSum, MakeAttrs("axes", Ints(-1), "keepdims", BoolAttr(false)), e.mul(dy, db))}
 }
 

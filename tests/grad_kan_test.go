@@ -12,16 +12,17 @@ import (
 
 func init() { gradCases = append(gradCases, kanGradCases...) }
 
-// kanGrid is a bspline grid for the gradient cases; extend < 0 means the
-// default (extend = order).
+// kanGrid is a bspline grid for the gradient cases, with the derivative
+// taken.
 type kanGrid struct {
-	lo, hi              float64
-	size, order, extend int
+	lo, hi             float64
+	size, order, deriv int
 }
 
-var kanDefaultGrid = kanGrid{-1, 1, 5, 3, -1}
+var kanDefaultGrid = kanGrid{-1, 1, 5, 3, 0}
 
 func (g kanGrid) withOrder(k int) kanGrid { g.order = k; return g }
+func (g kanGrid) withDeriv(d int) kanGrid { g.deriv = d; return g }
 
 // kanX returns x = c + s·p for a param p of the given shape (the harness
 // draws |p| in [0.1, 1]): the centres c lie inside every interval of g's
@@ -31,10 +32,7 @@ func (g kanGrid) withOrder(k int) kanGrid { g.order = k; return g }
 // polynomials: the numeric derivative then has no kink to straddle.
 func kanX(b *frontends.Builder, dt ir.DType, g kanGrid, shape ...int) frontends.Value {
 	h := (g.hi - g.lo) / float64(g.size)
-	e := g.extend
-	if e < 0 {
-		e = g.order
-	}
+	e := g.order
 	intervals := g.size + 2*e + 2 // the extended grid and one more on each side
 	n := ir.Shape(shape).NumElements()
 	frac := []float64{0.35, 0.5, 0.65}
@@ -49,8 +47,8 @@ func kanX(b *frontends.Builder, dt ir.DType, g kanGrid, shape ...int) frontends.
 
 // kanBspline applies bspline with g's attributes.
 func kanBspline(b *frontends.Builder, x frontends.Value, g kanGrid) frontends.Value {
-	if g.extend >= 0 {
-		return b.BSplineExtended(x, g.lo, g.hi, g.size, g.order, g.extend)
+	if g.deriv > 0 {
+		return b.BSplineDerivative(x, g.lo, g.hi, g.size, g.order, g.deriv)
 	}
 	return b.BSpline(x, g.lo, g.hi, g.size, g.order)
 }
@@ -69,9 +67,13 @@ var kanGradCases = []gradCase{
 	kanBsplineCase("bspline order 4", kanDefaultGrid.withOrder(4), 17),
 	kanBsplineCase("bspline order 5", kanDefaultGrid.withOrder(5), 19),
 	kanBsplineCase("bspline order 6", kanDefaultGrid.withOrder(6), 3, 7),
-	kanBsplineCase("bspline order 3 other grid", kanGrid{0, 3, 3, 3, -1}, 2, 2, 3),
-	kanBsplineCase("bspline order 2 extend 4", kanGrid{-1, 1, 4, 2, 4}, 14),
-	kanBsplineCase("bspline order 4 fine grid", kanGrid{-0.5, 0.25, 9, 4, -1}, 21),
+	kanBsplineCase("bspline order 3 other grid", kanGrid{0, 3, 3, 3, 0}, 2, 2, 3),
+	kanBsplineCase("bspline order 4 fine grid", kanGrid{-0.5, 0.25, 9, 4, 0}, 21),
+	kanBsplineCase("bspline order 2 derivative 1", kanGrid{-1, 1, 4, 2, 1}, 14),
+	kanBsplineCase("bspline order 4 derivative 1", kanDefaultGrid.withOrder(4).withDeriv(1), 2, 9),
+	kanBsplineCase("bspline order 5 derivative 2 other grid", kanGrid{0, 3, 3, 5, 2}, 15),
+	kanBsplineCase("bspline order 6 derivative 4", kanDefaultGrid.withOrder(6).withDeriv(4), 19),
+	kanBsplineCase("bspline order 3 derivative 3", kanDefaultGrid.withDeriv(3), 13),
 	kanBsplineCase("bspline scalar", kanDefaultGrid, []int{}...),
 
 	{name: "logic_gate", build: func(b *frontends.Builder, dt ir.DType) frontends.Value {
@@ -103,8 +105,8 @@ var kanGradCases = []gradCase{
 }
 
 // TestSecondOrderKan differentiates graphs that already hold the backward of
-// bspline and logic_gate, so the ops their rules emit (bspline of a lower
-// degree with an explicit extension, softmax, matmul with constants) are
+// bspline and logic_gate, so the ops their rules emit (bspline with a higher
+// derivative, softmax, matmul with constants) are
 // differentiated in turn, and checks the second derivatives against central
 // differences of the first, in float64 with DESIGN.md's bound.
 func TestSecondOrderKan(t *testing.T) {
@@ -120,7 +122,7 @@ func TestSecondOrderKan(t *testing.T) {
 			return kanBspline(b, kanX(b, ir.F64, g, 11), g)
 		}},
 		{"bspline order 5 other grid", func(b *frontends.Builder) frontends.Value {
-			g := kanGrid{0, 3, 3, 5, -1}
+			g := kanGrid{0, 3, 3, 5, 0}
 			return kanBspline(b, kanX(b, ir.F64, g, 15), g)
 		}},
 		{"logic_gate broadcast", func(b *frontends.Builder) frontends.Value {

@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"math"
+
 	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/kernels"
 )
@@ -13,58 +15,97 @@ func init() {
 }
 
 // buildKanBspline builds bspline {grid_min, grid_max, grid_size, order,
-// extend}: for every element of x, the Cox–de Boor recursion over the whole
-// knot vector, with the arithmetic of efficient-kan's b_splines:
+// derivative}: for every element of x, the Cox–de Boor recursion on the knot
+// vector with the arithmetic of efficient-kan's b_splines,
 //
-//	t_j      = (j - extend)·h + grid_min, in T (torch.arange(...) * h + grid_range[0])
+//	t_j      = (j - order)·h + grid_min, in T (torch.arange(...) * h + grid_range[0])
 //	B_{j,0}  = 1 if t_j <= x < t_{j+1} else 0
-//	B_{j,k}  = (x - t_j)/(t_{j+k} - t_j) · B_{j,k-1} + (t_{j+k+1} - x)/(t_{j+k+1} - t_{j+1}) · B_{j+1,k-1}
+//	B_{j,p}  = (x - t_j)/(t_{j+p} - t_j) · B_{j,p-1} + (t_{j+p+1} - x)/(t_{j+p+1} - t_{j+1}) · B_{j+1,p-1}
+//
+// up to degree order - derivative, then the derivative formula once per
+// remaining degree p (derivatives of the lower-degree bases, on the same
+// knots):
+//
+//	D B_{j,p} = p · (D B_{j,p-1} / (t_{j+p} - t_j) - D B_{j+1,p-1} / (t_{j+p+1} - t_{j+1}))
 //
 // The values are those of efficient-kan's sweep over every basis of every
 // degree with whole tensors: so a finite x outside [t_0, t_last) gives
 // all-zero bases (no extrapolation), and a non-finite x (or one so far out
-// that (x - t_j)/(k·h) overflows) gives NaN for order >= 1, since inf·0 is
-// NaN there too. Inside the grid only the order+1 nonzero bases of each
-// degree are computed (see kanBsplineRow). The recursion runs in place in a
-// scratch row made here.
+// that (x - t_j)/(p·h) overflows) gives NaN for order >= 1, since inf·0 is
+// NaN there too; derivatives at non-finite x are NaN as well. Inside the grid
+// only the bases that can be nonzero are computed (see kanBsplineRow). The
+// recursion runs in place in a scratch row made here.
 func buildKanBspline[T float](n *kernels.Node) (kernels.Func, error) {
 	g, err := ir.BsplineGridOf(n.Attrs)
 	if err != nil {
 		return nil, err
 	}
-	intervals := g.Size + 2*g.Extend
-	knots := make([]T, intervals+1)
-	h, lo := T(g.H), T(g.Min)
-	for j := range knots {
-		knots[j] = T(T(j-g.Extend)*h) + lo
-	}
-	order, nb := g.Order, g.Bases()
-	scratch := make([]T, intervals)
+	knots := kanKnots[T](g)
+	scratch := make([]T, g.Intervals())
+	nb := g.Bases()
 	return func(out kernels.Tensor, args []kernels.Tensor) error {
 		o, x := kernels.View[T](out), kernels.View[T](args[0])
 		o = o[:len(x)*nb]
 		for i, v := range x {
-			kanBsplineRow(scratch, knots, v, order, g.H)
+			kanBsplineDeriv(scratch, knots, v, g.Order, g.Deriv, g.H)
 			copy(o[i*nb:(i+1)*nb], scratch[:nb])
 		}
 		return nil
 	}, nil
 }
 
+// kanKnots returns g's knots in T, computed as efficient-kan computes its
+// grid buffer: T(j - order)·T(h) + T(grid_min), each operation rounded to T.
+func kanKnots[T float](g ir.BsplineGrid) []T {
+	knots := make([]T, g.Intervals()+1)
+	h, lo := T(g.H), T(g.Min)
+	for j := range knots {
+		knots[j] = T(T(j-g.Order)*h) + lo
+	}
+	return knots
+}
+
+// kanBsplineDeriv writes into b (len(t)-1 long) the deriv-th derivatives of
+// the degree order bases of x, in its first len(b)-order entries; the rest
+// is scratch.
+func kanBsplineDeriv[T float](b, t []T, x T, order, deriv int, h float64) {
+	lo, hi := kanBsplineRow(b, t, x, order-deriv, h)
+	if deriv == 0 {
+		return
+	}
+	if v := float64(x); math.IsNaN(v) || math.IsInf(v, 0) { // no derivative
+		nan := T(math.NaN())
+		for j := range b {
+			b[j] = nan
+		}
+		return
+	}
+	for p := order - deriv + 1; p <= order; p++ {
+		// D B_{j,p} needs D B_{j,p-1} and D B_{j+1,p-1}: the entries that
+		// can be nonzero move one to the left, and there is one fewer.
+		lo, hi = max(lo-1, 0), min(hi, len(b)-p-1)
+		tp := T(p)
+		for j := lo; j <= hi; j++ {
+			b[j] = tp * (b[j]/(t[j+p]-t[j]) - b[j+1]/(t[j+p+1]-t[j+1]))
+		}
+	}
+}
+
 // kanBsplineRow writes into b (len(t)-1 long) the bases of degree order of
-// x in its first len(b)-order entries; the rest is scratch. For x inside
-// [t_0, t_last) in interval i, only B_{i-k..i, k} can be nonzero at degree
-// k, so only those are computed, each with exactly the arithmetic the full
-// sweep (kanBsplineFull) does on it; the others are the zeros the full sweep
-// would give (it adds products with 0, which cannot overflow there). Any
-// other x takes the full sweep, so that NaN, infinities and overflow behave
-// as in efficient-kan.
-func kanBsplineRow[T float](b, t []T, x T, order int, h float64) {
+// x in its first len(b)-order entries, and returns the range [lo, hi] of
+// those that can be nonzero; the rest of b is zero up to len(b)-order and
+// scratch after. For x inside [t_0, t_last) in interval i, only
+// B_{i-p..i, p} can be nonzero at degree p, so only those are computed, each
+// with exactly the arithmetic the full sweep (kanBsplineFull) does on it; the
+// others are the zeros the full sweep would give (it adds products with 0,
+// which cannot overflow there). Any other x takes the full sweep, so that
+// NaN, infinities and overflow behave as in efficient-kan.
+func kanBsplineRow[T float](b, t []T, x T, order int, h float64) (lo, hi int) {
 	n := len(b)
 	t = t[:n+1]
 	if !(x >= t[0] && x < t[n]) {
 		kanBsplineFull(b, t, x, order)
-		return
+		return 0, n - order - 1
 	}
 	// Estimate the interval, then settle it against the rounded knots.
 	i := min(max(int((float64(x)-float64(t[0]))/h), 0), n-1)
@@ -76,13 +117,16 @@ func kanBsplineRow[T float](b, t []T, x T, order int, h float64) {
 	}
 	clear(b)
 	b[i] = 1
+	lo, hi = i, i
 	for k := 1; k <= order; k++ {
-		for j := max(0, i-k); j <= min(i, n-k-1); j++ {
+		lo, hi = max(i-k, 0), min(i, n-k-1)
+		for j := lo; j <= hi; j++ {
 			left := (x - t[j]) / (t[j+k] - t[j])
 			right := (t[j+k+1] - x) / (t[j+k+1] - t[j+1])
 			b[j] = T(left*b[j]) + T(right*b[j+1])
 		}
 	}
+	return lo, hi
 }
 
 // kanBsplineFull is efficient-kan's sweep over every basis of every degree:

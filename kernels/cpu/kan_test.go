@@ -10,21 +10,29 @@ import (
 	"github.com/kilnml/kiln/kernels"
 )
 
-// kanGridAttrs returns bspline attributes; extend < 0 leaves it out.
-func kanGridAttrs(lo, hi float64, size, order, extend int) ir.Attrs {
-	a := ir.MakeAttrs("grid_min", ir.Float(lo), "grid_max", ir.Float(hi), "grid_size", ir.Int(size), "order", ir.Int(order))
-	if extend >= 0 {
-		a = a.With("extend", ir.Int(extend))
-	}
-	return a
+// kanGridAttrs returns bspline attributes.
+func kanGridAttrs(lo, hi float64, size, order, deriv int) ir.Attrs {
+	return ir.MakeAttrs("grid_min", ir.Float(lo), "grid_max", ir.Float(hi), "grid_size", ir.Int(size), "order", ir.Int(order), "derivative", ir.Int(deriv))
 }
 
-// kanRefKnots returns the knots grid_min + (j - extend)·h, j = 0 .. size+2·extend.
-func kanRefKnots(lo, hi float64, size, extend int) []float64 {
+// kanRefKnots returns the knots grid_min + (j - order)·h, j = 0 .. size+2·order.
+func kanRefKnots(lo, hi float64, size, order int) []float64 {
 	h := (hi - lo) / float64(size)
-	t := make([]float64, size+2*extend+1)
+	t := make([]float64, size+2*order+1)
 	for j := range t {
-		t[j] = lo + float64(j-extend)*h
+		t[j] = lo + float64(j-order)*h
+	}
+	return t
+}
+
+// kanRefKnots32 returns the knots of an f32 bspline: efficient-kan's float32
+// grid buffer, torch.arange(-order, size+order+1) * h + grid_min, each
+// operation rounded to float32.
+func kanRefKnots32(lo, hi float64, size, order int) []float64 {
+	h := float32((hi - lo) / float64(size))
+	t := make([]float64, size+2*order+1)
+	for j := range t {
+		t[j] = float64(float32(float32(j-order)*h) + float32(lo))
 	}
 	return t
 }
@@ -32,37 +40,43 @@ func kanRefKnots(lo, hi float64, size, extend int) []float64 {
 // kanRefBasis is the textbook Cox–de Boor recursion on the knot vector t, in
 // float64, written independently of the kernel's in-place sweep: B_{j,0} is
 // the indicator of [t_j, t_{j+1}), and B_{j,k} blends B_{j,k-1} and
-// B_{j+1,k-1}.
-func kanRefBasis(t []float64, j, k int, x float64) float64 {
-	if k == 0 {
+// B_{j+1,k-1}. With d > 0 it is the d-th derivative in x by the textbook
+// formula d/dx B_{j,k} = k/(t_{j+k}-t_j)·B_{j,k-1} - k/(t_{j+k+1}-t_{j+1})·B_{j+1,k-1}.
+func kanRefBasis(t []float64, j, k, d int, x float64) float64 {
+	switch {
+	case d > 0:
+		fk := float64(k)
+		return fk*kanRefBasis(t, j, k-1, d-1, x)/(t[j+k]-t[j]) - fk*kanRefBasis(t, j+1, k-1, d-1, x)/(t[j+k+1]-t[j+1])
+	case k == 0:
 		if t[j] <= x && x < t[j+1] {
 			return 1
 		}
 		return 0
 	}
-	return (x-t[j])/(t[j+k]-t[j])*kanRefBasis(t, j, k-1, x) +
-		(t[j+k+1]-x)/(t[j+k+1]-t[j+1])*kanRefBasis(t, j+1, k-1, x)
+	return (x-t[j])/(t[j+k]-t[j])*kanRefBasis(t, j, k-1, 0, x) +
+		(t[j+k+1]-x)/(t[j+k+1]-t[j+1])*kanRefBasis(t, j+1, k-1, 0, x)
 }
 
-// kanRefBases returns the bases of degree order of every x, row-major
-// [len(xs), len(t)-1-order].
-func kanRefBases(t []float64, order int, xs []float64) []float64 {
+// kanRefBases returns the d-th derivatives of the bases of degree order of
+// every x, row-major [len(xs), len(t)-1-order].
+func kanRefBases(t []float64, order, d int, xs []float64) []float64 {
 	nb := len(t) - 1 - order
 	out := make([]float64, 0, len(xs)*nb)
 	for _, x := range xs {
 		for j := range nb {
-			out = append(out, kanRefBasis(t, j, order, x))
+			out = append(out, kanRefBasis(t, j, order, d, x))
 		}
 	}
 	return out
 }
 
-// TestBsplineHandValues checks hand-computed bases on efficient-kan's default
-// grid (grid_range [-1,1], grid_size 5, so h = 0.4). For uniform knots the
-// bases on the interval [t_i, t_i+1) at u = (x - t_i)/h are the cardinal
-// B-splines: degree 1: 1-u, u; degree 2: (1-u)²/2, (-2u²+2u+1)/2, u²/2;
-// degree 3: (1-u)³/6, (3u³-6u²+4)/6, (-3u³+3u²+3u+1)/6, u³/6 for
-// B_{i-3} .. B_i.
+// TestBsplineHandValues checks hand-computed bases and derivatives on
+// efficient-kan's default grid (grid_range [-1,1], grid_size 5, so h = 0.4).
+// For uniform knots the bases on the interval [t_i, t_i+1) at
+// u = (x - t_i)/h are the cardinal B-splines: degree 1: 1-u, u; degree 2:
+// (1-u)²/2, (-2u²+2u+1)/2, u²/2; degree 3: (1-u)³/6, (3u³-6u²+4)/6,
+// (-3u³+3u²+3u+1)/6, u³/6 for B_{i-3} .. B_i, whose derivatives in x are
+// their derivatives in u over h.
 func TestBsplineHandValues(t *testing.T) {
 	const (
 		s6 = 1.0 / 6
@@ -71,21 +85,21 @@ func TestBsplineHandValues(t *testing.T) {
 	)
 	nan := math.NaN()
 	tests := []struct {
-		name  string
-		order int
-		xs    []float64
-		want  []float64
+		name         string
+		order, deriv int
+		xs           []float64
+		want         []float64
 	}{
 		// Degree 1 (knots -1.4 .. 1.4): hats peaking at the knots.
-		{"linear", 1, []float64{0, -1, 1.5}, []float64{
+		{"linear", 1, 0, []float64{0, -1, 1.5}, []float64{
 			0, 0, 0.5, 0.5, 0, 0,
 			1, 0, 0, 0, 0, 0,
 			0, 0, 0, 0, 0, 0, // right of the last knot
 		}},
 		// Degree 2 at the middle of [-0.2, 0.2): u = 1/2.
-		{"quadratic", 2, []float64{0}, []float64{0, 0, 0.125, 0.75, 0.125, 0, 0}},
+		{"quadratic", 2, 0, []float64{0}, []float64{0, 0, 0.125, 0.75, 0.125, 0, 0}},
 		// Degree 3 (efficient-kan's default): knots -2.2 .. 2.2.
-		{"cubic", 3, []float64{0, -1, 1, -2.2, 2.2, 5, -7}, []float64{
+		{"cubic", 3, 0, []float64{0, -1, 1, -2.2, 2.2, 5, -7}, []float64{
 			0, 0, a, c, c, a, 0, 0, // middle of [-0.2, 0.2)
 			s6, 4 * s6, s6, 0, 0, 0, 0, 0, // grid_min = t_3, u = 0
 			0, 0, 0, 0, 0, s6, 4 * s6, s6, // grid_max = t_8, u = 0
@@ -94,27 +108,43 @@ func TestBsplineHandValues(t *testing.T) {
 			0, 0, 0, 0, 0, 0, 0, 0, // far right
 			0, 0, 0, 0, 0, 0, 0, 0, // far left
 		}},
+		// First derivatives: -(1-u)²/2, (9u²-12u)/6, (-9u²+6u+3)/6, u²/2
+		// over h; at a knot (u = 0) the right derivative.
+		{"cubic slope", 3, 1, []float64{0, -1, 7}, []float64{
+			0, 0, -0.125 / 0.4, -0.625 / 0.4, 0.625 / 0.4, 0.125 / 0.4, 0, 0,
+			-0.5 / 0.4, 0, 0.5 / 0.4, 0, 0, 0, 0, 0,
+			0, 0, 0, 0, 0, 0, 0, 0,
+		}},
+		// Second derivatives: (1-u), (18u-12)/6, (-18u+6)/6, u over h².
+		{"cubic curvature", 3, 2, []float64{0}, []float64{0, 0, 0.5 / 0.16, -0.5 / 0.16, -0.5 / 0.16, 0.5 / 0.16, 0, 0}},
+		// Third derivatives: -1, 3, -3, 1 over h³.
+		{"cubic third", 3, 3, []float64{0}, []float64{0, 0, -1 / 0.064, 3 / 0.064, -3 / 0.064, 1 / 0.064, 0, 0}},
 		// Non-finite x: efficient-kan's left·B + right·B is inf·0 = NaN
-		// there (and NaN·0 = NaN); kiln computes the same.
-		{"non-finite", 3, []float64{nan, math.Inf(1), math.Inf(-1)}, []float64{
+		// there (and NaN·0 = NaN); kiln computes the same, and has no
+		// derivatives there.
+		{"non-finite", 3, 0, []float64{nan, math.Inf(1), math.Inf(-1)}, []float64{
 			nan, nan, nan, nan, nan, nan, nan, nan,
 			nan, nan, nan, nan, nan, nan, nan, nan,
 			nan, nan, nan, nan, nan, nan, nan, nan,
 		}},
+		{"non-finite slope", 1, 1, []float64{nan, math.Inf(-1)}, []float64{
+			nan, nan, nan, nan, nan, nan,
+			nan, nan, nan, nan, nan, nan,
+		}},
 		// Degree 0 has no arithmetic, only the indicators: zeros.
-		{"non-finite indicators", 0, []float64{nan, math.Inf(1)}, []float64{
+		{"non-finite indicators", 0, 0, []float64{nan, math.Inf(1)}, []float64{
 			0, 0, 0, 0, 0,
 			0, 0, 0, 0, 0,
 		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			attrs := ir.MakeAttrs("order", ir.Int(tc.order))
+			attrs := ir.MakeAttrs("order", ir.Int(tc.order), "derivative", ir.Int(tc.deriv))
 			shape := []int{len(tc.xs)}
 			o32 := mustRun(t, ir.OpBspline, attrs, tensorOf(shape, conv[float32](tc.xs)))
-			checkNear(t, "f32", kernels.View[float32](o32), tc.want, 1e-6, 1e-7)
+			checkNear(t, "f32", kernels.View[float32](o32), tc.want, 2e-6, 1e-7)
 			o64 := mustRun(t, ir.OpBspline, attrs, tensorOf(shape, tc.xs))
-			checkNear(t, "f64", kernels.View[float64](o64), tc.want, 1e-14, 1e-15)
+			checkNear(t, "f64", kernels.View[float64](o64), tc.want, 1e-13, 1e-15)
 		})
 	}
 }
@@ -147,58 +177,100 @@ func kanSweep(t []float64, lo, hi float64) []float64 {
 	return append(xs, lo, hi, first+1e-7*h, last-1e-7*h, first-1e-7*h, last+1e-7*h)
 }
 
-// kanRefKnots32 returns the knots of an f32 bspline: efficient-kan's float32
-// grid buffer, torch.arange(-extend, size+extend+1) * h + grid_min, each
-// operation rounded to float32.
-func kanRefKnots32(lo, hi float64, size, extend int) []float64 {
-	h := float32((hi - lo) / float64(size))
-	t := make([]float64, size+2*extend+1)
-	for j := range t {
-		t[j] = float64(float32(float32(j-extend)*h) + float32(lo))
-	}
-	return t
-}
+// kanDerivScale is the size of d-th derivatives of bases on a grid of
+// spacing h, about (2/h)^d: tolerances scale with it.
+func kanDerivScale(h float64, d int) float64 { return math.Pow(2/h, float64(d)) }
 
 // TestBsplineReference compares bspline with the recursive float64
-// reference for degrees 0 to 6 on several grids, with and without a wider
-// extension, at points all over and around the extended grid. f64 must agree
-// to 1e-12 (abs; the bases are in [0,1]). The f32 reference is evaluated at
-// the f32 inputs on the f32 knots the kernel uses (as efficient-kan's float32
-// grid buffer) and must agree to 1e-5, the f32 rounding of a few divisions
-// and products per degree.
+// reference for degrees 0 to 6, and every derivative, on several grids, at
+// points all over and around the extended grid. f64 must agree to 1e-12
+// (abs; the bases are in [0,1]) times the derivatives' scale (2/h)^d. The
+// f32 reference is evaluated at the f32 inputs on the f32 knots the kernel
+// uses (as efficient-kan's float32 grid buffer) and must agree to 1e-5 times
+// that scale: the f32 rounding of a few divisions and products per degree.
 func TestBsplineReference(t *testing.T) {
 	for _, g := range kanGrids {
+		h := (g.hi - g.lo) / float64(g.size)
 		for order := 0; order <= 6; order++ {
-			for _, extend := range []int{-1, order + 2} {
-				name := fmt.Sprintf("[%g,%g]x%d/order=%d/extend=%d", g.lo, g.hi, g.size, order, extend)
-				t.Run(name, func(t *testing.T) {
-					e := extend
-					if e < 0 {
-						e = order
-					}
-					knots := kanRefKnots(g.lo, g.hi, g.size, e)
-					attrs := kanGridAttrs(g.lo, g.hi, g.size, order, extend)
+			for d := 0; d <= order; d++ {
+				t.Run(fmt.Sprintf("[%g,%g]x%d/order=%d/derivative=%d", g.lo, g.hi, g.size, order, d), func(t *testing.T) {
+					knots := kanRefKnots(g.lo, g.hi, g.size, order)
+					attrs := kanGridAttrs(g.lo, g.hi, g.size, order, d)
 					xs := kanSweep(knots, g.lo, g.hi)
-					want := kanRefBases(knots, order, xs)
+					want := kanRefBases(knots, order, d, xs)
 					o64 := mustRun(t, ir.OpBspline, attrs, tensorOf([]int{len(xs)}, xs))
-					checkNear(t, "f64", kernels.View[float64](o64), want, 0, 1e-12)
+					checkNear(t, "f64", kernels.View[float64](o64), want, 0, 1e-12*kanDerivScale(h, d))
 
 					x32 := conv[float32](xs)
-					want32 := kanRefBases(kanRefKnots32(g.lo, g.hi, g.size, e), order, f64s(x32))
+					want32 := kanRefBases(kanRefKnots32(g.lo, g.hi, g.size, order), order, d, f64s(x32))
 					o32 := mustRun(t, ir.OpBspline, attrs, tensorOf([]int{len(xs)}, x32))
-					checkNear(t, "f32", kernels.View[float32](o32), want32, 0, 1e-5)
+					checkNear(t, "f32", kernels.View[float32](o32), want32, 0, 1e-5*kanDerivScale(h, d))
 				})
 			}
 		}
 	}
 }
 
-// TestBsplineWindowMatchesFullSweep checks that the kernel's shortcut
-// (only the nonzero bases inside the grid) gives exactly the values of
-// efficient-kan's full sweep over every basis, at every knot, next to
-// every knot (one ulp either side), at random points in and around the
-// grid, and at non-finite and huge x; zeros compare equal whatever their
-// sign.
+// TestBsplineDerivativesAreDerivatives checks derivative 1 and 2 against
+// central differences of the f64 bases, away from knots (within h/8 of
+// none, where the bases are polynomials): (B(x+δ) - B(x-δ))/2δ with
+// δ = 1e-6 (truncation ~δ²·B”' ≈ 1e-12/h³, rounding ~1e-16/δ) and
+// (B(x+δ) - 2B(x) + B(x-δ))/δ² with δ = 1e-4 (truncation ~δ²·B”” /12,
+// rounding ~4e-16/δ² = 4e-8). Bounds: 1e-8 and 1e-6 times the scale
+// (2/h)^d.
+func TestBsplineDerivativesAreDerivatives(t *testing.T) {
+	for _, g := range kanGrids {
+		h := (g.hi - g.lo) / float64(g.size)
+		for order := 1; order <= 6; order++ {
+			knots := kanRefKnots(g.lo, g.hi, g.size, order)
+			var xs []float64
+			for _, x := range kanSweep(knots, g.lo, g.hi) {
+				if kanFarFromKnots(x, knots, h/8) {
+					xs = append(xs, x)
+				}
+			}
+			bases := func(d int, shift float64) []float64 {
+				sx := make([]float64, len(xs))
+				for i, x := range xs {
+					sx[i] = x + shift
+				}
+				return kernels.View[float64](mustRun(t, ir.OpBspline, kanGridAttrs(g.lo, g.hi, g.size, order, d), tensorOf([]int{len(sx)}, sx)))
+			}
+			const d1, d2 = 1e-6, 1e-4
+			p, m := bases(0, d1), bases(0, -d1)
+			num1 := make([]float64, len(p))
+			for i := range p {
+				num1[i] = (p[i] - m[i]) / (2 * d1)
+			}
+			name := fmt.Sprintf("[%g,%g]x%d/order=%d", g.lo, g.hi, g.size, order)
+			checkNear(t, name+" derivative 1", bases(1, 0), num1, 0, 1e-8*kanDerivScale(h, 1))
+			if order >= 2 {
+				p, z, m := bases(0, d2), bases(0, 0), bases(0, -d2)
+				num2 := make([]float64, len(p))
+				for i := range p {
+					num2[i] = (p[i] - 2*z[i] + m[i]) / (d2 * d2)
+				}
+				checkNear(t, name+" derivative 2", bases(2, 0), num2, 0, 1e-6*kanDerivScale(h, 2))
+			}
+		}
+	}
+}
+
+func kanFarFromKnots(x float64, knots []float64, d float64) bool {
+	for _, k := range knots {
+		if math.Abs(x-k) <= d {
+			return false
+		}
+	}
+	return true
+}
+
+// TestBsplineWindowMatchesFullSweep checks that the kernel's shortcut (only
+// the bases that can be nonzero, inside the grid) gives exactly the values
+// of efficient-kan's full sweep over every basis followed by the derivative
+// formula over every entry, at every knot, next to every knot (one ulp
+// either side), at random points in and around the grid, and at non-finite
+// and huge x; zeros compare equal whatever their sign.
 func TestBsplineWindowMatchesFullSweep(t *testing.T) {
 	kanWindowVsFull[float32](t)
 	kanWindowVsFull[float64](t)
@@ -211,16 +283,13 @@ func kanWindowVsFull[T float](t *testing.T) {
 	r := newRand(11)
 	for _, g := range kanGrids {
 		for order := 0; order <= 6; order++ {
-			for _, extend := range []int{order, order + 3} {
-				gr, err := ir.BsplineGridOf(kanGridAttrs(g.lo, g.hi, g.size, order, extend))
+			for d := 0; d <= order; d++ {
+				gr, err := ir.BsplineGridOf(kanGridAttrs(g.lo, g.hi, g.size, order, d))
 				if err != nil {
 					t.Fatal(err)
 				}
-				n := gr.Size + 2*gr.Extend
-				knots := make([]T, n+1)
-				for j := range knots {
-					knots[j] = T(T(j-gr.Extend)*T(gr.H)) + T(gr.Min)
-				}
+				knots := kanKnots[T](gr)
+				n := gr.Intervals()
 				var xs []T
 				for _, k := range knots {
 					xs = append(xs, k, T(math.Nextafter(float64(k), math.Inf(1))), T(math.Nextafter(float64(k), math.Inf(-1))))
@@ -235,11 +304,21 @@ func kanWindowVsFull[T float](t *testing.T) {
 				xs = append(xs, T(math.NaN()), T(math.Inf(1)), T(math.Inf(-1)), T(3e38), T(-3e38), T(kanHuge), T(-kanHuge))
 				full, win := make([]T, n), make([]T, n)
 				for _, x := range xs {
-					kanBsplineFull(full, knots, x, order)
-					kanBsplineRow(win, knots, x, order, gr.H)
+					kanBsplineFull(full, knots, x, order-d)
+					for p := order - d + 1; p <= order; p++ {
+						for j := range n - p {
+							full[j] = T(p) * (full[j]/(knots[j+p]-knots[j]) - full[j+1]/(knots[j+p+1]-knots[j+1]))
+						}
+					}
+					if v := float64(x); d > 0 && (math.IsNaN(v) || math.IsInf(v, 0)) {
+						for j := range full {
+							full[j] = T(math.NaN())
+						}
+					}
+					kanBsplineDeriv(win, knots, x, order, d, gr.H)
 					for j := range n - order {
 						if full[j] != win[j] && (full[j] == full[j] || win[j] == win[j]) {
-							t.Fatalf("%s grid %+v x=%v: B_%d = %v by the window, %v by the full sweep", kernels.DTypeOf[T](), gr, x, j, win[j], full[j])
+							t.Fatalf("%s grid %+v x=%v: entry %d = %v by the window, %v by the full sweep", kernels.DTypeOf[T](), gr, x, j, win[j], full[j])
 						}
 					}
 				}
@@ -252,8 +331,8 @@ func kanWindowVsFull[T float](t *testing.T) {
 // left-closed intervals: x = t_j lies in [t_j, t_j+1) only, and the last
 // knot in none.
 func TestBsplineLeftClosed(t *testing.T) {
-	knots := kanRefKnots(-1, 1, 5, 2)
-	attrs := kanGridAttrs(-1, 1, 5, 0, 2)
+	knots := kanRefKnots(-1, 1, 5, 0)
+	attrs := kanGridAttrs(-1, 1, 5, 0, 0)
 	out := kernels.View[float64](mustRun(t, ir.OpBspline, attrs, tensorOf([]int{len(knots)}, knots)))
 	nb := len(knots) - 1
 	for i := range knots {
@@ -271,26 +350,33 @@ func TestBsplineLeftClosed(t *testing.T) {
 
 // TestBsplinePartitionOfUnity checks that the bases sum to 1 on the base
 // grid [grid_min, grid_max), for every degree, and to 0 outside the
-// extended grid.
+// extended grid; and that their derivatives sum to 0 everywhere.
 func TestBsplinePartitionOfUnity(t *testing.T) {
 	for _, g := range kanGrids {
+		h := (g.hi - g.lo) / float64(g.size)
 		for order := 0; order <= 6; order++ {
-			t.Run(fmt.Sprintf("[%g,%g]x%d/order=%d", g.lo, g.hi, g.size, order), func(t *testing.T) {
-				const n = 257
-				xs := make([]float64, 0, n+4)
-				for i := range n {
-					xs = append(xs, g.lo+(g.hi-g.lo)*float64(i)/n)
-				}
-				h := (g.hi - g.lo) / float64(g.size)
-				out := []float64{g.lo - float64(order)*h - 0.5*h, g.hi + float64(order)*h + 0.5*h, g.lo - 1e3, g.hi + 1e3}
-				kanCheckSums[float32](t, kanGridAttrs(g.lo, g.hi, g.size, order, -1), xs, out, 2e-6)
-				kanCheckSums[float64](t, kanGridAttrs(g.lo, g.hi, g.size, order, -1), xs, out, 1e-13)
-			})
+			for d := 0; d <= order; d++ {
+				t.Run(fmt.Sprintf("[%g,%g]x%d/order=%d/derivative=%d", g.lo, g.hi, g.size, order, d), func(t *testing.T) {
+					const n = 257
+					xs := make([]float64, 0, n+4)
+					for i := range n {
+						xs = append(xs, g.lo+(g.hi-g.lo)*float64(i)/n)
+					}
+					out := []float64{g.lo - float64(order)*h - 0.5*h, g.hi + float64(order)*h + 0.5*h, g.lo - 1e3, g.hi + 1e3}
+					attrs := kanGridAttrs(g.lo, g.hi, g.size, order, d)
+					inside := 1.0
+					if d > 0 {
+						inside = 0
+					}
+					kanCheckSums[float32](t, attrs, xs, out, inside, 2e-6*kanDerivScale(h, d))
+					kanCheckSums[float64](t, attrs, xs, out, inside, 1e-13*kanDerivScale(h, d))
+				})
+			}
 		}
 	}
 }
 
-func kanCheckSums[T float](t *testing.T, attrs ir.Attrs, inside, outside []float64, tol float64) {
+func kanCheckSums[T float](t *testing.T, attrs ir.Attrs, inside, outside []float64, sumInside, tol float64) {
 	t.Helper()
 	xs := append(append([]float64(nil), inside...), outside...)
 	res := mustRun(t, ir.OpBspline, attrs, tensorOf([]int{len(xs)}, conv[T](xs)))
@@ -301,7 +387,7 @@ func kanCheckSums[T float](t *testing.T, attrs ir.Attrs, inside, outside []float
 		for _, v := range o[i*nb : (i+1)*nb] {
 			s += float64(v)
 		}
-		want := 1.0
+		want := sumInside
 		if i >= len(inside) {
 			want = 0
 		}
@@ -316,14 +402,15 @@ func kanCheckSums[T float](t *testing.T, attrs ir.Attrs, inside, outside []float
 func TestBsplineShapes(t *testing.T) {
 	xs := []float64{-0.9, 0.1, 0.35, 0.77, -0.5, 1.3}
 	knots := kanRefKnots(-1, 1, 5, 3)
-	want := kanRefBases(knots, 3, xs)
 	out := mustRun(t, ir.OpBspline, nil, tensorOf([]int{2, 3}, xs))
 	if got := out.Type.Shape; !got.Equal(ir.Shape{2, 3, 8}) {
 		t.Fatalf("shape %v, want [2,3,8]", got)
 	}
-	checkNear(t, "[2,3]", kernels.View[float64](out), want, 0, 1e-12)
+	checkNear(t, "[2,3]", kernels.View[float64](out), kanRefBases(knots, 3, 0, xs), 0, 1e-12)
+	out = mustRun(t, ir.OpBspline, ir.MakeAttrs("derivative", ir.Int(2)), tensorOf([]int{3, 2}, xs))
+	checkNear(t, "[3,2] derivative 2", kernels.View[float64](out), kanRefBases(knots, 3, 2, xs), 0, 1e-10)
 
-	out = mustRun(t, ir.OpBspline, kanGridAttrs(-1, 1, 5, 2, -1), tensorOf([]int{}, []float32{0}))
+	out = mustRun(t, ir.OpBspline, kanGridAttrs(-1, 1, 5, 2, 0), tensorOf([]int{}, []float32{0}))
 	if got := out.Type.Shape; !got.Equal(ir.Shape{7}) {
 		t.Fatalf("scalar: shape %v, want [7]", got)
 	}
@@ -334,7 +421,7 @@ func TestBsplineShapes(t *testing.T) {
 		if want := append(ir.Shape(s).Clone(), 8); !out.Type.Shape.Equal(want) {
 			t.Errorf("%v: shape %v, want %v", s, out.Type.Shape, want)
 		}
-		mustRun(t, ir.OpBspline, nil, tensorOf[float64](s, nil))
+		mustRun(t, ir.OpBspline, ir.MakeAttrs("derivative", ir.Int(1)), tensorOf[float64](s, nil))
 	}
 }
 
@@ -544,7 +631,8 @@ func TestKanFuncsDoNotAllocate(t *testing.T) {
 		args  []kernels.Tensor
 	}{
 		{ir.OpBspline, nil, []kernels.Tensor{f64(4, 5)}},
-		{ir.OpBspline, kanGridAttrs(0, 2, 7, 6, 8), []kernels.Tensor{f64(9)}},
+		{ir.OpBspline, kanGridAttrs(0, 2, 7, 6, 2), []kernels.Tensor{f64(9)}},
+		{ir.OpBspline, kanGridAttrs(0, 2, 7, 3, 3), []kernels.Tensor{f64(2, 7)}},
 		{ir.OpLogicGate, nil, []kernels.Tensor{f64(3, 1, 4), f64(2, 4), f64(4, 16)}},
 	}
 	for _, tc := range tests {
@@ -586,8 +674,9 @@ func TestKanBuildRejectsBadNodes(t *testing.T) {
 		{"bspline int", kernels.Node{Op: ir.OpBspline, Attrs: canon(nil), Args: []ir.Type{ir.TensorOf(ir.I32, 2)}, Out: f32(2, 8)}, "expected a float operand x"},
 		{"bspline grid_size", kernels.Node{Op: ir.OpBspline, Attrs: canon(ir.MakeAttrs("grid_size", ir.Int(0))), Args: []ir.Type{f32(2)}, Out: f32(2, 3)}, "expected grid_size in [1,"},
 		{"bspline range", kernels.Node{Op: ir.OpBspline, Attrs: canon(ir.MakeAttrs("grid_min", ir.Float(1))), Args: []ir.Type{f32(2)}, Out: f32(2, 8)}, "expected finite grid_min < grid_max, found grid_min=1.0, grid_max=1.0"},
-		{"bspline order", kernels.Node{Op: ir.OpBspline, Attrs: canon(ir.MakeAttrs("order", ir.Int(-1))), Args: []ir.Type{f32(2)}, Out: f32(2, 4)}, "expected order >= 0, found -1"},
-		{"bspline extend", kernels.Node{Op: ir.OpBspline, Attrs: canon(ir.MakeAttrs("extend", ir.Int(2))), Args: []ir.Type{f32(2)}, Out: f32(2, 6)}, "expected extend >= order (3), found 2"},
+		{"bspline order", kernels.Node{Op: ir.OpBspline, Attrs: canon(ir.MakeAttrs("order", ir.Int(-1))), Args: []ir.Type{f32(2)}, Out: f32(2, 4)}, "expected order >= 0 with grid_size + 2·order <= 16777216, found order -1, grid_size 5"},
+		{"bspline derivative", kernels.Node{Op: ir.OpBspline, Attrs: canon(ir.MakeAttrs("derivative", ir.Int(4))), Args: []ir.Type{f32(2)}, Out: f32(2, 8)}, "expected derivative in [0, order=3], found 4"},
+		{"bspline negative derivative", kernels.Node{Op: ir.OpBspline, Attrs: canon(ir.MakeAttrs("derivative", ir.Int(-1))), Args: []ir.Type{f32(2)}, Out: f32(2, 8)}, "expected derivative in [0, order=3], found -1"},
 		{"bspline shape", kernels.Node{Op: ir.OpBspline, Attrs: canon(nil), Args: []ir.Type{f32(2)}, Out: f32(2, 5)}, "does not match"},
 		{"gate logits", kernels.Node{Op: ir.OpLogicGate, Args: []ir.Type{f32(3, 4), f32(3, 4), f32(4, 15)}, Out: f32(3, 4)}, "expected logits [4,16] for a f32[3,4] and b f32[3,4], found f32[4,15]"},
 		{"gate scalar", kernels.Node{Op: ir.OpLogicGate, Args: []ir.Type{f32(), f32(), f32(1, 16)}, Out: f32()}, "rank >= 1"},
