@@ -47,6 +47,7 @@ func TestRegisteredDTypes(t *testing.T) {
 		ir.OpSqueeze: allDTypes, ir.OpUnsqueeze: allDTypes, ir.OpFlip: allDTypes, ir.OpConcat: allDTypes,
 		ir.OpStack: allDTypes, ir.OpSlice: allDTypes, ir.OpPad: allDTypes, ir.OpGather: allDTypes,
 		ir.OpIndexSelect: allDTypes, ir.OpEmbedding: allDTypes, ir.OpScatterAdd: numeric, ir.OpIndexAdd: numeric,
+		ir.OpBspline: floats, ir.OpLogicGate: floats,
 	}
 	for _, op := range ir.Ops() {
 		for _, dt := range allDTypes {
