@@ -21,7 +21,7 @@ func lossOps() []opRow {
 	red := []AttrSpec{lossReductionAttr}
 	return []opRow{
 		{OpSoftmaxCrossEntropy, OpInfo{Name: "softmax_cross_entropy", Args: []string{"logits", "target"}, Attrs: red,
-			Doc: "cross-entropy of softmax(logits [N,C]) against integer labels [N] (-log_softmax(logits)[n, labels[n]]) or class probabilities [N,C] (-sum over C of target*log_softmax(logits)), per row (torch cross_entropy without weight, ignore_index and label_smoothing: every label must be in [0,C))",
+			Doc:   "cross-entropy of softmax(logits [N,C]) against integer labels [N] (-log_softmax(logits)[n, labels[n]]) or class probabilities [N,C] (-sum over C of target*log_softmax(logits)), per row (torch cross_entropy without weight, ignore_index and label_smoothing: every label must be in [0,C))",
 			Infer: lossInferSoftmaxCE, Grad: lossGradSoftmaxCE}},
 		{OpMSELoss, OpInfo{Name: "mse_loss", Args: []string{"a", "b"}, Attrs: red,
 			Doc:   "(a - b)^2 over the broadcast shape (torch mse_loss)",
@@ -238,7 +238,7 @@ func lossGradHuber(e *Emitter, y, dy ID) []ID {
 	delta := e.Scalar(e.G.Values[y].Attrs.Float("delta", 1), dt)
 	d := e.sub(a, b)
 	s := lossExpand(e, lossScale(e, y, dy, e.shape(d).NumElements()), e.shape(d))
-	hi := e.Op(OpReluGrad, nil, s, e.sub(d, delta))       // s where d > delta
+	hi := e.Op(OpReluGrad, nil, s, e.sub(d, delta))        // s where d > delta
 	lo := e.Op(OpReluGrad, nil, s, e.sub(e.neg(d), delta)) // s where d < -delta
 	in := e.sub(e.sub(s, hi), lo)
 	g := e.add(e.mul(in, d), e.mul(e.sub(hi, lo), delta))
