@@ -33,6 +33,9 @@ func TestRegisteredDTypes(t *testing.T) {
 		ir.OpSum: numeric, ir.OpMean: floats,
 		ir.OpSoftmax: floats, ir.OpLogSoftmax: floats, ir.OpSoftmaxCrossEntropy: floats, ir.OpMSELoss: floats,
 		ir.OpConst: allDTypes, ir.OpOneHot: numeric,
+		// Activations and losses (activation.go, loss.go).
+		ir.OpLeakyRelu: floats, ir.OpPrelu: floats, ir.OpElu: floats, ir.OpGelu: floats, ir.OpSilu: floats, ir.OpSoftplus: floats, ir.OpGeluGrad: floats,
+		ir.OpL1Loss: floats, ir.OpHuberLoss: floats, ir.OpBCELoss: floats, ir.OpBCEWithLogits: floats, ir.OpNLLLoss: floats,
 	}
 	for _, op := range ir.Ops() {
 		for _, dt := range allDTypes {
