@@ -7,6 +7,7 @@ import (
 	"github.com/kilnml/kiln"
 	"github.com/kilnml/kiln/frontends"
 	"github.com/kilnml/kiln/ir"
+	"github.com/kilnml/kiln/passes"
 )
 
 func init() { gradCases = append(gradCases, actlossCases...) }
@@ -218,6 +219,87 @@ func TestActLossKinks(t *testing.T) {
 					}
 				}
 			}
+		})
+	}
+}
+
+// TestActLossSecondOrder differentiates each activation and loss twice:
+// the gradient rules are written with ops of the table, so the backward
+// graph of y = op(params) can itself be differentiated. The loss sum(y*r)
+// is differentiated once, sum of the squares of its gradients becomes the
+// new loss, and the gradient of that is checked against central
+// differences of the first gradient, within DESIGN.md's f64 bound.
+func TestActLossSecondOrder(t *testing.T) {
+	cases := []gradCase{
+		{name: "leaky_relu", build: func(b *frontends.Builder, dt ir.DType) frontends.Value {
+			return b.LeakyRelu(p(b, "a", dt, 2, 3), 0.2)
+		}},
+		{name: "prelu", build: func(b *frontends.Builder, dt ir.DType) frontends.Value {
+			w := p(b, "w", dt, 3)
+			return b.PRelu(b.Mul(p(b, "a", dt, 2, 3), w), w)
+		}},
+		{name: "elu", build: func(b *frontends.Builder, dt ir.DType) frontends.Value { return b.Elu(p(b, "a", dt, 2, 3), 1.5) }},
+		{name: "gelu", build: func(b *frontends.Builder, dt ir.DType) frontends.Value { return b.Gelu(p(b, "a", dt, 2, 3), "none") }},
+		{name: "gelu tanh", build: func(b *frontends.Builder, dt ir.DType) frontends.Value { return b.Gelu(p(b, "a", dt, 2, 3), "tanh") }},
+		{name: "silu", build: func(b *frontends.Builder, dt ir.DType) frontends.Value { return b.Silu(p(b, "a", dt, 2, 3)) }},
+		{name: "softplus", build: func(b *frontends.Builder, dt ir.DType) frontends.Value {
+			return b.Softplus(p(b, "a", dt, 2, 3), 2, 20)
+		}},
+		{name: "mse_loss", build: func(b *frontends.Builder, dt ir.DType) frontends.Value {
+			a := p(b, "a", dt, 2, 3)
+			return b.MSELossWith(b.Mul(a, a), p(b, "b", dt, 3), frontends.ReduceMean)
+		}},
+		{name: "l1_loss", build: func(b *frontends.Builder, dt ir.DType) frontends.Value {
+			a := p(b, "a", dt, 2, 3)
+			return b.L1Loss(b.Mul(a, a), p(b, "b", dt, 3), frontends.ReduceNone)
+		}},
+		{name: "huber_loss", build: func(b *frontends.Builder, dt ir.DType) frontends.Value {
+			a := p(b, "a", dt, 2, 3)
+			return b.HuberLoss(b.Mul(a, a), p(b, "b", dt, 3), 0.5, frontends.ReduceSum)
+		}},
+		{name: "bce_loss", build: func(b *frontends.Builder, dt ir.DType) frontends.Value {
+			return b.BCELoss(actlossProb(b, p(b, "a", dt, 2, 3), dt), actlossProb(b, p(b, "b", dt, 2, 3), dt), frontends.ReduceNone)
+		}},
+		{name: "bce_with_logits", build: func(b *frontends.Builder, dt ir.DType) frontends.Value {
+			a := p(b, "a", dt, 2, 3)
+			return b.BCEWithLogits(b.Mul(a, b.Scalar(3, dt)), b.Mul(a, p(b, "b", dt, 2, 3)), frontends.ReduceMean)
+		}},
+		{name: "nll_loss", labels: map[string]int{"y": 3}, build: func(b *frontends.Builder, dt ir.DType) frontends.Value {
+			return b.NLLLoss(b.LogSoftmax(p(b, "a", dt, 2, 3), -1), b.Input("y", ir.I64, 2), frontends.ReduceNone)
+		}},
+		{name: "softmax_cross_entropy labels", labels: map[string]int{"y": 3}, build: func(b *frontends.Builder, dt ir.DType) frontends.Value {
+			return b.SoftmaxCrossEntropyWith(p(b, "a", dt, 2, 3), b.Input("y", ir.I64, 2), frontends.ReduceSum)
+		}},
+		{name: "softmax_cross_entropy probabilities", build: func(b *frontends.Builder, dt ir.DType) frontends.Value {
+			return b.SoftmaxCrossEntropyWith(p(b, "a", dt, 2, 3), p(b, "t", dt, 2, 3), frontends.ReduceMean)
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g := buildLoss(t, c, ir.F64)
+			if err := passes.Autodiff(g); err != nil {
+				t.Fatal(err)
+			}
+			e := ir.NewEmitter(g, "s")
+			var l2 ir.ID = ir.NoID
+			for _, gr := range g.Grads {
+				s := e.Op(ir.OpSum, ir.MakeAttrs("keepdims", ir.BoolAttr(false)), e.Op(ir.OpMul, nil, gr.Grad, gr.Grad))
+				if l2 == ir.NoID {
+					l2 = s
+				} else {
+					l2 = e.Add(l2, s)
+				}
+			}
+			if e.Err() != nil {
+				t.Fatal(e.Err())
+			}
+			g.Outputs = []ir.ID{l2}
+			g.Grads = nil
+			if err := passes.DCE(g); err != nil {
+				t.Fatal(err)
+			}
+			f := randomFeeds(g, 5, c.kinds, c.labels)
+			checkGrads(t, g, f, f64Tol)
 		})
 	}
 }
