@@ -100,7 +100,11 @@ func activationInferPrelu(args []Type, _ Attrs) (Type, error) {
 		return Type{}, fmt.Errorf("expected a weight of rank 0 or 1, found %s", w)
 	}
 	c := PReLUChannels(x.Shape)
-	if n := w.Shape.NumElements(); n != 1 && n != c {
+	n := w.Shape.NumElements()
+	if n != 1 && len(x.Shape) < 2 {
+		return Type{}, fmt.Errorf("expected a weight of 1 element for input %s (below rank 2 there is one channel), found %s", x, w)
+	}
+	if n != 1 && n != c {
 		return Type{}, fmt.Errorf("expected a weight of 1 or %d elements (the channels, axis 1 of input %s), found %s", c, x, w)
 	}
 	return Type{x.DType, x.Shape.Clone()}, nil

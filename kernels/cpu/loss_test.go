@@ -332,7 +332,7 @@ func TestLossBuildRejects(t *testing.T) {
 		{"bad reduction", kernels.Node{Op: ir.OpL1Loss, Attrs: reduction("avg"), Args: []ir.Type{f32(2), f32(2)}, Out: f32()}, `reduction must be "mean", "sum" or "none", found "avg"`},
 		{"none shape", kernels.Node{Op: ir.OpMSELoss, Attrs: reduction("none"), Args: []ir.Type{f32(2, 3), f32(3)}, Out: f32()}, "does not match"},
 		{"bce shapes", kernels.Node{Op: ir.OpBCELoss, Attrs: reduction("mean"), Args: []ir.Type{f32(2, 3), f32(3)}, Out: f32()}, "expected a target of the input's type f32[2,3], found f32[3]"},
-		{"huber delta", kernels.Node{Op: ir.OpHuberLoss, Attrs: ir.MakeAttrs("delta", ir.Float(0), "reduction", ir.String("mean")), Args: []ir.Type{f32(2), f32(2)}, Out: f32()}, "delta must be positive, found 0"},
+		{"huber delta", kernels.Node{Op: ir.OpHuberLoss, Attrs: ir.MakeAttrs("delta", ir.Float(0), "reduction", ir.String("mean")), Args: []ir.Type{f32(2), f32(2)}, Out: f32()}, "delta must be positive, found 0.0"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
