@@ -30,7 +30,7 @@ func activationOps() []opRow {
 			Attrs: []AttrSpec{{Name: "alpha", Kind: AttrFloat, Default: defFloat(1), Doc: "scale of the negative part"}},
 			Infer: inferUnaryFloat, Grad: activationGradElu}},
 		{OpGelu, OpInfo{Name: "gelu", Args: []string{"x"}, Class: ClassElementwise,
-			Doc:   `x*Phi(x) with Phi the standard normal CDF (torch gelu); approximate="tanh": 0.5*x*(1 + tanh(sqrt(2/pi)*(x + 0.044715*x^3)))`,
+			Doc:   `x*Phi(x) with Phi the standard normal CDF (torch gelu); approximate="tanh": 0.5*x*(1 + tanh(sqrt(2/pi)*(x + 0.044715*x^3))); both without torch's cancellation for x << 0, where torch rounds tiny results to 0`,
 			Attrs: []AttrSpec{{Name: "approximate", Kind: AttrString, Default: defString("none"), Doc: `"none" (exact, with erf) or "tanh"`}},
 			Infer: activationInferGelu, Grad: activationGradGelu}},
 		{OpSilu, OpInfo{Name: "silu", Args: []string{"x"}, Class: ClassElementwise,
