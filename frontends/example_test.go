@@ -42,7 +42,7 @@ func ExampleBuilder() {
 	// %t8: f32[8,16] = relu %t7
 	// %t9: f32[8,3] = matmul %t8, %w2
 	// %logits: f32[8,3] = add %t9, %b2
-	// %loss: f32[] = softmax_cross_entropy %logits, %y
+	// %loss: f32[] = softmax_cross_entropy %logits, %y {reduction="mean"}
 	// output %loss, %logits
 }
 

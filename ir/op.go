@@ -94,6 +94,7 @@ const (
 	OpGelu
 	OpSilu
 	OpSoftplus
+	OpGeluGrad
 
 	// Losses (ops_loss.go).
 	OpSoftmaxCrossEntropy

@@ -48,6 +48,9 @@ func TestRegisteredDTypes(t *testing.T) {
 		ir.OpStack: allDTypes, ir.OpSlice: allDTypes, ir.OpPad: allDTypes, ir.OpGather: allDTypes,
 		ir.OpIndexSelect: allDTypes, ir.OpEmbedding: allDTypes, ir.OpScatterAdd: numeric, ir.OpIndexAdd: numeric,
 		ir.OpBspline: floats, ir.OpLogicGate: floats,
+		// Activations and losses (activation.go, loss.go).
+		ir.OpLeakyRelu: floats, ir.OpPrelu: floats, ir.OpElu: floats, ir.OpGelu: floats, ir.OpSilu: floats, ir.OpSoftplus: floats, ir.OpGeluGrad: floats,
+		ir.OpL1Loss: floats, ir.OpHuberLoss: floats, ir.OpBCELoss: floats, ir.OpBCEWithLogits: floats, ir.OpNLLLoss: floats,
 	}
 	for _, op := range ir.Ops() {
 		for _, dt := range allDTypes {

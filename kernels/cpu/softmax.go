@@ -134,74 +134,10 @@ func softmaxRow[T float](out, x []T, logOut bool) {
 	}
 }
 
-// buildSoftmaxCE builds softmax_cross_entropy(logits [N,C], labels [N]): the
-// mean over rows of logsumexp(row) - row[label]. Each row's loss is computed
-// as log(sum(exp(row - max))) - (row[label] - max), which never overflows
-// and keeps the precision of small losses at large logits. Row losses are
-// added in row order in T; N = 0 gives 0/0 = NaN, the mean of nothing.
-func buildSoftmaxCE[T float](n *kernels.Node) (kernels.Func, error) {
-	rows, classes := n.Args[0].Shape[0], n.Args[0].Shape[1]
-	switch n.Args[1].DType {
-	case ir.I32:
-		return softmaxCE[T, int32](rows, classes), nil
-	case ir.I64:
-		return softmaxCE[T, int64](rows, classes), nil
-	}
-	return nil, fmt.Errorf("labels must be i32 or i64, found %s", n.Args[1])
-}
-
-// softmaxCE returns the cross-entropy Func for logits of type T and
-// labels of type L.
-func softmaxCE[T float, L integer](rows, classes int) kernels.Func {
-	return func(out kernels.Tensor, args []kernels.Tensor) error {
-		x, labels := kernels.View[T](args[0]), kernels.View[L](args[1])
-		var total T
-		for r := range rows {
-			l := labels[r]
-			if err := checkLabel(l, r, classes); err != nil {
-				return err
-			}
-			row := x[r*classes : (r+1)*classes]
-			m := rowMax(row)
-			var s T
-			for _, v := range row {
-				s += exp(v - m)
-			}
-			total += T(math.Log(float64(s))) - (row[l] - m)
-		}
-		kernels.View[T](out)[0] = total / T(rows)
-		return nil
-	}
-}
-
 // checkLabel returns an error when label l at position r is not a class.
 func checkLabel[L integer](l L, r, classes int) error {
 	if l < 0 || int64(l) >= int64(classes) {
 		return fmt.Errorf("label %d at row %d is outside [0,%d)", l, r, classes)
 	}
 	return nil
-}
-
-// buildMSE builds mse_loss(a, b): the mean of (a-b)^2 over the broadcast
-// shape, summed in row-major order of that shape in T, each square rounded
-// before it is added. An empty shape gives 0/0 = NaN.
-func buildMSE[T float](n *kernels.Node) (kernels.Func, error) {
-	shape, _ := ir.BroadcastShapes(n.Args[0].Shape, n.Args[1].Shape) // checked by inference
-	w := newWalk(shape, broadcastStrides(n.Args[0].Shape, shape), broadcastStrides(n.Args[1].Shape, shape))
-	count := T(shape.NumElements())
-	return func(out kernels.Tensor, args []kernels.Tensor) error {
-		a, b := kernels.View[T](args[0]), kernels.View[T](args[1])
-		inner, ia, ib := w.inner, w.ia, w.ib
-		var s T
-		w.each(func(_, ao, bo int) {
-			for range inner {
-				d := a[ao] - b[bo]
-				s += T(d * d)
-				ao += ia
-				bo += ib
-			}
-		})
-		kernels.View[T](out)[0] = s / count
-		return nil
-	}, nil
 }

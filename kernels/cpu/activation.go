@@ -1,0 +1,210 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/kilnml/kiln/ir"
+	"github.com/kilnml/kiln/kernels"
+)
+
+func init() {
+	for _, op := range []ir.Op{ir.OpLeakyRelu, ir.OpElu, ir.OpGelu, ir.OpSilu, ir.OpSoftplus} {
+		register(op, ir.F32, buildActivation[float32])
+		register(op, ir.F64, buildActivation[float64])
+	}
+	register(ir.OpPrelu, ir.F32, buildPrelu[float32])
+	register(ir.OpPrelu, ir.F64, buildPrelu[float64])
+	register(ir.OpGeluGrad, ir.F32, buildGeluGrad[float32])
+	register(ir.OpGeluGrad, ir.F64, buildGeluGrad[float64])
+}
+
+// Constants of gelu: sqrt(2/pi) and 0.044715 of the tanh form (PyTorch's
+// kBeta and kKappa), 1/sqrt(2) and 1/sqrt(2 pi).
+const (
+	geluK       = 0.7978845608028654
+	geluC       = 0.044715
+	geluSqrt1_2 = 0.7071067811865476
+	geluInvSqrt = 0.3989422804014327
+)
+
+// buildActivation builds leaky_relu, elu, gelu, silu or softplus. The
+// comparisons that pick a branch (x > 0, beta*x > threshold) and the
+// products of leaky_relu are done in T with the attributes rounded to T, as
+// PyTorch does; transcendental parts are computed in float64 and rounded
+// once.
+func buildActivation[T float](n *kernels.Node) (kernels.Func, error) {
+	a := n.Attrs
+	var f func(o, x []T)
+	switch n.Op {
+	case ir.OpLeakyRelu:
+		alpha := T(a.Float("alpha", 0.01))
+		f = func(o, x []T) {
+			for i, v := range x {
+				if v > 0 {
+					o[i] = v
+				} else {
+					o[i] = v * alpha
+				}
+			}
+		}
+	case ir.OpElu:
+		// PyTorch computes alpha*(exp(x) - 1); expm1 is the same value
+		// without the cancellation near 0.
+		alpha := a.Float("alpha", 1)
+		f = func(o, x []T) {
+			for i, v := range x {
+				if v > 0 {
+					o[i] = v
+				} else {
+					o[i] = T(alpha * math.Expm1(float64(v)))
+				}
+			}
+		}
+	case ir.OpGelu:
+		approx := a.Str("approximate", "none")
+		switch approx {
+		case "none":
+			f = func(o, x []T) {
+				for i, v := range x {
+					o[i] = T(geluExact(float64(v)))
+				}
+			}
+		case "tanh":
+			f = func(o, x []T) {
+				for i, v := range x {
+					o[i] = T(geluTanh(float64(v)))
+				}
+			}
+		default:
+			return nil, fmt.Errorf(`approximate must be "none" or "tanh", found %q`, approx)
+		}
+	case ir.OpSilu:
+		f = func(o, x []T) {
+			for i, v := range x {
+				o[i] = T(float64(v) * sigmoid(float64(v)))
+			}
+		}
+	case ir.OpSoftplus:
+		beta, thr := T(a.Float("beta", 1)), T(a.Float("threshold", 20))
+		b64 := float64(beta)
+		f = func(o, x []T) {
+			for i, v := range x {
+				z := v * beta
+				if z > thr {
+					o[i] = v
+				} else {
+					o[i] = T(softplus(float64(z)) / b64)
+				}
+			}
+		}
+	default:
+		return nil, fmt.Errorf("%s is not an activation", n.Op)
+	}
+	return func(out kernels.Tensor, args []kernels.Tensor) error {
+		o, x := kernels.View[T](out), kernels.View[T](args[0])
+		f(o, x[:len(o)])
+		return nil
+	}, nil
+}
+
+// softplus returns log(1 + e^z) as max(z, 0) + log1p(e^-|z|), which never
+// overflows and keeps full precision for large negative z.
+func softplus(z float64) float64 {
+	return math.Max(z, 0) + math.Log1p(math.Exp(-math.Abs(z)))
+}
+
+// geluExact returns x*Phi(x). Phi(x) = erfc(-x/sqrt 2)/2 is PyTorch's
+// (1 + erf(x/sqrt 2))/2 without its cancellation for negative x, where
+// PyTorch rounds the tiny result to 0.
+func geluExact(x float64) float64 {
+	return 0.5 * x * math.Erfc(-x*geluSqrt1_2)
+}
+
+// geluTanh returns 0.5*x*(1 + tanh(u)), u = sqrt(2/pi)(x + 0.044715 x^3),
+// as x*sigmoid(2u), the same function without cancellation for negative x.
+func geluTanh(x float64) float64 {
+	u := geluK * (x + geluC*x*x*x)
+	return x * sigmoid(2*u)
+}
+
+// geluExactGrad returns gelu'(x) = Phi(x) + x*phi(x) (PyTorch's cdf +
+// x*pdf).
+func geluExactGrad(x float64) float64 {
+	return 0.5*math.Erfc(-x*geluSqrt1_2) + x*geluInvSqrt*math.Exp(-0.5*x*x)
+}
+
+// geluTanhGrad returns the derivative of the tanh form: (1 + t)/2 +
+// x(1 - t^2)u'/2 with t = tanh(u), u' = sqrt(2/pi)(1 + 3*0.044715 x^2)
+// (PyTorch's left_derivative + right_derivative), using (1 + t)/2 =
+// sigmoid(2u) and (1 - t^2)/2 = 2 sigmoid(2u) sigmoid(-2u).
+func geluTanhGrad(x float64) float64 {
+	x2 := x * x
+	u := geluK * (x + geluC*x2*x)
+	s, sn := sigmoid(2*u), sigmoid(-2*u)
+	ss := s * sn
+	if ss == 0 {
+		return s // also where du overflows
+	}
+	return s + 2*x*ss*geluK*(1+3*geluC*x2)
+}
+
+// buildGeluGrad builds gelu_grad(dy, x): dy*gelu'(x).
+func buildGeluGrad[T float](n *kernels.Node) (kernels.Func, error) {
+	var d func(float64) float64
+	switch s := n.Attrs.Str("approximate", "none"); s {
+	case "none":
+		d = geluExactGrad
+	case "tanh":
+		d = geluTanhGrad
+	default:
+		return nil, fmt.Errorf(`approximate must be "none" or "tanh", found %q`, s)
+	}
+	return func(out kernels.Tensor, args []kernels.Tensor) error {
+		o, dy, x := kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1])
+		dy, x = dy[:len(o)], x[:len(o)]
+		for i := range o {
+			o[i] = T(float64(dy[i]) * d(float64(x[i])))
+		}
+		return nil
+	}, nil
+}
+
+// buildPrelu builds prelu(x, weight): x where x > 0, else weight[c]*x with c
+// the index along axis 1 (for rank >= 2 and a weight of C elements) or the
+// one weight. The product is taken in T, as PyTorch does. x is walked as
+// [outer, C, inner] so the channel is found without division.
+func buildPrelu[T float](n *kernels.Node) (kernels.Func, error) {
+	xs := n.Args[0].Shape
+	c := 1
+	if n.Args[1].Shape.NumElements() != 1 {
+		c = ir.PReLUChannels(xs)
+	}
+	total := xs.NumElements()
+	if total == 0 {
+		return func(kernels.Tensor, []kernels.Tensor) error { return nil }, nil
+	}
+	inner := 1
+	if c != 1 {
+		inner = xs[2:].NumElements()
+	}
+	outer := total / (c * inner)
+	return func(out kernels.Tensor, args []kernels.Tensor) error {
+		o, x, w := kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1])
+		i := 0
+		for range outer {
+			for ch := range c {
+				wc := w[ch]
+				for j := i; j < i+inner; j++ {
+					if v := x[j]; v > 0 {
+						o[j] = v
+					} else {
+						o[j] = wc * v
+					}
+				}
+				i += inner
+			}
+		}
+		return nil
+	}, nil
+}
