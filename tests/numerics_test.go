@@ -215,7 +215,10 @@ var numericsCases = []numericsCase{
 		feeds: feeds{"x": {1e-300, 5e-324}, "r": {1, 1e-30}},
 		want: func(f feeds) ([]float64, map[string][]float64) {
 			x := f["x"]
-			return []float64{math.Log(x[0]), math.Log(x[1])}, map[string][]float64{"x": {1 / x[0], 1e-30 / x[1]}}
+			// log(5e-324) = -1074 ln 2 exactly for the smallest subnormal;
+			// math.Log misses it on amd64 (golang/go#56600), the kernel
+			// does not.
+			return []float64{math.Log(x[0]), -1074 * math.Ln2}, map[string][]float64{"x": {1 / x[0], 1e-30 / x[1]}}
 		},
 	},
 	{
