@@ -135,6 +135,7 @@ const (
 	OpConvWeightGrad
 	OpMaxPool2d
 	OpMaxPool2dGrad
+	OpMaxPool2dSelect
 	OpAvgPool2d
 	OpAvgPool2dGrad
 	OpLayerNorm
