@@ -33,6 +33,10 @@ func TestRegisteredDTypes(t *testing.T) {
 		ir.OpSum: numeric, ir.OpMean: floats,
 		ir.OpSoftmax: floats, ir.OpLogSoftmax: floats, ir.OpSoftmaxCrossEntropy: floats, ir.OpMSELoss: floats,
 		ir.OpConst: allDTypes, ir.OpOneHot: numeric,
+		// Neural-network layers (nn_test.go).
+		ir.OpConv1d: floats, ir.OpConv2d: floats, ir.OpConvInputGrad: floats, ir.OpConvWeightGrad: floats,
+		ir.OpMaxPool2d: floats, ir.OpMaxPool2dGrad: floats, ir.OpMaxPool2dSelect: floats, ir.OpAvgPool2d: floats, ir.OpAvgPool2dGrad: floats,
+		ir.OpLayerNorm: floats, ir.OpBatchNorm: floats, ir.OpDropout: floats,
 	}
 	for _, op := range ir.Ops() {
 		for _, dt := range allDTypes {
