@@ -26,9 +26,9 @@ func (o ConvOptions) attrs() ir.Attrs {
 	return a
 }
 
-// withOptional returns args followed by each of opt up to the first zero
+// nnOptional returns args followed by each of opt up to the first zero
 // Value (an absent optional argument).
-func withOptional(args []Value, opt ...Value) []Value {
+func nnOptional(args []Value, opt ...Value) []Value {
 	for _, v := range opt {
 		if v.b == nil {
 			break
@@ -42,14 +42,14 @@ func withOptional(args []Value, opt ...Value) []Value {
 // [C_out,C_in/groups,k], plus bias [C_out] unless bias is the zero Value,
 // as torch.nn.functional.conv1d.
 func (b *Builder) Conv1d(x, w, bias Value, o ConvOptions) Value {
-	return b.op(ir.OpConv1d, o.attrs(), withOptional([]Value{x, w}, bias)...)
+	return b.op(ir.OpConv1d, o.attrs(), nnOptional([]Value{x, w}, bias)...)
 }
 
 // Conv2d returns the 2-D convolution of x [N,C_in,H,W] with w
 // [C_out,C_in/groups,kH,kW], plus bias [C_out] unless bias is the zero
 // Value, as torch.nn.functional.conv2d.
 func (b *Builder) Conv2d(x, w, bias Value, o ConvOptions) Value {
-	return b.op(ir.OpConv2d, o.attrs(), withOptional([]Value{x, w}, bias)...)
+	return b.op(ir.OpConv2d, o.attrs(), nnOptional([]Value{x, w}, bias)...)
 }
 
 // ConvInputGrad returns the gradient of the convolution of an input of
@@ -132,7 +132,7 @@ func (b *Builder) LayerNorm(x, weight, bias Value, axes []int, eps float64) Valu
 	if axes != nil {
 		a = a.With("axes", ir.Ints(axes...))
 	}
-	return b.op(ir.OpLayerNorm, a, withOptional([]Value{x}, weight, bias)...)
+	return b.op(ir.OpLayerNorm, a, nnOptional([]Value{x}, weight, bias)...)
 }
 
 // BatchNorm normalizes x [N,C,...] per channel with the batch's mean and

@@ -228,7 +228,7 @@ func nnInferConv(spatial int) func([]Type, Attrs) (Type, error) {
 		}
 		g, err := ConvGeometry(x.Shape, w.Shape, a)
 		if err != nil {
-			return Type{}, err
+			return Type{}, fmt.Errorf("%v (input %s, weight %s)", err, x, w)
 		}
 		if len(args) == 3 && !args[2].Shape.Equal(Shape{g.COut}) {
 			return Type{}, fmt.Errorf("expected bias [%d] (C_out of weight %s), found %s", g.COut, w, args[2])
@@ -262,7 +262,7 @@ func nnInferConvInputGrad(args []Type, a Attrs) (Type, error) {
 	}
 	g, err := ConvGeometry(xs, w.Shape, a)
 	if err != nil {
-		return Type{}, err
+		return Type{}, fmt.Errorf("%v (input_shape %s, weight %s)", err, xs, w)
 	}
 	if !g.OutShape().Equal(dy.Shape) {
 		return Type{}, fmt.Errorf("expected dy %s (the convolution of input_shape %s with weight %s), found %s", g.OutShape(), xs, w, dy)
@@ -281,7 +281,7 @@ func nnInferConvWeightGrad(args []Type, a Attrs) (Type, error) {
 	}
 	g, err := ConvGeometry(x.Shape, ws, a)
 	if err != nil {
-		return Type{}, err
+		return Type{}, fmt.Errorf("%v (input %s, weight_shape %s)", err, x, ws)
 	}
 	if !g.OutShape().Equal(dy.Shape) {
 		return Type{}, fmt.Errorf("expected dy %s (the convolution of %s with weight_shape %s), found %s", g.OutShape(), x, ws, dy)

@@ -20,10 +20,10 @@ func init() {
 	register(ir.OpBatchNorm, ir.F64, buildBatchNorm[float64])
 }
 
-// normStats returns the mean of the elements of x in segs segments of
+// nnNormStats returns the mean of the elements of x in segs segments of
 // length seg, the first at offset 0 and each stride after the one before,
 // and 1/sqrt(biased variance + eps), summing in that order.
-func normStats[T float](x []T, eps float64, segs, seg, stride int) (mean, rstd T) {
+func nnNormStats[T float](x []T, eps float64, segs, seg, stride int) (mean, rstd T) {
 	var s T
 	for k := range segs {
 		for _, v := range x[k*stride : k*stride+seg] {
@@ -67,7 +67,7 @@ func buildLayerNorm[T float](n *kernels.Node) (kernels.Func, error) {
 		}
 		for r := range rows {
 			xr, yr := x[r*m:(r+1)*m], y[r*m:(r+1)*m]
-			mean, rstd := normStats(xr, eps, 1, m, m)
+			mean, rstd := nnNormStats(xr, eps, 1, m, m)
 			for i, v := range xr {
 				z := T((v - mean) * rstd)
 				if hasW {
@@ -99,7 +99,7 @@ func buildBatchNorm[T float](n *kernels.Node) (kernels.Func, error) {
 			return nil
 		}
 		for ch := range c {
-			mean, rstd := normStats(x[ch*sp:], eps, nb, sp, c*sp)
+			mean, rstd := nnNormStats(x[ch*sp:], eps, nb, sp, c*sp)
 			wc, bc := w[ch], b[ch]
 			for bi := range nb {
 				o := (bi*c + ch) * sp

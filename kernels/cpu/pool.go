@@ -27,11 +27,11 @@ func init() {
 	register(ir.OpAvgPool2dGrad, ir.F64, buildAvgPoolGrad[float64])
 }
 
-// poolRange returns the taps of window o along one axis that fall inside
+// nnPoolRange returns the taps of window o along one axis that fall inside
 // the input [0, n): the first in-range position and the end (exclusive) of
 // positions start, start+dil, ..., start+(k-1)·dil, as PyTorch computes
 // them (the first in-range tap found by stepping the dilation).
-func poolRange(o, n, k, stride, pad, dil int) (first, end int) {
+func nnPoolRange(o, n, k, stride, pad, dil int) (first, end int) {
 	first = o*stride - pad
 	end = min(first+(k-1)*dil+1, n)
 	for first < 0 {
@@ -47,8 +47,8 @@ func poolRange(o, n, k, stride, pad, dil int) (first, end int) {
 // first maximum wins ties, -inf windows select their first tap and the
 // last NaN wins.
 func maxPoolArgmax[T float](g *ir.PoolGeom, x []T, oy, ox int) (int, bool) {
-	y0, y1 := poolRange(oy, g.H, g.Kernel[0], g.Stride[0], g.Padding[0], g.Dilation[0])
-	x0, x1 := poolRange(ox, g.W, g.Kernel[1], g.Stride[1], g.Padding[1], g.Dilation[1])
+	y0, y1 := nnPoolRange(oy, g.H, g.Kernel[0], g.Stride[0], g.Padding[0], g.Dilation[0])
+	x0, x1 := nnPoolRange(ox, g.W, g.Kernel[1], g.Stride[1], g.Padding[1], g.Dilation[1])
 	if y0 >= y1 || x0 >= x1 {
 		return 0, false
 	}
@@ -64,7 +64,7 @@ func maxPoolArgmax[T float](g *ir.PoolGeom, x []T, oy, ox int) (int, bool) {
 	return at, true
 }
 
-func poolGeom(x ir.Shape, a ir.Attrs) (*ir.PoolGeom, error) {
+func nnPoolGeom(x ir.Shape, a ir.Attrs) (*ir.PoolGeom, error) {
 	g, err := ir.PoolGeometry(x, a)
 	if err != nil {
 		return nil, err
@@ -76,7 +76,7 @@ func poolGeom(x ir.Shape, a ir.Attrs) (*ir.PoolGeom, error) {
 // maximum of each window, -inf padding (a window with no input element,
 // which the padding limit makes impossible in practice, gives -inf).
 func buildMaxPool[T float](n *kernels.Node) (kernels.Func, error) {
-	g, err := poolGeom(n.Args[0].Shape, n.Attrs)
+	g, err := nnPoolGeom(n.Args[0].Shape, n.Attrs)
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +102,7 @@ func buildMaxPool[T float](n *kernels.Node) (kernels.Func, error) {
 // buildMaxPoolGrad builds max_pool2d_grad(dy, x): each window's dy added at
 // its arg max in x, windows in row-major order.
 func buildMaxPoolGrad[T float](n *kernels.Node) (kernels.Func, error) {
-	g, err := poolGeom(n.Args[1].Shape, n.Attrs)
+	g, err := nnPoolGeom(n.Args[1].Shape, n.Attrs)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +127,7 @@ func buildMaxPoolGrad[T float](n *kernels.Node) (kernels.Func, error) {
 // buildMaxPoolSelect builds max_pool2d_select(g, x): g at each window's arg
 // max in x (0 for a window with no input element).
 func buildMaxPoolSelect[T float](n *kernels.Node) (kernels.Func, error) {
-	g, err := poolGeom(n.Args[1].Shape, n.Attrs)
+	g, err := nnPoolGeom(n.Args[1].Shape, n.Attrs)
 	if err != nil {
 		return nil, err
 	}
@@ -150,11 +150,11 @@ func buildMaxPoolSelect[T float](n *kernels.Node) (kernels.Func, error) {
 	}, nil
 }
 
-// avgWindow returns the in-range extent of window (oy, ox) and its divisor,
+// nnAvgWindow returns the in-range extent of window (oy, ox) and its divisor,
 // as PyTorch's cpu_avg_pool: the window clipped to the padded input gives
 // the divisor with count_include_pad, the window clipped to the input
 // without it.
-func avgWindow(g *ir.PoolGeom, oy, ox int) (y0, y1, x0, x1, div int) {
+func nnAvgWindow(g *ir.PoolGeom, oy, ox int) (y0, y1, x0, x1, div int) {
 	y0, x0 = oy*g.Stride[0]-g.Padding[0], ox*g.Stride[1]-g.Padding[1]
 	y1, x1 = min(y0+g.Kernel[0], g.H+g.Padding[0]), min(x0+g.Kernel[1], g.W+g.Padding[1])
 	div = (y1 - y0) * (x1 - x0)
@@ -170,7 +170,7 @@ func avgWindow(g *ir.PoolGeom, oy, ox int) (y0, y1, x0, x1, div int) {
 // count_include_pad}: each window's sum, in row-major order, divided by
 // its divisor.
 func buildAvgPool[T float](n *kernels.Node) (kernels.Func, error) {
-	g, err := poolGeom(n.Args[0].Shape, n.Attrs)
+	g, err := nnPoolGeom(n.Args[0].Shape, n.Attrs)
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +181,7 @@ func buildAvgPool[T float](n *kernels.Node) (kernels.Func, error) {
 			xp, yp := x[pl*hw:(pl+1)*hw], y[pl*ohw:(pl+1)*ohw]
 			for oy := range g.OH {
 				for ox := range g.OW {
-					y0, y1, x0, x1, div := avgWindow(g, oy, ox)
+					y0, y1, x0, x1, div := nnAvgWindow(g, oy, ox)
 					if y0 >= y1 || x0 >= x1 {
 						yp[oy*g.OW+ox] = 0 // no input element (not reachable under the padding limit)
 						continue
@@ -204,7 +204,7 @@ func buildAvgPool[T float](n *kernels.Node) (kernels.Func, error) {
 // window's dy divided by its divisor and added over the window, windows in
 // row-major order.
 func buildAvgPoolGrad[T float](n *kernels.Node) (kernels.Func, error) {
-	g, err := poolGeom(n.Out.Shape, n.Attrs)
+	g, err := nnPoolGeom(n.Out.Shape, n.Attrs)
 	if err != nil {
 		return nil, err
 	}
@@ -216,7 +216,7 @@ func buildAvgPoolGrad[T float](n *kernels.Node) (kernels.Func, error) {
 			dxp, dyp := dx[pl*hw:(pl+1)*hw], dy[pl*ohw:(pl+1)*ohw]
 			for oy := range g.OH {
 				for ox := range g.OW {
-					y0, y1, x0, x1, div := avgWindow(g, oy, ox)
+					y0, y1, x0, x1, div := nnAvgWindow(g, oy, ox)
 					if y0 >= y1 || x0 >= x1 {
 						continue
 					}
