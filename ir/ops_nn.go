@@ -49,8 +49,8 @@ func nnOps() []opRow {
 	avgPoolGradAttrs := append(append([]AttrSpec(nil), avgPoolAttrs...),
 		AttrSpec{Name: "input_shape", Kind: attrInts, Required: true, Doc: "shape of the pooled input, which the result takes"})
 	return []opRow{
-		{OpConv1d, conv("conv1d", 1, "1-D convolution (cross-correlation) of x [N,C_in,L] with w [C_out,C_in/groups,k], plus bias [C_out] if given, as torch.nn.functional.conv1d; batched input only")},
-		{OpConv2d, conv("conv2d", 2, "2-D convolution (cross-correlation) of x [N,C_in,H,W] with w [C_out,C_in/groups,kH,kW], plus bias [C_out] if given, as torch.nn.functional.conv2d; batched input only")},
+		{OpConv1d, conv("conv1d", 1, "1-D convolution (cross-correlation) of x [N,C_in,L] with w [C_out,C_in/groups,k], plus bias [C_out] if given, as torch.nn.functional.conv1d; batched input and integer zero padding only (no 'same' or 'valid')")},
+		{OpConv2d, conv("conv2d", 2, "2-D convolution (cross-correlation) of x [N,C_in,H,W] with w [C_out,C_in/groups,kH,kW], plus bias [C_out] if given, as torch.nn.functional.conv2d; batched input and integer zero padding only (no 'same' or 'valid')")},
 		{OpConvInputGrad, OpInfo{Name: "conv_input_grad", Args: []string{"dy", "w"},
 			Doc:   "gradient of conv1d/conv2d with respect to x (the transposed convolution of dy with w), shaped input_shape",
 			Attrs: convGradAttrs("input_shape", "shape of the convolution's input x, which the result takes"),

@@ -805,3 +805,61 @@ func BenchmarkConv2dStep(b *testing.B) {
 		_ = bw(dw, []kernels.Tensor{x, dy})
 	}
 }
+
+// TestNNRandomShapes sweeps random small geometries, zero sizes included:
+// whatever ir's inference accepts, the layer kernels run without panicking,
+// and the convolutions match the direct loop.
+func TestNNRandomShapes(t *testing.T) {
+	r := newRand(21)
+	d := func(lo, hi int) int { return lo + r.IntN(hi-lo+1) }
+	ran := 0
+	for range 400 {
+		sp := d(1, 2)
+		groups := d(1, 3)
+		x := []int{d(0, 2), groups * d(0, 2)}
+		w := []int{groups * d(0, 2), x[1] / groups}
+		var stride, pad, dil []int
+		for range sp {
+			x = append(x, d(0, 6))
+			w = append(w, d(1, 4))
+			stride, pad, dil = append(stride, d(1, 3)), append(pad, d(0, 2)), append(dil, d(1, 2))
+		}
+		c := nnConvCase{x: x, w: w, stride: stride, padding: pad, dilation: dil, groups: groups, bias: r.IntN(2) == 0}
+		if _, err := ir.ConvGeometry(c.x, c.w, c.attrs()); err != nil {
+			continue
+		}
+		ran++
+		nnConvCheck[float64](t, c, uint64(ran))
+	}
+	pooled := 0
+	for range 400 {
+		x := []int{d(0, 2), d(0, 2), d(0, 5), d(0, 5)}[r.IntN(2):]
+		k := []int{d(1, 4), d(1, 4)}
+		attrs := ir.MakeAttrs("kernel", ir.Ints(k...), "stride", ir.Ints(d(1, 3), d(1, 3)), "padding", ir.Ints(d(0, 2), d(0, 2)))
+		if _, err := ir.PoolGeometry(x, attrs); err != nil {
+			continue
+		}
+		pooled++
+		xt := tensorOf(x, randVals[float32](r, ir.Shape(x).NumElements(), false))
+		for _, op := range []ir.Op{ir.OpMaxPool2d, ir.OpAvgPool2d} {
+			a := attrs
+			if op == ir.OpMaxPool2d {
+				a = a.With("dilation", ir.Ints(d(1, 2), d(1, 2)))
+				if _, err := ir.PoolGeometry(x, a); err != nil {
+					continue
+				}
+			}
+			y := mustRun(t, op, a, xt)
+			dy := tensorOf(y.Type.Shape, randVals[float32](r, y.Type.Shape.NumElements(), false))
+			if op == ir.OpMaxPool2d {
+				mustRun(t, ir.OpMaxPool2dGrad, a, dy, xt)
+				mustRun(t, ir.OpMaxPool2dSelect, a, xt, xt)
+			} else {
+				mustRun(t, ir.OpAvgPool2dGrad, a.With("input_shape", ir.Ints(x...)), dy)
+			}
+		}
+	}
+	if ran < 50 || pooled < 50 {
+		t.Errorf("only %d convolutions and %d poolings were valid; widen the sweep", ran, pooled)
+	}
+}
