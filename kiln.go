@@ -20,6 +20,9 @@ type Options struct {
 	// Optimizer appends the parameter update, making the plan a whole
 	// training step. It implies Grad.
 	Optimizer *passes.OptimizerConfig
+	// Inference compiles for evaluation: every dropout is replaced by its
+	// input (the inference pass).
+	Inference bool
 	// Debug switches (check, dump, time); see passes.DebugFromEnv.
 	Debug passes.Debug
 	// After, when set, sees the graph after every pass.
@@ -32,7 +35,7 @@ type Options struct {
 // returns the transformed graph; g itself is not changed.
 func Transform(g *ir.Graph, opts Options) (*ir.Graph, error) {
 	out := g.Clone()
-	ps := passes.Pipeline(passes.Options{Grad: opts.Grad, Optimizer: opts.Optimizer})
+	ps := passes.Pipeline(passes.Options{Grad: opts.Grad, Optimizer: opts.Optimizer, Inference: opts.Inference})
 	if err := passes.Run(out, ps, opts.Debug, opts.After); err != nil {
 		return nil, fmt.Errorf("%s: %w", where(g), err)
 	}

@@ -20,7 +20,7 @@ import (
 // [B, C] as the second output, which gives the accuracy. B is the batch size.
 type Trainer struct {
 	Plan     *planner.Plan // the training step
-	EvalPlan *planner.Plan // the forward graph, for evaluation
+	EvalPlan *planner.Plan // the forward graph without dropout, for evaluation
 
 	train, eval      *cpu.Executor
 	features, target string
@@ -32,7 +32,8 @@ type Trainer struct {
 }
 
 // NewTrainer compiles g twice, as a training step with opt's update and as a
-// forward-only graph for evaluation, and initializes the params from seed.
+// forward-only graph for evaluation (with the inference pass, so without
+// dropout), and initializes the params from seed.
 func NewTrainer(g *ir.Graph, opt passes.OptimizerConfig, seed uint64, debug passes.Debug) (*Trainer, error) {
 	t := &Trainer{}
 	ins := g.Inputs()
@@ -57,7 +58,7 @@ func NewTrainer(g *ir.Graph, opt passes.OptimizerConfig, seed uint64, debug pass
 	if t.Plan, err = Compile(g, Options{Optimizer: &opt, Debug: debug}); err != nil {
 		return nil, err
 	}
-	if t.EvalPlan, err = Compile(g, Options{}); err != nil {
+	if t.EvalPlan, err = Compile(g, Options{Inference: true}); err != nil {
 		return nil, err
 	}
 	if t.train, err = cpu.New(t.Plan, cpu.Options{Seed: seed, CheckNaN: debug.NaN}); err != nil {

@@ -138,6 +138,7 @@ const (
 	OpConvWeightGrad
 	OpMaxPool2d
 	OpMaxPool2dGrad
+	OpMaxPool2dSelect
 	OpAvgPool2d
 	OpAvgPool2dGrad
 	OpLayerNorm

@@ -65,6 +65,12 @@ type Node struct {
 	Attrs ir.Attrs
 	Args  []ir.Type
 	Out   ir.Type
+
+	// Step, when set, points at the executor's count of completed steps
+	// (0 during the first step, and again after a reset). Kernels whose
+	// result depends on the step (dropout's mask) read it on every call;
+	// nil reads as step 0.
+	Step *int64
 }
 
 // Func computes out from args. It returns an error for bad data that static

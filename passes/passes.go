@@ -21,7 +21,7 @@ type Pass struct {
 }
 
 // Order is the order in which passes run when they run at all.
-var Order = []string{"verify", "shapes", "autodiff", "optimizer", "dce"}
+var Order = []string{"verify", "inference", "shapes", "autodiff", "optimizer", "dce"}
 
 // Constraint says that pass Before must run before pass After, and why.
 type Constraint struct {
@@ -31,6 +31,9 @@ type Constraint struct {
 // Constraints are the reasons behind Order; a test checks Order against them.
 var Constraints = []Constraint{
 	{"verify", "shapes", "shape inference assumes well-formed ops and attributes"},
+	{"verify", "inference", "rewiring dropout's users assumes well-formed ops and arguments"},
+	{"inference", "shapes", "every later pass must see the evaluation graph, without dropout"},
+	{"inference", "autodiff", "a gradient taken for evaluation must not go through dropout's training mask"},
 	{"shapes", "autodiff", "gradient rules read the inferred types of their operands"},
 	{"autodiff", "optimizer", "the optimizer update reads the gradients"},
 	{"autodiff", "dce", "autodiff leaves gradients of non-params that only DCE removes"},
@@ -40,6 +43,7 @@ var Constraints = []Constraint{
 // Doc describes each pass for users (kiln dump -after lists these).
 var Doc = map[string]string{
 	"verify":    "check the graph (ir.Check)",
+	"inference": "evaluation only: replace every dropout by its input (Options.Inference)",
 	"shapes":    "re-infer every value's type from its op and arguments",
 	"autodiff":  "append the backward graph: the gradient of the first output (the loss) for every param",
 	"optimizer": "append the optimizer update of every param (SGD with momentum, Adam)",
@@ -52,6 +56,9 @@ type Options struct {
 	Grad bool
 	// Optimizer, when non-nil, appends the parameter update; it implies Grad.
 	Optimizer *OptimizerConfig
+	// Inference compiles the graph for evaluation: the inference pass
+	// replaces every dropout by its input.
+	Inference bool
 }
 
 // Pipeline returns the passes that opts selects, in Order.
@@ -61,6 +68,10 @@ func Pipeline(opts Options) []Pass {
 		switch name {
 		case "verify":
 			ps = append(ps, Pass{name, ir.Check})
+		case "inference":
+			if opts.Inference {
+				ps = append(ps, Pass{name, Inference})
+			}
 		case "shapes":
 			ps = append(ps, Pass{name, Shapes})
 		case "autodiff":

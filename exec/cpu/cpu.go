@@ -36,6 +36,7 @@ type Executor struct {
 	funcs  []kernels.Func     // per step; nil for copies
 	args   [][]kernels.Tensor // per step
 	byName map[string]int     // every name a user may set or get -> buffer
+	step   int64              // completed steps since the last Reset; kernels read it (dropout)
 }
 
 // New prepares p for running: it checks the plan, allocates its arena and
@@ -63,7 +64,7 @@ func New(p *planner.Plan, opts Options) (*Executor, error) {
 		if st.Kind == planner.Copy {
 			continue
 		}
-		f, err := kcpu.Kernels.Build(&kernels.Node{Op: st.Op, Attrs: st.Attrs, Args: types, Out: p.Buffers[st.Out].Type})
+		f, err := kcpu.Kernels.Build(&kernels.Node{Op: st.Op, Attrs: st.Attrs, Args: types, Out: p.Buffers[st.Out].Type, Step: &x.step})
 		if err != nil {
 			return nil, fmt.Errorf("step %d (%s): %v", s, x.describe(s), err)
 		}
@@ -102,8 +103,10 @@ func (x *Executor) describe(s int) string {
 // Plan returns the plan the executor runs.
 func (x *Executor) Plan() *planner.Plan { return x.plan }
 
-// Reset sets every param and state to its initial value for seed.
+// Reset sets every param and state to its initial value for seed and the
+// step count, which step-dependent kernels such as dropout read, to 0.
 func (x *Executor) Reset(seed uint64) error {
+	x.step = 0
 	for k, i := range x.plan.Params {
 		if err := x.initBuffer(i, seed, k); err != nil {
 			return err
@@ -176,7 +179,8 @@ func (x *Executor) Get(name string) (kernels.Tensor, error) {
 
 // Step runs the plan once. It checks ctx between steps and stops there when
 // it is cancelled. A kernel error stops the step and is returned with the
-// step's op and value.
+// step's op and value. A step that completes advances the step count (see
+// kernels.Node.Step), so dropout draws a new mask for the next one.
 func (x *Executor) Step(ctx context.Context) error {
 	for s, st := range x.plan.Steps {
 		if err := ctx.Err(); err != nil {
@@ -196,6 +200,7 @@ func (x *Executor) Step(ctx context.Context) error {
 			}
 		}
 	}
+	x.step++
 	return nil
 }
 

@@ -51,6 +51,10 @@ func TestRegisteredDTypes(t *testing.T) {
 		// Activations and losses (activation.go, loss.go).
 		ir.OpLeakyRelu: floats, ir.OpPrelu: floats, ir.OpElu: floats, ir.OpGelu: floats, ir.OpSilu: floats, ir.OpSoftplus: floats, ir.OpGeluGrad: floats,
 		ir.OpL1Loss: floats, ir.OpHuberLoss: floats, ir.OpBCELoss: floats, ir.OpBCEWithLogits: floats, ir.OpNLLLoss: floats,
+		// Neural-network layers (nn_test.go).
+		ir.OpConv1d: floats, ir.OpConv2d: floats, ir.OpConvInputGrad: floats, ir.OpConvWeightGrad: floats,
+		ir.OpMaxPool2d: floats, ir.OpMaxPool2dGrad: floats, ir.OpMaxPool2dSelect: floats, ir.OpAvgPool2d: floats, ir.OpAvgPool2dGrad: floats,
+		ir.OpLayerNorm: floats, ir.OpBatchNorm: floats, ir.OpDropout: floats,
 	}
 	for _, op := range ir.Ops() {
 		for _, dt := range allDTypes {
