@@ -1,10 +1,8 @@
 package tests
 
 import (
-	"math"
 	"testing"
 
-	"github.com/kilnml/kiln"
 	"github.com/kilnml/kiln/frontends"
 	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/passes"
@@ -170,18 +168,5 @@ func kanSecondOrder(t *testing.T, build func(b *frontends.Builder) frontends.Val
 		t.Fatal(err)
 	}
 	f := randomFeeds(g, 3, nil, nil)
-	analytic := newRunner(t, g, kiln.Options{Grad: true})
-	analytic.run(f)
-	numeric := newRunner(t, g, kiln.Options{})
-	loss := g.Values[g.Outputs[0]].Name
-	for _, pid := range g.Params() {
-		name := g.Values[pid].Name
-		got := analytic.get("grad/" + name)
-		want := numericGrad(numeric, f, loss, name)
-		for j := range want {
-			if d := math.Abs(got[j] - want[j]); !(d <= f64Tol.atol+f64Tol.rtol*math.Abs(want[j])) {
-				t.Errorf("second-order grad/%s[%d]: analytic %.12g, numeric %.12g", name, j, got[j], want[j])
-			}
-		}
-	}
+	checkGrads(t, g, f, f64Tol)
 }

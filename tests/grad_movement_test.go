@@ -2,7 +2,6 @@ package tests
 
 import (
 	"context"
-	"math"
 	"strings"
 	"testing"
 
@@ -183,16 +182,7 @@ func TestSecondOrderMovement(t *testing.T) {
 				t.Fatal(err)
 			}
 			f := randomFeeds(g, 5, nil, nil)
-			analytic := newRunner(t, g, kiln.Options{Grad: true})
-			analytic.run(f)
-			got := analytic.get("grad/w")
-			numeric := newRunner(t, g, kiln.Options{})
-			want := numericGrad(numeric, f, g.Values[g.Outputs[0]].Name, "w")
-			for j := range want {
-				if d := math.Abs(got[j] - want[j]); d > f64Tol.atol+f64Tol.rtol*math.Abs(want[j]) {
-					t.Errorf("second-order grad/w[%d]: analytic %.12g, numeric %.12g", j, got[j], want[j])
-				}
-			}
+			checkGrads(t, g, f, f64Tol)
 		})
 	}
 }

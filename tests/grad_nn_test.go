@@ -145,7 +145,11 @@ func TestGradientDropout(t *testing.T) {
 		analytic := newRunner(t, g, kiln.Options{Grad: true})
 		analytic.run(f)
 		got := analytic.get("grad/x")
-		numeric := newRunner(t, toF64(t, g), kiln.Options{})
+		g64, err := g.Promote()
+		if err != nil {
+			t.Fatal(err)
+		}
+		numeric := newRunner(t, g64, kiln.Options{})
 		const h = 1e-3
 		eval := func(j int, d float64) float64 {
 			old := f["x"][j]
@@ -230,17 +234,5 @@ func TestSecondOrderNN(t *testing.T) {
 		}
 	}
 	f := randomFeeds(g, 3, nil, nil)
-	analytic := newRunner(t, g, kiln.Options{Grad: true})
-	analytic.run(f)
-	numeric := newRunner(t, g, kiln.Options{})
-	for _, pid := range g.Params() {
-		name := g.Values[pid].Name
-		got := analytic.get("grad/" + name)
-		want := numericGrad(numeric, f, g.Values[g.Outputs[0]].Name, name)
-		for j := range want {
-			if d := math.Abs(got[j] - want[j]); !(d <= f64Tol.atol+f64Tol.rtol*math.Abs(want[j])) {
-				t.Errorf("second-order grad/%s[%d]: analytic %.12g, numeric %.12g", name, j, got[j], want[j])
-			}
-		}
-	}
+	checkGrads(t, g, f, f64Tol)
 }

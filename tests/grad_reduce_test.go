@@ -386,16 +386,7 @@ func reduceSecondOrder(t *testing.T, g *ir.Graph, f feeds) map[ir.Op]bool {
 	for _, v := range g.Values {
 		ops[v.Op] = true
 	}
-	analytic := newRunner(t, g, kiln.Options{Grad: true})
-	analytic.run(f)
-	got := analytic.get("grad/w")
-	numeric := newRunner(t, g, kiln.Options{})
-	want := numericGrad(numeric, f, g.Values[g.Outputs[0]].Name, "w")
-	for j := range want {
-		if d := math.Abs(got[j] - want[j]); d > f64Tol.atol+f64Tol.rtol*math.Abs(want[j]) || math.IsNaN(got[j]) {
-			t.Errorf("second-order grad/w[%d]: analytic %.12g, numeric %.12g", j, got[j], want[j])
-		}
-	}
+	checkGrads(t, g, f, f64Tol)
 	return ops
 }
 

@@ -119,27 +119,6 @@ var f64Tol = tolerance{rtol: 1e-7, atol: 1e-10}
 // central differences of the same graph.
 var f32Tol = tolerance{rtol: 1e-4, atol: 1e-7}
 
-// numericGrad returns d loss / d param by the five-point central difference
-// (f(x-2h) - 8f(x-h) + 8f(x+h) - f(x+2h)) / 12h, whose truncation error is
-// O(h^4): with h = 1e-3 it is far below the f64 tolerance for the smooth
-// functions tested, while rounding error stays near 1e-13.
-func numericGrad(r *runner, f feeds, loss, param string) []float64 {
-	const h = 1e-3
-	base := f[param]
-	out := make([]float64, len(base))
-	eval := func(j int, d float64) float64 {
-		old := base[j]
-		base[j] = old + d
-		r.run(f)
-		base[j] = old
-		return r.get(loss)[0]
-	}
-	for j := range base {
-		out[j] = (eval(j, -2*h) - 8*eval(j, -h) + 8*eval(j, h) - eval(j, 2*h)) / (12 * h)
-	}
-	return out
-}
-
 // checkGrads compares the analytic gradient of every param of g, computed
 // in g's own dtype, with central differences of the f64 version of g
 // (kiln.GradCheck) and reports the worst element of each param. A skipped

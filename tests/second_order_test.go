@@ -1,10 +1,8 @@
 package tests
 
 import (
-	"math"
 	"testing"
 
-	"github.com/kilnml/kiln"
 	"github.com/kilnml/kiln/frontends"
 	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/passes"
@@ -54,15 +52,5 @@ func TestSecondOrderRelu(t *testing.T) {
 	if !hasReluGrad {
 		t.Fatal("the first-order graph has no relu_grad; the test would not exercise its rule")
 	}
-	f := randomFeeds(g, 3, nil, nil)
-	analytic := newRunner(t, g, kiln.Options{Grad: true})
-	analytic.run(f)
-	got := analytic.get("grad/w")
-	numeric := newRunner(t, g, kiln.Options{})
-	want := numericGrad(numeric, f, g.Values[g.Outputs[0]].Name, "w")
-	for j := range want {
-		if d := math.Abs(got[j] - want[j]); d > f64Tol.atol+f64Tol.rtol*math.Abs(want[j]) {
-			t.Errorf("second-order grad/w[%d]: analytic %.12g, numeric %.12g", j, got[j], want[j])
-		}
-	}
+	checkGrads(t, g, randomFeeds(g, 3, nil, nil), f64Tol)
 }
