@@ -5,7 +5,6 @@ import (
 
 	"github.com/kilnml/kiln/frontends"
 	"github.com/kilnml/kiln/ir"
-	"github.com/kilnml/kiln/passes"
 )
 
 func init() { gradCases = append(gradCases, kanGradCases...) }
@@ -141,32 +140,7 @@ func kanSecondOrder(t *testing.T, build func(b *frontends.Builder) frontends.Val
 	if err != nil {
 		t.Fatal(err)
 	}
-	// First order: append the gradients, then make the sum of their squares
-	// the new loss.
-	if err := passes.Autodiff(g); err != nil {
-		t.Fatal(err)
-	}
-	e := ir.NewEmitter(g, "s")
-	l2 := ir.NoID
-	for _, gp := range g.Grads {
-		s := e.Op(ir.OpSum, ir.MakeAttrs("keepdims", ir.BoolAttr(false)), e.Op(ir.OpMul, nil, gp.Grad, gp.Grad))
-		if l2 == ir.NoID {
-			l2 = s
-		} else {
-			l2 = e.Add(l2, s)
-		}
-	}
-	if e.Err() != nil {
-		t.Fatal(e.Err())
-	}
-	g.Outputs = []ir.ID{l2}
-	g.Grads = nil
-	if err := passes.DCE(g); err != nil {
-		t.Fatal(err)
-	}
-	if err := ir.Check(g); err != nil {
-		t.Fatal(err)
-	}
+	squaredGradLoss(t, g)
 	f := randomFeeds(g, 3, nil, nil)
 	checkGrads(t, g, f, f64Tol)
 }

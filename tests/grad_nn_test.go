@@ -7,7 +7,6 @@ import (
 	"github.com/kilnml/kiln"
 	"github.com/kilnml/kiln/frontends"
 	"github.com/kilnml/kiln/ir"
-	"github.com/kilnml/kiln/passes"
 )
 
 // Gradient checks of the neural-network layers (ir/ops_nn.go).
@@ -202,32 +201,7 @@ func TestSecondOrderNN(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// First order: append the gradient of every param, then make the sum of
-	// their squares the new loss.
-	if err := passes.Autodiff(g); err != nil {
-		t.Fatal(err)
-	}
-	e := ir.NewEmitter(g, "s")
-	loss := ir.NoID
-	for _, gp := range g.Grads {
-		s := e.Op(ir.OpSum, ir.MakeAttrs("keepdims", ir.BoolAttr(false)), e.Op(ir.OpMul, nil, gp.Grad, gp.Grad))
-		if loss == ir.NoID {
-			loss = s
-		} else {
-			loss = e.Op(ir.OpAdd, nil, loss, s)
-		}
-	}
-	if e.Err() != nil {
-		t.Fatal(e.Err())
-	}
-	g.Outputs = []ir.ID{loss}
-	g.Grads = nil
-	if err := passes.DCE(g); err != nil {
-		t.Fatal(err)
-	}
-	if err := ir.Check(g); err != nil {
-		t.Fatal(err)
-	}
+	squaredGradLoss(t, g)
 	for _, op := range []ir.Op{ir.OpConvInputGrad, ir.OpConvWeightGrad, ir.OpAvgPool2dGrad} {
 		if len(g.IDsOf(op)) == 0 {
 			t.Fatalf("the first-order graph has no %s; the test would not exercise its rule", op)

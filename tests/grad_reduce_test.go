@@ -364,24 +364,7 @@ func TestReduceGradStdAtZero(t *testing.T) {
 // callers can check which backward ops ran.
 func reduceSecondOrder(t *testing.T, g *ir.Graph, f feeds) map[ir.Op]bool {
 	t.Helper()
-	if err := passes.Autodiff(g); err != nil {
-		t.Fatal(err)
-	}
-	gw := g.Grads[0].Grad
-	e := ir.NewEmitter(g, "s")
-	sq := e.Op(ir.OpMul, nil, gw, gw)
-	l2 := e.Op(ir.OpSum, ir.MakeAttrs("keepdims", ir.BoolAttr(false)), sq)
-	if e.Err() != nil {
-		t.Fatal(e.Err())
-	}
-	g.Outputs = []ir.ID{l2}
-	g.Grads = nil
-	if err := passes.DCE(g); err != nil {
-		t.Fatal(err)
-	}
-	if err := ir.Check(g); err != nil {
-		t.Fatal(err)
-	}
+	squaredGradLoss(t, g)
 	ops := map[ir.Op]bool{}
 	for _, v := range g.Values {
 		ops[v.Op] = true

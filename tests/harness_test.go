@@ -146,3 +146,36 @@ func optimizer(t *testing.T, kind string, lr float64) *passes.OptimizerConfig {
 	c.LR = lr
 	return &c
 }
+
+// squaredGradLoss differentiates g (autodiff) and makes the sum of the
+// squared gradients of its params the new and only output, dropping what
+// that no longer needs. Differentiating the result again runs every
+// gradient rule's own rule: the second-order tests check it with
+// checkGrads.
+func squaredGradLoss(t *testing.T, g *ir.Graph) {
+	t.Helper()
+	if err := passes.Autodiff(g); err != nil {
+		t.Fatal(err)
+	}
+	e := ir.NewEmitter(g, "s")
+	loss := ir.NoID
+	for _, gp := range g.Grads {
+		s := e.Op(ir.OpSum, ir.MakeAttrs("keepdims", ir.BoolAttr(false)), e.Op(ir.OpMul, nil, gp.Grad, gp.Grad))
+		if loss == ir.NoID {
+			loss = s
+		} else {
+			loss = e.Add(loss, s)
+		}
+	}
+	if e.Err() != nil {
+		t.Fatal(e.Err())
+	}
+	g.Outputs = []ir.ID{loss}
+	g.Grads = nil
+	if err := passes.DCE(g); err != nil {
+		t.Fatal(err)
+	}
+	if err := ir.Check(g); err != nil {
+		t.Fatal(err)
+	}
+}

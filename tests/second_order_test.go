@@ -5,7 +5,6 @@ import (
 
 	"github.com/kilnml/kiln/frontends"
 	"github.com/kilnml/kiln/ir"
-	"github.com/kilnml/kiln/passes"
 )
 
 // coveredBySecondOrder records that relu_grad's own rule is checked by
@@ -26,25 +25,7 @@ func TestSecondOrderRelu(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// First order: append d loss / d w, then make sum(grad^2) the new loss.
-	if err := passes.Autodiff(g); err != nil {
-		t.Fatal(err)
-	}
-	gw := g.Grads[0].Grad
-	e := ir.NewEmitter(g, "s")
-	sq := e.Op(ir.OpMul, nil, gw, gw)
-	l2 := e.Op(ir.OpSum, ir.MakeAttrs("keepdims", ir.BoolAttr(false)), sq)
-	if e.Err() != nil {
-		t.Fatal(e.Err())
-	}
-	g.Outputs = []ir.ID{l2}
-	g.Grads = nil
-	if err := passes.DCE(g); err != nil {
-		t.Fatal(err)
-	}
-	if err := ir.Check(g); err != nil {
-		t.Fatal(err)
-	}
+	squaredGradLoss(t, g)
 	hasReluGrad := false
 	for _, v := range g.Values {
 		hasReluGrad = hasReluGrad || v.Op == ir.OpReluGrad

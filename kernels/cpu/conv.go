@@ -1,8 +1,6 @@
 package cpu
 
 import (
-	"fmt"
-
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
 	"gonum.org/v1/gonum/blas/blas64"
@@ -22,55 +20,13 @@ import (
 
 func init() {
 	for _, op := range []ir.Op{ir.OpConv1d, ir.OpConv2d} {
-		nnRegister(op, ir.F32, buildConv[float32])
-		nnRegister(op, ir.F64, buildConv[float64])
+		register(op, ir.F32, buildConv[float32])
+		register(op, ir.F64, buildConv[float64])
 	}
-	nnRegister(ir.OpConvInputGrad, ir.F32, buildConvInputGrad[float32])
-	nnRegister(ir.OpConvInputGrad, ir.F64, buildConvInputGrad[float64])
-	nnRegister(ir.OpConvWeightGrad, ir.F32, buildConvWeightGrad[float32])
-	nnRegister(ir.OpConvWeightGrad, ir.F64, buildConvWeightGrad[float64])
-}
-
-// nnRegister adds b to Kernels for (op, dt) behind nnChecked.
-func nnRegister(op ir.Op, dt ir.DType, b kernels.Builder) {
-	Kernels.Register(op, dt, nnChecked(op, dt, b))
-}
-
-// nnChecked is checked (cpu.go) for ops whose last arguments are optional:
-// the builder sees only nodes with an arity the op's row allows, valid
-// dtypes, no negative dimension and a result type equal to the one ir
-// infers.
-func nnChecked(op ir.Op, dt ir.DType, b kernels.Builder) kernels.Builder {
-	return func(n *kernels.Node) (kernels.Func, error) {
-		if n.Op != op || n.Out.DType != dt {
-			return nil, fmt.Errorf("kernel for %s/%s given a %s node producing %s", op, dt, n.Op, n.Out.DType)
-		}
-		info := op.Info()
-		if lo, hi := len(info.Args)-info.Optional, len(info.Args); len(n.Args) < lo || len(n.Args) > hi {
-			if lo == hi {
-				return nil, fmt.Errorf("takes %d argument(s), found %d", hi, len(n.Args))
-			}
-			return nil, fmt.Errorf("takes %d to %d arguments, found %d", lo, hi, len(n.Args))
-		}
-		for _, t := range append([]ir.Type{n.Out}, n.Args...) {
-			if t.DType.Size() == 0 {
-				return nil, fmt.Errorf("invalid dtype in %s", t)
-			}
-			for _, d := range t.Shape {
-				if d < 0 {
-					return nil, fmt.Errorf("shape %s has a negative dimension", t.Shape)
-				}
-			}
-		}
-		want, err := info.Infer(n.Args, n.Attrs)
-		if err != nil {
-			return nil, err
-		}
-		if !want.Equal(n.Out) {
-			return nil, fmt.Errorf("result type %s does not match %s, inferred from %v%s", n.Out, want, n.Args, n.Attrs)
-		}
-		return b(n)
-	}
+	register(ir.OpConvInputGrad, ir.F32, buildConvInputGrad[float32])
+	register(ir.OpConvInputGrad, ir.F64, buildConvInputGrad[float64])
+	register(ir.OpConvWeightGrad, ir.F32, buildConvWeightGrad[float32])
+	register(ir.OpConvWeightGrad, ir.F64, buildConvWeightGrad[float64])
 }
 
 // convGemmFunc computes c = op(a)·op(b) + beta·c for row-major operands,

@@ -14,8 +14,8 @@ import (
 // composite (ir/ops_nn.go), so no backward kernel is needed.
 
 func init() {
-	nnRegister(ir.OpLayerNorm, ir.F32, buildLayerNorm[float32])
-	nnRegister(ir.OpLayerNorm, ir.F64, buildLayerNorm[float64])
+	register(ir.OpLayerNorm, ir.F32, buildLayerNorm[float32])
+	register(ir.OpLayerNorm, ir.F64, buildLayerNorm[float64])
 	register(ir.OpBatchNorm, ir.F32, buildBatchNorm[float32])
 	register(ir.OpBatchNorm, ir.F64, buildBatchNorm[float64])
 }
