@@ -185,6 +185,35 @@ def kan_logic(g):
     return {}, {"x": x, "coef": coef, "coef4": coef4, "base": base, "pa": pa, "pb": pb, "logits": logits}, {"loss": loss, "kan": kan, "gates": gates}
 
 
+@case
+def cnn(g):
+    """A small CNN: conv2d (stride, padding, dilation, groups, bias),
+    batch_norm in training mode, relu, max_pool2d with padding, avg_pool2d
+    without counting padding, conv1d, layer_norm, log_softmax and nll."""
+    x = uniform(g, 2, 4, 7, 7)
+    y = torch.randint(0, 3, (2,), generator=g)
+    w1 = uniform(g, 6, 2, 3, 3).requires_grad_()
+    b1 = uniform(g, 6).requires_grad_()
+    bnw = uniform(g, 6, lo=0.5, hi=1.5).requires_grad_()
+    bnb = uniform(g, 6).requires_grad_()
+    w2 = uniform(g, 5, 6, 2).requires_grad_()
+    lnw = uniform(g, 5, lo=0.5, hi=1.5).requires_grad_()
+    lnb = uniform(g, 5).requires_grad_()
+    wo = uniform(g, 5, 3).requires_grad_()
+    h = F.conv2d(x, w1, b1, stride=2, padding=1, dilation=1, groups=2)       # [2,6,4,4]
+    h = F.batch_norm(h, None, None, bnw, bnb, training=True, eps=1e-5)
+    h = torch.relu(h)
+    h = F.max_pool2d(h, kernel_size=2, stride=1, padding=1)                   # [2,6,5,5]
+    h = F.avg_pool2d(h, kernel_size=3, stride=2, padding=1, count_include_pad=False)  # [2,6,3,3]
+    h = h.reshape(2, 6, 9)
+    h = F.conv1d(h, w2, None, stride=2, dilation=3)                           # [2,5,3]
+    h = h.transpose(1, 2)                                                     # [2,3,5]
+    h = F.layer_norm(h, (5,), lnw, lnb, eps=1e-5)
+    z = torch.matmul(h, wo).mean(dim=1)                                       # [2,3]
+    loss = F.nll_loss(F.log_softmax(z, dim=1), y)
+    return {"x": x, "y": y}, {"w1": w1, "b1": b1, "bnw": bnw, "bnb": bnb, "w2": w2, "lnw": lnw, "lnb": lnb, "wo": wo}, {"loss": loss, "z": z}
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     for name, fn in CASES.items():
