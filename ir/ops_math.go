@@ -102,9 +102,9 @@ func inferPow(args []Type, a Attrs) (Type, error) {
 	return inferUnaryFloat(args, a)
 }
 
-// Gradient rules. Masks are built from sign, which is exact: sign(a - b) is
-// 0 exactly where a == b, since IEEE subtraction of distinct finite values
-// never gives 0.
+// Gradient rules. clip, maximum and minimum choose with comparisons and
+// where, as PyTorch does; pow's masks are built from sign, which is exact for
+// finite values: sign(x) is 0 exactly where x == 0.
 
 func (e *Emitter) sign(x ID) ID   { return e.Op(OpSign, nil, x) }
 func (e *Emitter) square(x ID) ID { return e.Op(OpSquare, nil, x) }
@@ -186,25 +186,33 @@ func gradErf(e *Emitter, y, dy ID) []ID {
 }
 
 func gradClip(e *Emitter, y, dy ID) []ID {
-	// dy where min <= x <= max (inclusive, as torch.clamp), else 0. The
-	// bounds are rounded to x's dtype as the kernel rounds them, so the
-	// mask agrees with the forward pass at the boundaries.
+	// dy where min <= x <= max (inclusive, as torch.clamp), else 0; a NaN x
+	// compares false and gets 0, as in PyTorch. The bounds are rounded to
+	// x's dtype as the kernel rounds them, so the mask agrees with the
+	// forward pass at the boundaries.
 	if !floatGrad(e, y) {
 		return []ID{NoID}
 	}
 	x := e.args(y)[0]
 	attrs := e.G.Values[y].Attrs
 	dt := e.Type(y).DType
-	g := dy
+	in := NoID
+	and := func(m ID) {
+		if in == NoID {
+			in = m
+		} else {
+			in = e.Op(OpLogicalAnd, nil, in, m)
+		}
+	}
 	if lo, ok := attrs.Get("min"); ok {
 		f, _ := lo.AsFloat()
-		g = e.mul(g, e.atLeast0(e.sub(x, e.Scalar(f, dt))))
+		and(e.Op(OpGreaterEqual, nil, x, e.Scalar(f, dt)))
 	}
 	if hi, ok := attrs.Get("max"); ok {
 		f, _ := hi.AsFloat()
-		g = e.mul(g, e.atLeast0(e.sub(e.Scalar(f, dt), x)))
+		and(e.Op(OpLessEqual, nil, x, e.Scalar(f, dt)))
 	}
-	return []ID{g}
+	return []ID{e.Op(OpWhere, nil, in, dy, e.Scalar(0, dt))}
 }
 
 func gradPow(e *Emitter, y, dy ID) []ID {
@@ -244,22 +252,24 @@ func gradPow(e *Emitter, y, dy ID) []ID {
 	return []ID{e.SumTo(da, e.shape(a)), e.SumTo(db, e.shape(b))}
 }
 
-// gradMaxMin is the gradient of maximum (larger = true) or minimum: dy to the
-// argument that was chosen, half of dy to each on a tie. With s = sign(a-b),
-// maximum sends dy*(1+s)/2 to a and dy*(1-s)/2 to b; minimum the reverse.
+// gradMaxMin is the gradient of maximum (larger = true) or minimum, as
+// PyTorch's: half of dy to each argument where they tie, all of dy to the
+// one chosen, none to the other (where either is NaN, both get dy).
 func gradMaxMin(e *Emitter, y, dy ID, larger bool) []ID {
 	if !floatGrad(e, y) {
 		return []ID{NoID, NoID}
 	}
 	a, b := e.args(y)[0], e.args(y)[1]
-	s := e.sign(e.sub(a, b))
+	dt := e.Type(y).DType
+	loses := OpLess // a loses to b under maximum when a < b
 	if !larger {
-		s = e.neg(s)
+		loses = OpGreater
 	}
-	half := e.mul(dy, e.Scalar(0.5, e.Type(y).DType))
-	one := e.one(y)
-	da := e.mul(half, e.add(one, s))
-	db := e.mul(half, e.sub(one, s))
+	zero := e.Scalar(0, dt)
+	half := e.mul(dy, e.Scalar(0.5, dt))
+	tie := e.Op(OpEqual, nil, a, b)
+	da := e.Op(OpWhere, nil, tie, half, e.Op(OpWhere, nil, e.Op(loses, nil, a, b), zero, dy))
+	db := e.Op(OpWhere, nil, tie, half, e.Op(OpWhere, nil, e.Op(loses, nil, b, a), zero, dy))
 	return []ID{e.SumTo(da, e.shape(a)), e.SumTo(db, e.shape(b))}
 }
 

@@ -331,3 +331,29 @@ func TestMathSecondOrder(t *testing.T) {
 	squaredGradLoss(t, g)
 	checkGrads(t, g, randomFeeds(g, 5, nil, nil), f64Tol)
 }
+
+// TestMathGradNaN pins PyTorch's gradients where an input is NaN: clip
+// passes none (NaN is not within the bounds), maximum and minimum pass all
+// of dy to both arguments (neither compares less nor equal).
+func TestMathGradNaN(t *testing.T) {
+	nan := math.NaN()
+	b := frontends.NewBuilder("nan")
+	x := b.Param("x", ir.F64, 2)
+	c := b.Param("c", ir.F64, 2)
+	y := b.Add(b.Add(b.Clip(x, -1, 1), b.Maximum(x, c)), b.Minimum(x, c))
+	b.Output(b.Sum(y, nil, false))
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRunner(t, g, kiln.Options{Grad: true})
+	r.run(feeds{"x": {nan, 0.5}, "c": {1, 0.5}})
+	// x[0] = NaN: clip 0, maximum 1, minimum 1. x[1] ties c[1]: clip 1,
+	// maximum 1/2, minimum 1/2.
+	if got, want := r.get("grad/x"), []float64{2, 2}; got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("grad/x = %v, want %v", got, want)
+	}
+	if got, want := r.get("grad/c"), []float64{2, 1}; got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("grad/c = %v, want %v", got, want)
+	}
+}
