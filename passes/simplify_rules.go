@@ -113,9 +113,9 @@ func (s *simplifier) neverNegZero(id ir.ID, depth int) bool {
 
 const neverNegZeroDepth = 4
 
-func (s *simplifier) op(id ir.ID) ir.Op       { return s.g.Values[id].Op }
+func (s *simplifier) op(id ir.ID) ir.Op         { return s.g.Values[id].Op }
 func (s *simplifier) arg(id ir.ID, i int) ir.ID { return s.g.Values[id].Args[i] }
-func (s *simplifier) shape(id ir.ID) ir.Shape  { return s.g.Values[id].Type.Shape }
+func (s *simplifier) shape(id ir.ID) ir.Shape   { return s.g.Values[id].Type.Shape }
 
 // add(x, c), add(c, x) → x where c is an additive identity for x: -0, or
 // +0 when x is never -0 (floats), 0 (integers). When c broadcasts x to a
