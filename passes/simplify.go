@@ -253,7 +253,7 @@ func (s *simplifier) fail(format string, args ...any) {
 // replace makes x take id's place, and reports whether the graph changed.
 // x must have id's type. An output, or a gradient or update value that x
 // is a leaf for, is rewritten in place as a copy of x instead (see
-// SimplifyWithStats).
+// SimplifyWithStats), unless it is already a const or a reshape.
 func (s *simplifier) replace(id, x ir.ID) bool {
 	g := s.g
 	x = s.find(x)
@@ -265,6 +265,12 @@ func (s *simplifier) replace(id, x ir.ID) bool {
 		return false
 	}
 	if s.output[id] || (s.gradUpd[id] && g.Values[x].Op.IsLeaf()) {
+		// A const or a reshape (a contiguous copy) is as cheap as a copy
+		// of x: leave it, or two equal outputs would take turns being the
+		// copy of the other.
+		if op := g.Values[id].Op; op == ir.OpConst || op == ir.OpReshape {
+			return false
+		}
 		return s.rewrite(id, ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(g.Type(id).Shape...)), x)
 	}
 	s.repl[id] = x

@@ -45,7 +45,7 @@ var simplifyRuleTable = map[ir.Op][]simplifyRule{
 	ir.OpSqrt: {ruleFoldEntry},
 	ir.OpTranspose: {ruleFoldEntry,
 		{"transpose-identity", ruleTransposeIdentity}, {"transpose-transpose", ruleTransposeTranspose},
-		{"transpose-as-reshape", ruleTransposeAsReshape}},
+		{"transpose-as-reshape", ruleTransposeAsReshape}, {"canonical-axes", ruleCanonicalAxes}},
 	ir.OpReshape: {ruleFoldEntry, {"reshape-identity", ruleReshapeIdentity}, {"reshape-reshape", ruleReshapeReshape}},
 	ir.OpSqueeze: {ruleFoldEntry, {"reshape-identity", ruleReshapeIdentity}, {"reshape-reshape", ruleReshapeReshape},
 		{"squeeze-as-reshape", ruleAsReshape}},
@@ -54,8 +54,8 @@ var simplifyRuleTable = map[ir.Op][]simplifyRule{
 	ir.OpBroadcastTo: {ruleFoldEntry,
 		{"broadcast-identity", ruleBroadcastIdentity}, {"broadcast-broadcast", ruleBroadcastBroadcast},
 		{"broadcast-reshape", ruleBroadcastReshape}, {"broadcast-as-reshape", ruleBroadcastAsReshape}},
-	ir.OpSum:  {{"reduce-unit-axes", ruleReduceUnitAxes}},
-	ir.OpMean: {{"reduce-unit-axes", ruleReduceUnitAxes}},
+	ir.OpSum:  {{"reduce-unit-axes", ruleReduceUnitAxes}, {"canonical-axes", ruleCanonicalAxes}},
+	ir.OpMean: {{"reduce-unit-axes", ruleReduceUnitAxes}, {"canonical-axes", ruleCanonicalAxes}},
 }
 
 var ruleFoldEntry = simplifyRule{"fold", ruleFold}
@@ -459,4 +459,25 @@ func ruleReduceUnitAxes(s *simplifier, id ir.ID) bool {
 		return s.replace(id, x)
 	}
 	return s.rewrite(id, ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(s.shape(id)...)), x)
+}
+
+// canonical-axes writes the axes of sum and mean, and the perm of
+// transpose, out in full (absent axes: every axis; negative axes counted
+// from the end; axes in increasing order), so that CSE sees one spelling.
+func ruleCanonicalAxes(s *simplifier, id ir.ID) bool {
+	v := &s.g.Values[id]
+	x := v.Args[0]
+	r := len(s.shape(x))
+	if v.Op == ir.OpTranspose {
+		p, ok := s.perm(id)
+		if !ok {
+			return false
+		}
+		return s.rewrite(id, ir.OpTranspose, v.Attrs.With("perm", ir.Ints(p...)), x)
+	}
+	axes, err := ir.ReduceAxes(v.Attrs, r)
+	if err != nil {
+		return false
+	}
+	return s.rewrite(id, v.Op, v.Attrs.With("axes", ir.Ints(axes...)), x)
 }
