@@ -247,7 +247,13 @@ func (g *Graph) Clone() *Graph {
 // gradient and update, must be kept.
 func (g *Graph) Retain(keep []bool) {
 	remap := make([]ID, len(g.Values))
-	var vals []Value
+	n := 0
+	for _, k := range keep[:len(g.Values)] {
+		if k {
+			n++
+		}
+	}
+	vals := make([]Value, 0, n)
 	for i, v := range g.Values {
 		if !keep[i] {
 			remap[i] = NoID

@@ -84,10 +84,16 @@ func (s *simplifier) cseHash(id ir.ID) uint64 {
 		for _, d := range v.Type.Shape {
 			h.u64(uint64(d))
 		}
-		if c, ok := s.constOf(id); ok {
-			h.u64(uint64(len(c.vals)))
-			for _, x := range c.vals {
-				h.u64(math.Float64bits(x))
+		// The elements as the kernel stores them, without copying them.
+		value, _ := v.Attrs.Get("value")
+		if f, ok := value.AsFloat(); ok {
+			h.u64(1)
+			h.u64(math.Float64bits(foldElem(v.Type.DType, f)))
+		} else if value.Kind == ir.AttrList {
+			h.u64(uint64(len(value.L)))
+			for _, e := range value.L {
+				f, _ := e.AsFloat()
+				h.u64(math.Float64bits(foldElem(v.Type.DType, f)))
 			}
 		}
 		return uint64(h)

@@ -273,9 +273,22 @@ func ruleFold(s *simplifier, id ir.ID) bool {
 	// Every fold but the reshape family computes the result's elements;
 	// a listed result over the limit is not folded.
 	limit := func(n int) bool { return n <= foldMaxElems }
+	// Most values have an argument that is not a const: settle that
+	// before reading any const.
+	for _, a := range v.Args {
+		if g.Values[a].Op != ir.OpConst {
+			return false
+		}
+	}
 	var vals []float64
 	switch v.Op {
 	case ir.OpConst:
+		if value, _ := v.Attrs.Get("value"); value.Kind != ir.AttrList {
+			// Already filled: canonical unless a scalar writes its shape.
+			if _, ok := v.Attrs.Get("shape"); !ok || len(t.Shape) > 0 {
+				return false
+			}
+		}
 		c, ok := s.constOf(id)
 		if !ok {
 			return false

@@ -469,6 +469,9 @@ func ruleCanonicalAxes(s *simplifier, id ir.ID) bool {
 	x := v.Args[0]
 	r := len(s.shape(x))
 	if v.Op == ir.OpTranspose {
+		if _, ok := v.Attrs.Get("perm"); ok {
+			return false // written out (Perm checks it is a permutation)
+		}
 		p, ok := s.perm(id)
 		if !ok {
 			return false
@@ -479,5 +482,20 @@ func ruleCanonicalAxes(s *simplifier, id ir.ID) bool {
 	if err != nil {
 		return false
 	}
+	if have, ok := v.Attrs.Ints("axes"); ok && idsEqualInts(have, axes) {
+		return false // already canonical; most are
+	}
 	return s.rewrite(id, v.Op, v.Attrs.With("axes", ir.Ints(axes...)), x)
+}
+
+func idsEqualInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
