@@ -117,8 +117,8 @@ type simplifier struct {
 	stats *SimplifyStats
 	err   error
 
-	// Per sweep.
-	n       int     // values at the start; ids from n on were inserted during the sweep
+	// Per sweep, over the n values the sweep starts with and those it
+	// inserts (ids n, n+1, ...).
 	cur     ir.ID   // the value being simplified; inserted values go before it
 	repl    []ir.ID // repl[id]: the value that replaces id (id itself when none)
 	output  []bool  // graph outputs: rewritten in place, never replaced
@@ -134,7 +134,6 @@ type simplifier struct {
 func (s *simplifier) round() (bool, error) {
 	g := s.g
 	n := len(g.Values)
-	s.n = n
 	s.repl = s.repl[:0]
 	s.output = s.output[:0]
 	s.gradUpd = s.gradUpd[:0]
