@@ -247,7 +247,13 @@ func (g *Graph) Clone() *Graph {
 // gradient and update, must be kept.
 func (g *Graph) Retain(keep []bool) {
 	remap := make([]ID, len(g.Values))
-	var vals []Value
+	n := 0
+	for _, k := range keep[:len(g.Values)] {
+		if k {
+			n++
+		}
+	}
+	vals := make([]Value, 0, n)
 	for i, v := range g.Values {
 		if !keep[i] {
 			remap[i] = NoID
@@ -296,4 +302,87 @@ func (g *Graph) Where(id ID) string {
 		return fmt.Sprintf("%s:%d:%d", f, v.Pos.Line, v.Pos.Col)
 	}
 	return g.NameOf(id)
+}
+
+// ReplaceUses makes every argument, gradient and update that refers to old
+// refer to new instead. Outputs keep referring to old: they are the names
+// users read results by, so a pass rewrites an output in place rather than
+// redirect it. new must be defined before every user of old. It walks the
+// whole graph; to replace many values at once use RedirectUses.
+func (g *Graph) ReplaceUses(old, new ID) {
+	to := make([]ID, len(g.Values))
+	for i := range to {
+		to[i] = ID(i)
+	}
+	to[old] = new
+	g.RedirectUses(to)
+}
+
+// RedirectUses replaces many values at once, in one walk: to[id] is the
+// value that takes id's place (to[id] == id when none does), and chains are
+// followed (to[a] = b, to[b] = c sends a's uses to c). Arguments, gradients
+// and updates are redirected; outputs are not (see ReplaceUses). Every
+// replacement must be defined before the users of what it replaces.
+func (g *Graph) RedirectUses(to []ID) {
+	find := func(id ID) ID {
+		for to[id] != id {
+			if to[to[id]] != to[id] {
+				to[id] = to[to[id]] // halve the chain
+			}
+			id = to[id]
+		}
+		return id
+	}
+	for i := range g.Values {
+		args := g.Values[i].Args
+		for j, a := range args {
+			args[j] = find(a)
+		}
+	}
+	for i := range g.Grads {
+		g.Grads[i].Grad = find(g.Grads[i].Grad)
+	}
+	for i := range g.Updates {
+		g.Updates[i].Value = find(g.Updates[i].Value)
+	}
+}
+
+// Reorder puts the values in the given order, renumbering ids densely:
+// order lists every value exactly once, and every value must come after its
+// arguments. Outputs, gradients and updates follow their values.
+func (g *Graph) Reorder(order []ID) {
+	if len(order) != len(g.Values) {
+		panic(fmt.Sprintf("ir: Reorder given %d ids for %d values", len(order), len(g.Values)))
+	}
+	remap := make([]ID, len(g.Values))
+	for i := range remap {
+		remap[i] = NoID
+	}
+	for i, id := range order {
+		if remap[id] != NoID {
+			panic(fmt.Sprintf("ir: Reorder lists value %d twice", id))
+		}
+		remap[id] = ID(i)
+	}
+	vals := make([]Value, len(g.Values))
+	for i, id := range order {
+		v := g.Values[id]
+		for j, a := range v.Args {
+			v.Args[j] = remap[a]
+		}
+		vals[i] = v
+	}
+	g.Values = vals
+	for i, o := range g.Outputs {
+		g.Outputs[i] = remap[o]
+	}
+	for i := range g.Grads {
+		g.Grads[i].Param = remap[g.Grads[i].Param]
+		g.Grads[i].Grad = remap[g.Grads[i].Grad]
+	}
+	for i := range g.Updates {
+		g.Updates[i].Target = remap[g.Updates[i].Target]
+		g.Updates[i].Value = remap[g.Updates[i].Value]
+	}
+	g.names = nil
 }

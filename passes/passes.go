@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kilnml/kiln/ir"
@@ -164,6 +165,12 @@ func Run(g *ir.Graph, ps []Pass, dbg Debug, after func(pass string, g *ir.Graph)
 	if out == nil {
 		out = os.Stderr
 	}
+	var notes *[]string
+	if dbg.Time {
+		notes = new([]string)
+		passNotes.Store(g, notes)
+		defer passNotes.Delete(g)
+	}
 	for _, p := range ps {
 		before := len(g.Values)
 		start := time.Now()
@@ -171,7 +178,12 @@ func Run(g *ir.Graph, ps []Pass, dbg Debug, after func(pass string, g *ir.Graph)
 			return fmt.Errorf("%s: %w", p.Name, err)
 		}
 		if dbg.Time {
-			fmt.Fprintf(out, "pass %-10s %10s  values %d -> %d\n", p.Name, time.Since(start).Round(time.Microsecond), before, len(g.Values))
+			note := ""
+			if len(*notes) > 0 {
+				note = "  (" + strings.Join(*notes, "; ") + ")"
+				*notes = (*notes)[:0]
+			}
+			fmt.Fprintf(out, "pass %-10s %10s  values %d -> %d%s\n", p.Name, time.Since(start).Round(time.Microsecond), before, len(g.Values), note)
 		}
 		if dbg.Check {
 			if err := ir.Check(g); err != nil {
@@ -186,6 +198,21 @@ func Run(g *ir.Graph, ps []Pass, dbg Debug, after func(pass string, g *ir.Graph)
 		}
 	}
 	return nil
+}
+
+// passNotes holds, for each graph that Run is timing (KILN_DEBUG=time),
+// the notes that passes add with passNote; Run prints them at the end of
+// the pass's timing line and clears them.
+var passNotes sync.Map // *ir.Graph -> *[]string
+
+// passNote adds a note (rounds, rewrites) to the timing line of the pass
+// running on g. It does nothing unless Run is timing g, so a
+// pass may call it unconditionally.
+func passNote(g *ir.Graph, format string, args ...any) {
+	if p, ok := passNotes.Load(g); ok {
+		notes := p.(*[]string)
+		*notes = append(*notes, fmt.Sprintf(format, args...))
+	}
 }
 
 // Shapes re-infers the type of every computed value from its op, arguments
