@@ -139,8 +139,9 @@ func batchOf(p *planner.Plan) int {
 // traffic estimates the bytes one step moves: for every step of the plan,
 // the sizes of the buffers it reads (each argument, as often as it is one)
 // and of the buffer it writes. The update copies count like kernels. It is
-// a lower bound of what the kernels touch, read from the plan alone, so
-// that fusion, which removes intermediate buffers, visibly lowers it.
+// read from the plan alone, as if every buffer were read once per use and
+// no cache helped: a model of the traffic, not a measurement, in which
+// fusion, which removes intermediate buffers, visibly lowers the total.
 func traffic(p *planner.Plan) int64 {
 	var n int64
 	for _, st := range p.Steps {
