@@ -16,6 +16,7 @@ func runDump(args []string, stdout io.Writer) error {
 	o0 := addO0Flag(fs)
 	after := fs.String("after", "", "print the IR after this pass, or after every pass with all (passes: "+strings.Join(passes.Order, ", ")+")")
 	dot := fs.Bool("dot", false, "write Graphviz dot instead of .kir text")
+	html := fs.String("html", "", "write an HTML page with the graph after every pass side by side to this file")
 	of := addOptimizerFlags(fs, "")
 	pos, err := parseFlags(fs, args, stdout)
 	if err != nil {
@@ -34,6 +35,9 @@ func runDump(args []string, stdout io.Writer) error {
 			return usagef("unknown pass %q for -after (passes: %s, or all)", *after, strings.Join(passes.Order, ", "))
 		}
 	}
+	if *html != "" && (*after != "" || *dot) {
+		return usagef("-html writes every pass; it does not combine with -after or -dot")
+	}
 	opt, err := of.config()
 	if err != nil {
 		return err
@@ -41,6 +45,9 @@ func runDump(args []string, stdout io.Writer) error {
 	g, opts, err := load(path, opt, *o0)
 	if err != nil {
 		return err
+	}
+	if *html != "" {
+		return dumpHTML(*html, path, g, opts, args, stdout)
 	}
 	write := func(g *ir.Graph) {
 		if *dot {
@@ -73,4 +80,25 @@ func runDump(args []string, stdout io.Writer) error {
 		return fmt.Errorf("%s: pass %s did not run for this graph (it runs with -optimizer, or needs params)", path, *after)
 	}
 	return nil
+}
+
+// dumpHTML writes the page of kiln dump -html (html.go) to out and says so
+// on stdout.
+func dumpHTML(out, path string, g *ir.Graph, opts kiln.Options, args []string, stdout io.Writer) error {
+	snaps, err := recordPasses(g, opts)
+	if err != nil {
+		return err
+	}
+	page := newHTMLPage(g.Name, path, commandLine(append([]string{"kiln", "dump"}, args...)), snaps)
+	if err := writeFileAtomic(out, func(w io.Writer) error { return writeHTML(w, page) }); err != nil {
+		return err
+	}
+	changed := 0
+	for _, c := range page.Columns[1:] {
+		if c.Changed {
+			changed++
+		}
+	}
+	_, err = fmt.Fprintf(stdout, "wrote %s: %d passes (%d changed the graph), %d values after the last\n", out, len(page.Columns)-1, changed, snaps[len(snaps)-1].After)
+	return err
 }

@@ -1,5 +1,5 @@
 // Command kiln compiles dataflow graphs (.kir files) into training plans and
-// runs them: kiln dump, grad, plan and train. Run kiln help for usage.
+// runs them: kiln dump, grad, plan, bench and train. Run kiln help for usage.
 package main
 
 import (
@@ -27,9 +27,10 @@ var commands []command
 
 func init() {
 	commands = []command{
-		{"dump", "[-after PASS|all] [-dot] [-O0] [-optimizer sgd|adam] FILE.kir", "print the IR after a pass (default: after the whole pipeline)", runDump},
+		{"dump", "[-after PASS|all] [-dot] [-html OUT.html] [-O0] [-optimizer sgd|adam] FILE.kir", "print the IR after a pass (default: after the whole pipeline), or write every pass as one HTML page", runDump},
 		{"grad", "FILE.kir -inputs IN.safetensors -out OUT.safetensors", "run the graph and its backward; write the outputs and grad/PARAM for every param", runGrad},
 		{"plan", "[-O0] [-optimizer sgd|adam] FILE.kir", "print the execution plan: steps, buffers with offsets, peak and lower bound", runPlan},
+		{"bench", "[-O0] [-batch N] [-steps N] [-warmup N] [-optimizer sgd|adam] [-seed N] FILE.kir", "time training steps on random inputs: median step time, samples/s, memory traffic", runBench},
 		{"train", "[MODEL.kir -data FILE.csv] [-epochs N] [-optimizer adam] ...", "train a model (with no arguments: the built-in digits MLP)", runTrain},
 		{"gradcheck", "[-inputs IN.safetensors] [-seed N] FILE.kir", "check every param's analytic gradient against central differences in float64", runGradcheck},
 		{"ops", "[-md]", "list every op: arguments, attributes with defaults, gradient", runOps},

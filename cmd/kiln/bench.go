@@ -1,0 +1,237 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kilnml/kiln"
+	"github.com/kilnml/kiln/exec/cpu"
+	"github.com/kilnml/kiln/ir"
+	"github.com/kilnml/kiln/kernels"
+	"github.com/kilnml/kiln/passes"
+	"github.com/kilnml/kiln/planner"
+)
+
+// runBench implements kiln bench: it compiles a model as the other commands
+// do (with the gradient when it has params, the update with -optimizer),
+// fills its inputs with random values, runs -warmup untimed steps and then
+// -steps timed ones, and prints the plan's size, the median step time with
+// its range, the throughput and the estimated memory traffic.
+func runBench(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	o0 := addO0Flag(fs)
+	batch := fs.Int("batch", 0, "set every input's first dimension to N and re-infer the types (default: as the model says)")
+	steps := fs.Int("steps", 20, "timed steps")
+	warmup := fs.Int("warmup", 3, "untimed steps before the timed ones")
+	seed := fs.Uint64("seed", 1, "seed of the random inputs and the param initialization")
+	of := addOptimizerFlags(fs, "")
+	pos, err := parseFlags(fs, args, stdout)
+	if err != nil {
+		return err
+	}
+	path, err := oneFile(pos, "FILE.kir")
+	if err != nil {
+		return err
+	}
+	switch {
+	case *steps < 1:
+		return usagef("-steps must be at least 1, found %d", *steps)
+	case *warmup < 0:
+		return usagef("-warmup must not be negative, found %d", *warmup)
+	case *batch < 0:
+		return usagef("-batch must be at least 1, found %d", *batch)
+	}
+	opt, err := of.config()
+	if err != nil {
+		return err
+	}
+	g, opts, err := load(path, opt, *o0)
+	if err != nil {
+		return err
+	}
+	if *batch > 0 {
+		if err := rebatch(g, *batch); err != nil {
+			return fail(path, "%v", err)
+		}
+	}
+	p, err := kiln.Compile(g, opts)
+	if err != nil {
+		return err
+	}
+	x, err := cpu.New(p, cpu.Options{Seed: *seed, CheckNaN: opts.Debug.NaN})
+	if err != nil {
+		return fail(path, "%v", err)
+	}
+	// Labels and indices are drawn in range from the ops that read them in
+	// the source graph (fusion may hide those ops in the compiled one).
+	feeds := kiln.RandomFeeds(g, *seed)
+	for _, i := range p.Inputs {
+		name := p.Buffers[i].Name
+		t, err := x.Get(name)
+		if err != nil {
+			return err
+		}
+		if err := kernels.SetFloat64s(t, feeds[name]); err != nil {
+			return fail(path, "input %%%s: %v", name, err)
+		}
+	}
+	ctx := context.Background()
+	for range *warmup {
+		if err := x.Step(ctx); err != nil {
+			return fail(path, "%v", err)
+		}
+	}
+	runtime.GC()
+	times := make([]time.Duration, *steps)
+	for i := range times {
+		start := time.Now()
+		if err := x.Step(ctx); err != nil {
+			return fail(path, "%v", err)
+		}
+		times[i] = time.Since(start)
+	}
+	r := benchResult{
+		Model: g.Name, File: path, Compile: benchCompile(opts), Batch: batchOf(p), Rebatched: *batch > 0,
+		Steps: len(p.Steps), Buffers: len(p.Buffers), Arena: p.ArenaBytes, LowerBound: p.LowerBound,
+		Warmup: *warmup, Times: times, Traffic: traffic(p),
+	}
+	_, err = io.WriteString(stdout, r.Format())
+	return err
+}
+
+// rebatch sets the first dimension of every input of rank at least 1 to n
+// and re-infers every computed type (passes.Shapes). A value whose
+// attributes spell the old batch size, like a reshape to a literal shape,
+// makes the inference fail; the error names it.
+func rebatch(g *ir.Graph, n int) error {
+	for _, id := range g.Inputs() {
+		v := g.Value(id)
+		if len(v.Type.Shape) == 0 {
+			continue
+		}
+		s := v.Type.Shape.Clone()
+		s[0] = n
+		v.Type.Shape = s
+	}
+	if err := passes.Shapes(g); err != nil {
+		return fmt.Errorf("-batch %d: the graph does not re-batch: %v (an attribute that spells the batch size, like a reshape's shape, does not follow -batch)", n, err)
+	}
+	return nil
+}
+
+// batchOf returns the batch size of a plan: the first dimension of its first
+// input of rank at least 1, or 1 when it has none.
+func batchOf(p *planner.Plan) int {
+	for _, i := range p.Inputs {
+		if s := p.Buffers[i].Type.Shape; len(s) > 0 {
+			return s[0]
+		}
+	}
+	return 1
+}
+
+// traffic estimates the bytes one step moves: for every step of the plan,
+// the sizes of the buffers it reads (each argument, as often as it is one)
+// and of the buffer it writes. The update copies count like kernels. It is
+// read from the plan alone, as if every buffer were read once per use and
+// no cache helped: a model of the traffic, not a measurement, in which
+// fusion, which removes intermediate buffers, visibly lowers the total.
+func traffic(p *planner.Plan) int64 {
+	var n int64
+	for _, st := range p.Steps {
+		for _, a := range st.Args {
+			n += p.Buffers[a].Size
+		}
+		n += p.Buffers[st.Out].Size
+	}
+	return n
+}
+
+// benchCompile describes how the plan was compiled, for the report.
+func benchCompile(opts kiln.Options) string {
+	passes := "default passes"
+	if opts.O0 {
+		passes = "-O0 (without simplify and fuse)"
+	}
+	switch {
+	case opts.Optimizer != nil:
+		return passes + "; forward, backward and " + opts.Optimizer.Kind + " update"
+	case opts.Grad:
+		return passes + "; forward and backward"
+	}
+	return passes + "; forward"
+}
+
+// benchResult is what kiln bench measured.
+type benchResult struct {
+	Model, File, Compile string
+	Batch                int
+	Rebatched            bool // -batch set the batch size
+	Steps, Buffers       int
+	Arena, LowerBound    int64
+	Warmup               int
+	Times                []time.Duration // the timed steps
+	Traffic              int64           // estimated bytes per step
+}
+
+// median returns the median of the timed steps (the mean of the middle two
+// for an even count), and the fastest and slowest.
+func (r *benchResult) median() (med, lo, hi time.Duration) {
+	t := slices.Clone(r.Times)
+	slices.Sort(t)
+	n := len(t)
+	med = t[n/2]
+	if n%2 == 0 {
+		med = (t[n/2-1] + t[n/2]) / 2
+	}
+	return med, t[0], t[n-1]
+}
+
+// Format prints the result, one "key value" line per figure; bench/run.sh
+// reads the median and traffic lines, whose values are plain numbers in a
+// fixed unit.
+func (r *benchResult) Format() string {
+	med, lo, hi := r.median()
+	var b strings.Builder
+	line := func(key, format string, args ...any) {
+		fmt.Fprintf(&b, "%-10s %s\n", key, fmt.Sprintf(format, args...))
+	}
+	line("model", "%s (%s)", r.Model, r.File)
+	line("compile", "%s", r.Compile)
+	if r.Rebatched {
+		line("batch", "%d (-batch)", r.Batch)
+	} else {
+		line("batch", "%d", r.Batch)
+	}
+	line("plan", "%d steps, %d buffers", r.Steps, r.Buffers)
+	line("arena", "%d bytes (lower bound %d)", r.Arena, r.LowerBound)
+	line("runs", "%d warmup, %d timed steps", r.Warmup, len(r.Times))
+	line("median", "%s ms", ms(med))
+	line("range", "%s - %s ms", ms(lo), ms(hi))
+	line("samples/s", "%.0f", float64(r.Batch)/med.Seconds())
+	line("traffic", "%.3f MB per step (%d bytes), %.2f GB/s", float64(r.Traffic)/1e6, r.Traffic, float64(r.Traffic)/med.Seconds()/1e9)
+	return b.String()
+}
+
+// ms formats d in milliseconds with four significant digits and no
+// exponent.
+func ms(d time.Duration) string {
+	v := d.Seconds() * 1e3
+	switch {
+	case v >= 1000:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 100:
+		return fmt.Sprintf("%.1f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.2f", v)
+	case v >= 1:
+		return fmt.Sprintf("%.3f", v)
+	}
+	return fmt.Sprintf("%.4f", v)
+}

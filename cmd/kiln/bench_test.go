@@ -1,0 +1,185 @@
+package main
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// benchFields parses kiln bench's "key value" lines.
+func benchFields(t *testing.T, out string) map[string]string {
+	t.Helper()
+	f := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		key, value, ok := strings.Cut(line, " ")
+		if !ok {
+			t.Fatalf("line without a value: %q\n%s", line, out)
+		}
+		f[key] = strings.TrimSpace(value)
+	}
+	return f
+}
+
+// TestBench runs kiln bench on the digits MLP (a few steps: the test checks
+// the report, not the speed) and checks every field.
+func TestBench(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		args    []string
+		batch   string
+		compile string
+	}{
+		{"gradient", []string{"-steps", "3"}, "32", "default passes; forward and backward"},
+		{"adam -O0", []string{"-steps", "3", "-warmup", "0", "-optimizer", "adam", "-O0"}, "32", "-O0 (without simplify and fuse); forward, backward and adam update"},
+		{"batch 64", []string{"-steps", "3", "-batch", "64", "-optimizer", "sgd"}, "64 (-batch)", "default passes; forward, backward and sgd update"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runKiln(t, append(append([]string{"bench"}, tt.args...), digitsMLP)...)
+			r.want(t, 0)
+			if r.stderr != "" {
+				t.Errorf("unexpected stderr:\n%s", r.stderr)
+			}
+			f := benchFields(t, r.stdout)
+			want := map[string]*regexp.Regexp{
+				"model":     regexp.MustCompile(`^digits_mlp \(` + regexp.QuoteMeta(digitsMLP) + `\)$`),
+				"compile":   regexp.MustCompile(`^` + regexp.QuoteMeta(tt.compile) + `$`),
+				"batch":     regexp.MustCompile(`^` + regexp.QuoteMeta(tt.batch) + `$`),
+				"plan":      regexp.MustCompile(`^\d+ steps, \d+ buffers$`),
+				"arena":     regexp.MustCompile(`^\d+ bytes \(lower bound \d+\)$`),
+				"runs":      regexp.MustCompile(`^\d+ warmup, 3 timed steps$`),
+				"median":    regexp.MustCompile(`^\d+\.?\d* ms$`),
+				"range":     regexp.MustCompile(`^\d+\.?\d* - \d+\.?\d* ms$`),
+				"samples/s": regexp.MustCompile(`^\d+$`),
+				"traffic":   regexp.MustCompile(`^\d+\.\d{3} MB per step \(\d+ bytes\), \d+\.\d\d GB/s$`),
+			}
+			for key, re := range want {
+				if !re.MatchString(f[key]) {
+					t.Errorf("%s: %q does not match %s", key, f[key], re)
+				}
+			}
+			if len(f) != len(want) {
+				t.Errorf("%d fields, want %d:\n%s", len(f), len(want), r.stdout)
+			}
+			// The throughput is the batch over the median.
+			med, _ := strconv.ParseFloat(strings.TrimSuffix(f["median"], " ms"), 64)
+			sps, _ := strconv.ParseFloat(f["samples/s"], 64)
+			batch, _ := strconv.Atoi(strings.Fields(f["batch"])[0])
+			if want := float64(batch) / (med / 1e3); med > 0 && (sps < 0.99*want || sps > 1.01*want) {
+				t.Errorf("samples/s %g, want batch/median = %g", sps, want)
+			}
+		})
+	}
+}
+
+// TestBenchTraffic checks the traffic estimate on a graph small enough to
+// count by hand, and that -batch scales it.
+func TestBenchTraffic(t *testing.T) {
+	t.Parallel()
+	path := writeFile(t, "chain.kir", `graph chain
+input %x: f32[16,4]
+%a = exp %x
+%b = mul %a, %x
+%s = sum %b
+output %s
+`)
+	for _, tt := range []struct {
+		args  []string
+		bytes int
+	}{
+		// exp reads x and writes a; mul reads a and x and writes b; sum
+		// reads b and writes a scalar: 6 buffers of 16*4 floats and 4 bytes.
+		{nil, 6*16*4*4 + 4},
+		{[]string{"-batch", "2"}, 6*2*4*4 + 4},
+	} {
+		r := runKiln(t, append(append([]string{"bench", "-O0", "-steps", "1", "-warmup", "0"}, tt.args...), path)...)
+		r.want(t, 0)
+		if want := "(" + strconv.Itoa(tt.bytes) + " bytes)"; !strings.Contains(benchFields(t, r.stdout)["traffic"], want) {
+			t.Errorf("bench %v: traffic %q, want %s", tt.args, benchFields(t, r.stdout)["traffic"], want)
+		}
+		if want := "forward"; !strings.HasSuffix(benchFields(t, r.stdout)["compile"], want) {
+			t.Errorf("a graph without params compiles %q, want %q", benchFields(t, r.stdout)["compile"], want)
+		}
+	}
+}
+
+func TestBenchErrors(t *testing.T) {
+	t.Parallel()
+	reshape := writeFile(t, "reshape.kir", `graph rs
+input %x: f32[32,8]
+param %w: f32[8,4]
+%h = matmul %x, %w
+%flat = reshape %h {shape=[128]}
+%s = sum %flat
+output %s
+`)
+	tests := []struct {
+		name string
+		args []string
+		code int
+		msg  []string
+	}{
+		{"literal batch", []string{"-batch", "64", reshape}, 1, []string{reshape + ":5:", "%flat", "-batch 64", "reshape", "does not re-batch"}},
+		{"zero steps", []string{"-steps", "0", digitsMLP}, 2, []string{"-steps must be at least 1"}},
+		{"negative warmup", []string{"-warmup", "-1", digitsMLP}, 2, []string{"-warmup must not be negative"}},
+		{"negative batch", []string{"-batch", "-2", digitsMLP}, 2, []string{"-batch must be at least 1"}},
+		{"no file", nil, 2, []string{"missing FILE.kir"}},
+		{"bad optimizer", []string{"-optimizer", "rmsprop", digitsMLP}, 2, []string{"rmsprop"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runKiln(t, append([]string{"bench"}, tt.args...)...)
+			r.want(t, tt.code)
+			msg := r.stderr
+			if tt.code == 1 {
+				msg = oneLine(t, r.stderr)
+			}
+			containsAll(t, "stderr", msg, append([]string{"kiln bench: "}, tt.msg...)...)
+			if r.stdout != "" {
+				t.Errorf("unexpected stdout:\n%s", r.stdout)
+			}
+		})
+	}
+}
+
+func TestBenchMedian(t *testing.T) {
+	t.Parallel()
+	ms := time.Millisecond
+	tests := []struct {
+		times       []time.Duration
+		med, lo, hi time.Duration
+	}{
+		{[]time.Duration{3 * ms}, 3 * ms, 3 * ms, 3 * ms},
+		{[]time.Duration{5 * ms, 1 * ms, 3 * ms}, 3 * ms, 1 * ms, 5 * ms},
+		{[]time.Duration{4 * ms, 1 * ms, 2 * ms, 9 * ms}, 3 * ms, 1 * ms, 9 * ms},
+	}
+	for _, tt := range tests {
+		r := benchResult{Times: tt.times}
+		med, lo, hi := r.median()
+		if med != tt.med || lo != tt.lo || hi != tt.hi {
+			t.Errorf("median(%v) = %v, %v, %v; want %v, %v, %v", tt.times, med, lo, hi, tt.med, tt.lo, tt.hi)
+		}
+	}
+}
+
+func TestMs(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		d    time.Duration
+		want string
+	}{
+		{12345 * time.Nanosecond, "0.0123"},
+		{1234567 * time.Nanosecond, "1.235"},
+		{12345678 * time.Nanosecond, "12.35"},
+		{123456789 * time.Nanosecond, "123.5"},
+		{2345678901 * time.Nanosecond, "2346"},
+	}
+	for _, tt := range tests {
+		if got := ms(tt.d); got != tt.want {
+			t.Errorf("ms(%v) = %q, want %q", tt.d, got, tt.want)
+		}
+	}
+}
