@@ -152,8 +152,9 @@ func kanBsplineFull[T float](b, t []T, x T, order int) {
 
 // buildKanLogicGate builds logic_gate(a, b, logits [G,16]). Each call first
 // turns every gate's logits into [A,B,C,D] = softmax(logits[g]) @ coeff
-// (softmax as the softmax kernel computes it, softmaxRow; the products with the small integer coefficients
-// are exact and added in index order), then makes one pass over the
+// (softmax as the softmax kernel computes it, softmaxRow; the products
+// with the small integer coefficients are exact and added in index order),
+// then makes one pass over the
 // broadcast output: out = ((A + B·a) + C·b) + D·(a·b).
 func buildKanLogicGate[T float](n *kernels.Node) (kernels.Func, error) {
 	shape := n.Out.Shape
