@@ -154,8 +154,7 @@ func kanBsplineFull[T float](b, t []T, x T, order int) {
 // turns every gate's logits into [A,B,C,D] = softmax(logits[g]) @ coeff
 // (softmax as the softmax kernel computes it, softmaxRow; the products
 // with the small integer coefficients are exact and added in index order),
-// then makes one pass over the
-// broadcast output: out = ((A + B·a) + C·b) + D·(a·b).
+// then makes one pass over the broadcast output: out = ((A + B·a) + C·b) + D·(a·b).
 func buildKanLogicGate[T float](n *kernels.Node) (kernels.Func, error) {
 	shape := n.Out.Shape
 	gates := shape[len(shape)-1] // rank >= 1, checked by inference
