@@ -51,12 +51,25 @@ func fusepatBuildSoftmaxGrad[T float](n *kernels.Node) (kernels.Func, error) {
 	if inner == 1 {
 		return func(out kernels.Tensor, args []kernels.Tensor) error {
 			o, dy, y := kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1])
-			for r := range outer {
-				lo, hi := r*dim, (r+1)*dim
+			if dim == 0 {
+				return nil
+			}
+			var sums [fusepatBlock]T
+			for r := 0; r < outer; r += fusepatBlock {
+				k := min(fusepatBlock, outer-r)
+				lo, hi := r*dim, (r+k)*dim
 				if logGrad {
-					fusepatLogSoftmaxGradRow(o[lo:hi], dy[lo:hi], y[lo:hi])
+					fusepatRowSums(sums[:k], dy[lo:hi], nil, dim)
 				} else {
-					fusepatSoftmaxGradRow(o[lo:hi], dy[lo:hi], y[lo:hi])
+					fusepatRowSums(sums[:k], dy[lo:hi], y[lo:hi], dim)
+				}
+				for j, s := range sums[:k] {
+					a, b := lo+j*dim, lo+(j+1)*dim
+					if logGrad {
+						fusepatLogSoftmaxGradRow(o[a:b], dy[a:b], y[a:b], s)
+					} else {
+						fusepatSoftmaxGradRow(o[a:b], dy[a:b], y[a:b], s)
+					}
 				}
 			}
 			return nil
@@ -96,23 +109,72 @@ func fusepatBuildSoftmaxGrad[T float](n *kernels.Node) (kernels.Func, error) {
 	}, nil
 }
 
-// fusepatSoftmaxGradRow writes y * (dy - sum(dy*y)) for one row.
-func fusepatSoftmaxGradRow[T float](out, dy, y []T) {
-	var s T
-	for i, d := range dy {
-		s += T(d * y[i])
+// fusepatBlock is the number of rows whose sums fusepatRowSums forms
+// together.
+const fusepatBlock = 4
+
+// fusepatRowSums sets sums[j] to the sum of row j of the len(sums)
+// consecutive rows of length dim in dy, of dy*y (each product rounded to
+// T) when y is non-nil. Each row is summed from zero in index order, as the
+// sum kernel does, but up to fusepatBlock rows advance together, so that
+// their additions, each waiting on its own row's previous one, overlap.
+func fusepatRowSums[T float](sums, dy, y []T, dim int) {
+	if len(sums) < fusepatBlock {
+		for j := range sums {
+			var s T
+			d := dy[j*dim : (j+1)*dim]
+			if y == nil {
+				for _, v := range d {
+					s += v
+				}
+			} else {
+				yr := y[j*dim : (j+1)*dim]
+				yr = yr[:len(d)]
+				for i, v := range d {
+					s += T(v * yr[i])
+				}
+			}
+			sums[j] = s
+		}
+		return
 	}
+	d0, d1, d2, d3 := dy[:dim], dy[dim:2*dim], dy[2*dim:3*dim], dy[3*dim:4*dim]
+	var s0, s1, s2, s3 T
+	if y == nil {
+		d1, d2, d3 = d1[:len(d0)], d2[:len(d0)], d3[:len(d0)]
+		for i, v := range d0 {
+			s0 += v
+			s1 += d1[i]
+			s2 += d2[i]
+			s3 += d3[i]
+		}
+	} else {
+		y0, y1, y2, y3 := y[:dim], y[dim:2*dim], y[2*dim:3*dim], y[3*dim:4*dim]
+		d1, d2, d3 = d1[:len(d0)], d2[:len(d0)], d3[:len(d0)]
+		y0, y1, y2, y3 = y0[:len(d0)], y1[:len(d0)], y2[:len(d0)], y3[:len(d0)]
+		for i, v := range d0 {
+			s0 += T(v * y0[i])
+			s1 += T(d1[i] * y1[i])
+			s2 += T(d2[i] * y2[i])
+			s3 += T(d3[i] * y3[i])
+		}
+	}
+	sums[0], sums[1], sums[2], sums[3] = s0, s1, s2, s3
+}
+
+// fusepatSoftmaxGradRow writes y * (dy - s) for one row whose sum of dy*y
+// is s.
+func fusepatSoftmaxGradRow[T float](out, dy, y []T, s T) {
+	y, out = y[:len(dy)], out[:len(dy)]
 	for i, d := range dy {
 		out[i] = y[i] * (d - s)
 	}
 }
 
-// fusepatLogSoftmaxGradRow writes dy - exp(y) * sum(dy) for one row.
-func fusepatLogSoftmaxGradRow[T float](out, dy, y []T) {
-	var s T
-	for _, d := range dy {
-		s += d
-	}
+// fusepatLogSoftmaxGradRow writes dy - exp(y) * s for one row whose sum of
+// dy is s.
+func fusepatLogSoftmaxGradRow[T float](out, dy, y []T, s T) {
+	y, out = y[:len(dy)], out[:len(dy)]
 	for i, d := range dy {
 		out[i] = d - T(exp(y[i])*s)
 	}
@@ -138,11 +200,12 @@ func fusepatBuildMaxGrad[T float](n *kernels.Node) (kernels.Func, error) {
 	}
 	if trailing {
 		size := xs[len(xs)-len(axes):].NumElements()
+		exact := size <= 1<<24 // every count up to size is exact in f32 and f64
 		return func(out kernels.Tensor, args []kernels.Tensor) error {
 			o, dy, x, y := kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1]), kernels.View[T](args[2])
 			for r, yv := range y {
 				lo, hi := r*size, (r+1)*size
-				fusepatMaxGradRow(o[lo:hi], x[lo:hi], yv, dy[r])
+				fusepatMaxGradRow(o[lo:hi], x[lo:hi], yv, dy[r], exact)
 			}
 			return nil
 		}, nil
@@ -176,23 +239,64 @@ func fusepatBuildMaxGrad[T float](n *kernels.Node) (kernels.Func, error) {
 }
 
 // fusepatMaxGradRow writes the max/min gradient of one contiguous slice x
-// whose result is yv and whose incoming gradient is d.
-func fusepatMaxGradRow[T float](out, x []T, yv, d T) {
+// whose result is yv and whose incoming gradient is d. With exact, the
+// ties are counted in an int: the same number as adding 1 in T, since
+// the slice is short enough (at most 2^24 elements) for every partial
+// count to be exact in T. A single hit, the usual case, is remembered, so
+// that the second pass only fills the row with q*0 and stores q*1 at the
+// hit instead of comparing every element again.
+func fusepatMaxGradRow[T float](out, x []T, yv, d T, exact bool) {
 	var one, zero T = 1, 0
 	var count T
-	for _, v := range x {
-		if v == yv {
-			count += one
+	at := -1
+	if exact {
+		n := 0
+		for i, v := range x {
+			if v == yv {
+				if n == 0 {
+					at = i
+				}
+				n++
+			}
+		}
+		count = T(n)
+		if n != 1 {
+			at = -1
+		}
+	} else {
+		for _, v := range x {
+			if v == yv {
+				count += one
+			}
 		}
 	}
 	q := d / count
 	hit, miss := q*one, q*zero
+	out = out[:len(x)]
+	if at >= 0 {
+		fusepatFill(out, miss)
+		out[at] = hit
+		return
+	}
 	for i, v := range x {
+		o := miss
 		if v == yv {
-			out[i] = hit
-		} else {
-			out[i] = miss
+			o = hit
 		}
+		out[i] = o
+	}
+}
+
+// fusepatFill sets every element of out to v, doubling the filled prefix
+// with copy (a vectorized memmove) instead of storing one element at a
+// time.
+func fusepatFill[T float](out []T, v T) {
+	if len(out) == 0 {
+		return
+	}
+	out[0] = v
+	for k := 1; k < len(out); k *= 2 {
+		copy(out[k:], out[:k])
 	}
 }
 

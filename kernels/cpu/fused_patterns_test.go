@@ -380,3 +380,47 @@ func TestFusepatBuildRejectsBadNodes(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkFusepatKernels times each fused kernel alone on [4096,1024] f32
+// (go test ./kernels/cpu -run '^$' -bench Fusepat -benchtime 20x).
+func BenchmarkFusepatKernels(b *testing.B) {
+	const rows, cols = 4096, 1024
+	r := newRand(1)
+	x := tensorOf([]int{rows, cols}, randVals[float32](r, rows*cols, false))
+	dy := tensorOf([]int{rows, cols}, randVals[float32](r, rows*cols, false))
+	labels := make([]int64, rows)
+	for i := range labels {
+		labels[i] = int64(r.IntN(cols))
+	}
+	red := ir.MakeAttrs("axes", ir.Ints(1))
+	y := mustRun(b, ir.OpSoftmax, nil, x)
+	m := mustRun(b, ir.OpMax, red, x)
+	tests := []struct {
+		name  string
+		op    ir.Op
+		attrs ir.Attrs
+		args  []kernels.Tensor
+	}{
+		{"softmax", ir.OpSoftmax, nil, []kernels.Tensor{x}},
+		{"softmax_grad", ir.OpSoftmaxGrad, nil, []kernels.Tensor{dy, y}},
+		{"log_softmax_grad", ir.OpLogSoftmaxGrad, nil, []kernels.Tensor{dy, y}},
+		{"max", ir.OpMax, red, []kernels.Tensor{x}},
+		{"max_grad", ir.OpMaxGrad, red, []kernels.Tensor{tensorOf([]int{rows}, randVals[float32](r, rows, false)), x, m}},
+		{"softmax_ce_grad", ir.OpSoftmaxCEGrad, nil, []kernels.Tensor{x, tensorOf([]int{rows}, labels), fusepatScalar[float32](1)}},
+	}
+	for _, tc := range tests {
+		b.Run(tc.name, func(b *testing.B) {
+			n := node(b, tc.op, tc.attrs, typesOf(tc.args)...)
+			f, err := Kernels.Build(n)
+			if err != nil {
+				b.Fatal(err)
+			}
+			out := emptyOf(n.Out)
+			for range b.N {
+				if err := f(out, tc.args); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
