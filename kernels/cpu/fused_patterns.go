@@ -166,8 +166,16 @@ func fusepatRowSums[T float](sums, dy, y []T, dim int) {
 // is s.
 func fusepatSoftmaxGradRow[T float](out, dy, y []T, s T) {
 	y, out = y[:len(dy)], out[:len(dy)]
-	for i, d := range dy {
-		out[i] = y[i] * (d - s)
+	i := 0
+	for ; i+4 <= len(dy); i += 4 {
+		d4, y4, o4 := dy[i:i+4:i+4], y[i:i+4:i+4], out[i:i+4:i+4]
+		o4[0] = y4[0] * (d4[0] - s)
+		o4[1] = y4[1] * (d4[1] - s)
+		o4[2] = y4[2] * (d4[2] - s)
+		o4[3] = y4[3] * (d4[3] - s)
+	}
+	for ; i < len(dy); i++ {
+		out[i] = y[i] * (dy[i] - s)
 	}
 }
 
