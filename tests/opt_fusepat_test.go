@@ -259,6 +259,13 @@ func BenchmarkFusePatSoftmaxBackward(b *testing.B) {
 	fusepatBench(b, "softmax_backward.kir", false, ir.OpSoftmaxGrad)
 }
 
+// BenchmarkFusePatLogSoftmaxBackward runs log_softmax's backward alone on
+// [4096,1024] (bench/log_softmax_backward.kir): one log_softmax_grad kernel
+// against sum, exp, mul and sub.
+func BenchmarkFusePatLogSoftmaxBackward(b *testing.B) {
+	fusepatBench(b, "log_softmax_backward.kir", false, ir.OpLogSoftmaxGrad)
+}
+
 // BenchmarkFusePatSoftmaxTrain runs softmax forward and backward on
 // [4096,1024] (loss sum(softmax(x)*t), gradient for x): the forward's exp
 // per element is the same in both plans.
@@ -276,6 +283,13 @@ func BenchmarkFusePatMaxReduce(b *testing.B) {
 // on logits [4096,1024] with integer labels.
 func BenchmarkFusePatSoftmaxCE(b *testing.B) {
 	fusepatBench(b, "softmax_ce.kir", true, ir.OpSoftmaxCEGrad)
+}
+
+// BenchmarkFusePatNLLLogSoftmax runs nll_loss(log_softmax(logits)) on
+// [4096,1024], forward and backward: canonicalized into
+// softmax_cross_entropy with a softmax_ce_grad backward by default.
+func BenchmarkFusePatNLLLogSoftmax(b *testing.B) {
+	fusepatBench(b, "nll_log_softmax.kir", true, ir.OpSoftmaxCEGrad)
 }
 
 func fusepatBench(b *testing.B, file string, grad bool, want ir.Op) {
