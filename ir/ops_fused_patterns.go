@@ -37,14 +37,14 @@ func fusedPatternOps() []opRow {
 				fusedPatternFrom,
 			},
 			Infer: fusedPatternInferMaxGrad, NoGrad: fusedPatternNoGrad,
-			Doc: "the gradient of y = max(x) or min(x) over axes in gather form: each element of a slice reads the slice's y and dy and its tie count n (the elements equal to y, counted by the same kernel) and gets (dy/n)*1 where x == y, else (dy/n)*0, so a NaN slice gives NaN as the unfused rule; no mask is stored"}},
-		{OpSoftmaxCEGrad, OpInfo{Name: "softmax_ce_grad", Args: []string{"logits", "target", "dy"},
+			Doc: "the gradient of y = max(x) or min(x) over axes in gather form (dy of y's shape, or a scalar for every slice): each element of a slice reads the slice's y and dy and its tie count n (the elements equal to y, counted by the same kernel) and gets (dy/n)*1 where x == y, else (dy/n)*0, so a NaN slice gives NaN as the unfused rule; no mask is stored"}},
+		{OpSoftmaxCEGrad, OpInfo{Name: "softmax_ce_grad", Args: []string{"logits", "target", "dy"}, Optional: 1,
 			Attrs: []AttrSpec{
-				{Name: "reduction", Kind: AttrString, Default: defString(lossMean), Doc: `how dy scales the rows: "mean" dy/N, "sum" dy, "none" dy[n] per row`},
+				{Name: "reduction", Kind: AttrString, Default: defString(lossMean), Doc: `how dy scales the rows: "mean" dy/N, "sum" dy (1 when dy is absent), "none" dy[n] per row`},
 				fusedPatternFrom,
 			},
 			Infer: fusedPatternInferSoftmaxCE, NoGrad: fusedPatternNoGrad,
-			Doc: "the gradient of softmax_cross_entropy with respect to the logits [N,C], one kernel per row: (softmax(logits) - onehot(target)) * scale for integer labels [N], (softmax(logits) * sum(target) - target) * scale for probabilities [N,C], with scale dy*(1/N) (mean, dy a scalar), dy (sum) or dy[n] (none, dy [N] or [N,1])"}},
+			Doc: "the gradient of softmax_cross_entropy with respect to the logits [N,C], one kernel per row: (softmax(logits) - onehot(target)) * scale for integer labels [N], (softmax(logits) * sum(target) - target) * scale for probabilities [N,C], with scale dy*(1/N) (mean, dy a scalar), dy (sum; 1 without dy, where simplification removed a multiplication by 1) or dy[n] (none, dy [N] or [N,1])"}},
 	}
 }
 
@@ -93,8 +93,8 @@ func fusedPatternInferMaxGrad(args []Type, a Attrs) (Type, error) {
 		return Type{}, fmt.Errorf("%v (x %s)", err, x)
 	}
 	want := Type{x.DType, ReducedShape(x.Shape, axes, a.Bool("keepdims", false))}
-	if !y.Equal(want) || !dy.Equal(want) {
-		return Type{}, fmt.Errorf("expected y and dy of type %s (x %s reduced), found %s and %s", want, x, y, dy)
+	if !y.Equal(want) || !dy.Equal(want) && !dy.Equal(Type{x.DType, Shape{}}) {
+		return Type{}, fmt.Errorf("expected y of type %s (x %s reduced) and dy of that type or a scalar, found %s and %s", want, x, y, dy)
 	}
 	return Type{x.DType, x.Shape.Clone()}, nil
 }
@@ -107,7 +107,7 @@ func fusedPatternInferSoftmaxCE(args []Type, a Attrs) (Type, error) {
 	if err != nil {
 		return Type{}, err
 	}
-	lg, tg, dy := args[0], args[1], args[2]
+	lg, tg := args[0], args[1]
 	if !lg.DType.IsFloat() || len(lg.Shape) != 2 {
 		return Type{}, fmt.Errorf("expected float logits [N,C], found %s", lg)
 	}
@@ -124,6 +124,13 @@ func fusedPatternInferSoftmaxCE(args []Type, a Attrs) (Type, error) {
 	default:
 		return Type{}, fmt.Errorf("expected integer labels [%d] or class probabilities %s, found %s", n, lg, tg)
 	}
+	if len(args) == 2 {
+		if r != lossSum {
+			return Type{}, fmt.Errorf(`without dy the reduction must be "sum" (a scale of 1), found %q`, r)
+		}
+		return Type{lg.DType, lg.Shape.Clone()}, nil
+	}
+	dy := args[2]
 	ok := dy.DType == lg.DType
 	if r == lossNone {
 		ok = ok && (dy.Shape.Equal(Shape{n}) || dy.Shape.Equal(Shape{n, 1}))

@@ -17,11 +17,13 @@ import (
 //	                  w = where(equal(x, reshape(y)), 1, 0), y = max or min of x
 //	softmax_ce_grad   mul(sub(softmax(logits), one_hot(labels)), scale), or for
 //	                  probabilities mul(sub(mul(softmax(logits), sum(t, axes=[1],
-//	                  keepdims=true)), t), scale)
+//	                  keepdims=true)), t), scale); the sub alone (scale 1)
 //
-// Commutative operands (mul, equal) match in either order, and the reshapes
-// autodiff puts around dy and y are optional, so the patterns still match
-// after simplification. The fused op takes the place of the group's last
+// Commutative operands (mul, equal) match in either order, the reshapes
+// autodiff puts around dy and y are optional, and the forms simplification
+// leaves of a constant dy are matched too (max's dy a scalar, the
+// cross-entropy difference without its multiplication by 1), so the
+// patterns still match after simplification. The fused op takes the place of the group's last
 // value (same id and name), so outputs, gradients and updates that name it
 // are unchanged; its "from" attribute records the group's .kir lines.
 //
@@ -38,22 +40,26 @@ import (
 // then the replaced values, now unused, are removed.
 func fusePatterns(g *ir.Graph) error {
 	changed := false
-	for {
-		m := fusepatNewMatcher(g)
-		fused := false
-		for id := range g.Values {
-			f, ok := m.match(ir.ID(id))
-			if !ok {
-				continue
+	// The unscaled cross-entropy difference is tried only once every
+	// scaled one has been fused, which would otherwise lose its scale.
+	for _, match := range []func(*fusepatMatcher, ir.ID) (fusepatFusion, bool){(*fusepatMatcher).match, (*fusepatMatcher).softmaxCEUnscaled} {
+		for {
+			m := fusepatNewMatcher(g)
+			fused := false
+			for id := range g.Values {
+				f, ok := match(m, ir.ID(id))
+				if !ok {
+					continue
+				}
+				if err := m.rewrite(f); err != nil {
+					return err
+				}
+				fused, changed = true, true
+				m = fusepatNewMatcher(g)
 			}
-			if err := m.rewrite(f); err != nil {
-				return err
+			if !fused {
+				break
 			}
-			fused, changed = true, true
-			m = fusepatNewMatcher(g)
-		}
-		if !fused {
-			break
 		}
 	}
 	if !changed {
@@ -296,7 +302,10 @@ func (m *fusepatMatcher) maxGrad(root ir.ID) (fusepatFusion, bool) {
 			continue
 		}
 		keep := ir.Type{DType: t.DType, Shape: ir.ReducedShape(t.Shape, axes, true)}
-		if !m.g.Type(q).Equal(keep) || !m.g.Type(dyk).Equal(keep) {
+		// dyk is dy in the keepdims shape, or a scalar (a constant dy,
+		// folded) that every slice shares.
+		scalarDy := m.g.Type(dyk).Equal(ir.Type{DType: t.DType, Shape: ir.Shape{}})
+		if !m.g.Type(q).Equal(keep) || !m.g.Type(dyk).Equal(keep) && !scalarDy {
 			continue
 		}
 		wa := m.val(w).Args
@@ -328,7 +337,10 @@ func (m *fusepatMatcher) maxGrad(root ir.ID) (fusepatFusion, bool) {
 			dy, keepdims := dyk, true
 			switch {
 			case !reshaped:
-				// y has the keepdims shape; dyk does too.
+				// y has the keepdims shape; dyk does too, or is a scalar.
+			case scalarDy:
+				keepdims = m.g.Type(y).Shape.Equal(keep.Shape)
+				group = m.absorb(group, yk)
 			case m.is(dyk, ir.OpReshape) && m.g.Type(m.val(dyk).Args[0]).Equal(m.g.Type(y)):
 				dy, keepdims = m.val(dyk).Args[0], m.g.Type(y).Shape.Equal(keep.Shape)
 				group = m.absorb(group, yk, dyk)
@@ -392,6 +404,23 @@ func (m *fusepatMatcher) softmaxCEGrad(root ir.ID) (fusepatFusion, bool) {
 			attrs: ir.MakeAttrs("reduction", ir.String(reduction)), group: group}, true
 	}
 	return fusepatFusion{}, false
+}
+
+// softmaxCEUnscaled matches the cross-entropy difference alone at root,
+// sub(softmax(logits), one_hot(labels)) or the probabilities' form: what
+// simplification leaves of the gradient of a "sum" loss whose dy is 1
+// (mul(d, 1) is d). It becomes softmax_ce_grad without dy.
+func (m *fusepatMatcher) softmaxCEUnscaled(root ir.ID) (fusepatFusion, bool) {
+	t := m.val(root).Type
+	if m.val(root).Op != ir.OpSub || !t.DType.IsFloat() || len(t.Shape) != 2 {
+		return fusepatFusion{}, false
+	}
+	logits, target, group, ok := m.ceDifference(root, t)
+	if !ok || !m.interiorClosed(root, group) {
+		return fusepatFusion{}, false
+	}
+	return fusepatFusion{root: root, op: ir.OpSoftmaxCEGrad, args: []ir.ID{logits, target},
+		attrs: ir.MakeAttrs("reduction", ir.String("sum")), group: group}, true
 }
 
 // ceDifference matches d = sub(softmax(logits), one_hot(labels)) or
@@ -464,10 +493,13 @@ func (m *fusepatMatcher) ceMeanScale(s ir.ID, n int, dt ir.DType) ([2]int, bool)
 	return [2]int{}, false
 }
 
-// rewrite puts f's op in place of its root, recording the group's lines.
+// rewrite puts f's op in place of its root, recording the lines of the
+// group's values that it replaces.
 func (m *fusepatMatcher) rewrite(f fusepatFusion) error {
 	g := m.g
-	group := slices.Clone(f.group)
+	// A value the fused op reads (a constant dy also used inside the
+	// group) is not replaced.
+	group := slices.DeleteFunc(slices.Clone(f.group), func(v ir.ID) bool { return slices.Contains(f.args, v) })
 	slices.Sort(group)
 	attrs := f.attrs.With(ir.FromAttr, g.Provenance(group...))
 	ty, attrs, err := g.Infer(f.op, attrs, f.args)

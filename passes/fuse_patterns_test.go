@@ -105,6 +105,8 @@ func TestFusePatternsMatches(t *testing.T) {
 		{"max_grad_all", map[ir.Op]int{ir.OpMaxGrad: 1}},
 		{"min_grad_keepdims", map[ir.Op]int{ir.OpMaxGrad: 1}},
 		{"max_grad_shared_mask", nil},
+		{"max_grad_scalar_dy", map[ir.Op]int{ir.OpMaxGrad: 1}},
+		{"softmax_ce_unscaled", map[ir.Op]int{ir.OpSoftmaxCEGrad: 1}},
 		{"softmax_ce_labels", map[ir.Op]int{ir.OpSoftmaxCEGrad: 1}},
 		{"softmax_ce_probs", map[ir.Op]int{ir.OpSoftmaxCEGrad: 1}},
 		{"softmax_ce_none", map[ir.Op]int{ir.OpSoftmaxCEGrad: 1}},

@@ -188,8 +188,8 @@ func fusepatLogSoftmaxGradRow[T float](out, dy, y []T, s T) {
 	}
 }
 
-// fusepatBuildMaxGrad builds max_grad(dy, x, y) {axes, keepdims, min}: for
-// every slice of x over axes, one pass counts the elements equal to the
+// fusepatBuildMaxGrad builds max_grad(dy, x, y) {axes, keepdims, min}, dy
+// of y's shape or a scalar for every slice: for every slice of x over axes, one pass counts the elements equal to the
 // slice's y (adding 1 in T, as the unfused sum of the 0/1 mask does), and
 // one pass writes q*1 where x == y and q*0 elsewhere, q = dy/count. A NaN
 // in the slice makes y NaN, which equals nothing: count 0, q = dy/0 and
@@ -202,6 +202,10 @@ func fusepatBuildMaxGrad[T float](n *kernels.Node) (kernels.Func, error) {
 	if err != nil {
 		return nil, err
 	}
+	dyStep := 1 // 0: one scalar dy for every slice
+	if len(n.Args[0].Shape) == 0 && len(n.Args[2].Shape) != 0 {
+		dyStep = 0
+	}
 	trailing := true
 	for i, ax := range axes {
 		trailing = trailing && ax == len(xs)-len(axes)+i
@@ -213,7 +217,7 @@ func fusepatBuildMaxGrad[T float](n *kernels.Node) (kernels.Func, error) {
 			o, dy, x, y := kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1]), kernels.View[T](args[2])
 			for r, yv := range y {
 				lo, hi := r*size, (r+1)*size
-				fusepatMaxGradRow(o[lo:hi], x[lo:hi], yv, dy[r], exact)
+				fusepatMaxGradRow(o[lo:hi], x[lo:hi], yv, dy[r*dyStep], exact)
 			}
 			return nil
 		}, nil
@@ -233,7 +237,7 @@ func fusepatBuildMaxGrad[T float](n *kernels.Node) (kernels.Func, error) {
 					count += one
 				}
 			}
-			q := dy[r] / count
+			q := dy[r*dyStep] / count
 			for _, e := range elems {
 				if x[b+e] == yv {
 					o[b+e] = q * one
@@ -313,7 +317,9 @@ func fusepatFill[T float](out []T, v T) {
 // passes (softmaxStats, then softmaxNorm's arithmetic), finished in the
 // second pass into (p - onehot)*scale for integer labels or (p*sum(target)
 // - target)*scale for probabilities, scale = dy*(1/N) (mean), dy (sum) or
-// dy[n] (none). A label outside [0,C) is an error, as one_hot's.
+// dy[n] (none); without dy the scale is 1, and x*1 is x, so the result is
+// the unscaled difference's bits. A label outside [0,C) is an error, as
+// one_hot's.
 func fusepatBuildSoftmaxCEGrad[T float](n *kernels.Node) (kernels.Func, error) {
 	rows, classes := n.Args[0].Shape[0], n.Args[0].Shape[1]
 	var mode int
@@ -328,7 +334,11 @@ func fusepatBuildSoftmaxCEGrad[T float](n *kernels.Node) (kernels.Func, error) {
 		return nil, fmt.Errorf(`reduction must be "mean", "sum" or "none", found %q`, r)
 	}
 	inv := T(1 / float64(max(rows, 1))) // the unfused rule's const, rounded to T
+	noDy := len(n.Args) == 2
 	scale := func(dy []T, r int) T {
+		if noDy {
+			return 1
+		}
 		switch mode {
 		case fusepatMean:
 			return dy[0] * inv
@@ -358,7 +368,11 @@ const (
 // fusepatSoftmaxCELabels returns softmax_ce_grad's Func for labels of type L.
 func fusepatSoftmaxCELabels[T float, L integer](rows, classes int, scale func([]T, int) T) kernels.Func {
 	return func(out kernels.Tensor, args []kernels.Tensor) error {
-		o, x, labels, dy := kernels.View[T](out), kernels.View[T](args[0]), kernels.View[L](args[1]), kernels.View[T](args[2])
+		o, x, labels := kernels.View[T](out), kernels.View[T](args[0]), kernels.View[L](args[1])
+		var dy []T
+		if len(args) > 2 {
+			dy = kernels.View[T](args[2])
+		}
 		if classes == 0 {
 			return nil
 		}
@@ -392,7 +406,11 @@ func fusepatSoftmaxCELabels[T float, L integer](rows, classes int, scale func([]
 // targets.
 func fusepatSoftmaxCEProbs[T float](rows, classes int, scale func([]T, int) T) kernels.Func {
 	return func(out kernels.Tensor, args []kernels.Tensor) error {
-		o, x, t, dy := kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1]), kernels.View[T](args[2])
+		o, x, t := kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1])
+		var dy []T
+		if len(args) > 2 {
+			dy = kernels.View[T](args[2])
+		}
 		if classes == 0 {
 			return nil
 		}

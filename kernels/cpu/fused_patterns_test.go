@@ -62,30 +62,41 @@ func fusepatUnfusedMaxGrad[T float](t *testing.T, dy, x, y kernels.Tensor, attrs
 	mask := mustRun(t, ir.OpEqual, nil, x, mustRun(t, ir.OpReshape, reshape, y))
 	w := mustRun(t, ir.OpWhere, nil, mask, fusepatScalar[T](1), fusepatScalar[T](0))
 	count := mustRun(t, ir.OpSum, ir.MakeAttrs("axes", ir.Ints(axes...), "keepdims", ir.BoolAttr(true)), w)
-	q := mustRun(t, ir.OpDiv, nil, mustRun(t, ir.OpReshape, reshape, dy), count)
+	dyk := dy
+	if len(dy.Type.Shape) != 0 || len(keep) == 0 {
+		dyk = mustRun(t, ir.OpReshape, reshape, dy)
+	}
+	q := mustRun(t, ir.OpDiv, nil, dyk, count)
 	return mustRun(t, ir.OpMul, nil, q, w)
 }
 
 // fusepatUnfusedSoftmaxCEGrad runs the ops of softmax_cross_entropy's
-// logits gradient, with dy scaled as the reduction says.
+// logits gradient, with dy scaled as the reduction says ("unscaled": the
+// difference alone, as simplification leaves it for a scale of 1).
 func fusepatUnfusedSoftmaxCEGrad[T float](t *testing.T, logits, target, dy kernels.Tensor, reduction string) kernels.Tensor {
 	n, c := logits.Type.Shape[0], logits.Type.Shape[1]
 	var scale kernels.Tensor
 	switch reduction {
 	case "mean":
 		scale = mustRun(t, ir.OpMul, nil, dy, fusepatScalar[T](1/float64(n)))
-	case "sum":
+	case "sum", "unscaled":
 		scale = dy
 	default:
 		scale = mustRun(t, ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(n, 1)), dy)
 	}
 	p := mustRun(t, ir.OpSoftmax, nil, logits)
+	var d kernels.Tensor
 	if target.Type.DType.IsInt() {
 		oh := mustRun(t, ir.OpOneHot, ir.MakeAttrs("classes", ir.Int(c), "dtype", ir.String(logits.Type.DType.String())), target)
-		return mustRun(t, ir.OpMul, nil, mustRun(t, ir.OpSub, nil, p, oh), scale)
+		d = mustRun(t, ir.OpSub, nil, p, oh)
+	} else {
+		st := mustRun(t, ir.OpSum, ir.MakeAttrs("axes", ir.Ints(1), "keepdims", ir.BoolAttr(true)), target)
+		d = mustRun(t, ir.OpSub, nil, mustRun(t, ir.OpMul, nil, p, st), target)
 	}
-	st := mustRun(t, ir.OpSum, ir.MakeAttrs("axes", ir.Ints(1), "keepdims", ir.BoolAttr(true)), target)
-	return mustRun(t, ir.OpMul, nil, mustRun(t, ir.OpSub, nil, mustRun(t, ir.OpMul, nil, p, st), target), scale)
+	if reduction == "unscaled" {
+		return d
+	}
+	return mustRun(t, ir.OpMul, nil, d, scale)
 }
 
 // TestFusepatSoftmaxGradBitwise checks softmax_grad and log_softmax_grad
@@ -189,6 +200,12 @@ func fusepatMaxGradCase[T float](t *testing.T, shape, axes []int, keepdims, min 
 		got := mustRun(t, ir.OpMaxGrad, attrs, dy, xt, y)
 		want := fusepatUnfusedMaxGrad[T](t, dy, xt, y, red)
 		fusepatSameBits(t, variant, kernels.View[T](got), kernels.View[T](want))
+		// A scalar dy (what simplification leaves of a constant one) is
+		// every slice's dy.
+		one := fusepatScalar[T](-2.5)
+		got = mustRun(t, ir.OpMaxGrad, attrs, one, xt, y)
+		want = fusepatUnfusedMaxGrad[T](t, one, xt, y, red)
+		fusepatSameBits(t, variant+"/scalar dy", kernels.View[T](got), kernels.View[T](want))
 	}
 }
 
@@ -275,6 +292,12 @@ func fusepatSoftmaxCECase[T float](t *testing.T, red, target string, extreme boo
 		}
 	}
 	fusepatSameBits(t, "softmax_ce_grad", kernels.View[T](got), kernels.View[T](want))
+	if red == "sum" {
+		// Without dy the scale is 1: the difference itself.
+		got1 := mustRun(t, ir.OpSoftmaxCEGrad, ir.MakeAttrs("reduction", ir.String(red)), logits, tg)
+		want1 := fusepatUnfusedSoftmaxCEGrad[T](t, logits, tg, fusepatScalar[T](1), "unscaled")
+		fusepatSameBits(t, "no dy", kernels.View[T](got1), kernels.View[T](want1))
+	}
 	if red == "none" {
 		// dy [N,1] is the same per-row scale.
 		dy2 := kernels.Tensor{Type: ir.TensorOf(dy.Type.DType, n, 1), Data: dy.Data}
@@ -368,8 +391,9 @@ func TestFusepatBuildRejectsBadNodes(t *testing.T) {
 	}{
 		{"softmax_grad types", kernels.Node{Op: ir.OpSoftmaxGrad, Args: []ir.Type{f32(2, 3), f32(3, 2)}, Out: f32(3, 2)}, "expected dy of y's type"},
 		{"softmax_grad axis", kernels.Node{Op: ir.OpSoftmaxGrad, Attrs: ir.MakeAttrs("axis", ir.Int(2)), Args: []ir.Type{f32(2, 3), f32(2, 3)}, Out: f32(2, 3)}, "axis 2 out of range"},
-		{"max_grad y", kernels.Node{Op: ir.OpMaxGrad, Attrs: ir.MakeAttrs("axes", ir.Ints(1), "keepdims", ir.BoolAttr(false)), Args: []ir.Type{f32(2), f32(2, 3), f32(2, 1)}, Out: f32(2, 3)}, "expected y and dy of type f32[2]"},
+		{"max_grad y", kernels.Node{Op: ir.OpMaxGrad, Attrs: ir.MakeAttrs("axes", ir.Ints(1), "keepdims", ir.BoolAttr(false)), Args: []ir.Type{f32(2), f32(2, 3), f32(2, 1)}, Out: f32(2, 3)}, "expected y of type f32[2] (x f32[2,3] reduced) and dy of that type or a scalar"},
 		{"ce dy", kernels.Node{Op: ir.OpSoftmaxCEGrad, Attrs: ir.MakeAttrs("reduction", ir.String("mean")), Args: []ir.Type{f32(2, 3), ir.TensorOf(ir.I64, 2), f32(2)}, Out: f32(2, 3)}, `reduction "mean" expects dy f32[]`},
+		{"ce no dy", kernels.Node{Op: ir.OpSoftmaxCEGrad, Attrs: ir.MakeAttrs("reduction", ir.String("mean")), Args: []ir.Type{f32(2, 3), ir.TensorOf(ir.I64, 2)}, Out: f32(2, 3)}, `without dy the reduction must be "sum"`},
 		{"ce labels", kernels.Node{Op: ir.OpSoftmaxCEGrad, Attrs: ir.MakeAttrs("reduction", ir.String("sum")), Args: []ir.Type{f32(2, 3), ir.TensorOf(ir.I64, 3), f32()}, Out: f32(2, 3)}, "expected integer labels [2]"},
 		{"from", kernels.Node{Op: ir.OpSoftmaxGrad, Attrs: ir.MakeAttrs("axis", ir.Int(1), "from", ir.Ints(1)), Args: []ir.Type{f32(2, 3), f32(2, 3)}, Out: f32(2, 3)}, "from must be a list of strings"},
 	}
