@@ -17,6 +17,7 @@ const fusedPatternNoGrad = "fused ops appear after autodiff"
 var fusedPatternFrom = AttrSpec{Name: FromAttr, Kind: AttrList,
 	Doc: "the .kir lines of the values this op replaced, as they read before fusion (kiln dump shows them)"}
 
+// fusedPatternOps returns the rows of the fused pattern ops.
 func fusedPatternOps() []opRow {
 	axis := []AttrSpec{
 		{Name: "axis", Kind: AttrInt, Default: defInt(-1), Doc: "the normalized axis"},
@@ -63,6 +64,8 @@ func fusedPatternCheckFrom(a Attrs) error {
 	return nil
 }
 
+// fusedPatternInferAxis infers softmax_grad and log_softmax_grad: dy and y
+// of one float type, the axis within its rank.
 func fusedPatternInferAxis(args []Type, a Attrs) (Type, error) {
 	if err := fusedPatternCheckFrom(a); err != nil {
 		return Type{}, err
@@ -80,6 +83,8 @@ func fusedPatternInferAxis(args []Type, a Attrs) (Type, error) {
 	return Type{y.DType, y.Shape.Clone()}, nil
 }
 
+// fusedPatternInferMaxGrad infers max_grad: float x, y of x's reduced type,
+// dy of y's type or a scalar.
 func fusedPatternInferMaxGrad(args []Type, a Attrs) (Type, error) {
 	if err := fusedPatternCheckFrom(a); err != nil {
 		return Type{}, err
@@ -99,6 +104,8 @@ func fusedPatternInferMaxGrad(args []Type, a Attrs) (Type, error) {
 	return Type{x.DType, x.Shape.Clone()}, nil
 }
 
+// fusedPatternInferSoftmaxCE infers softmax_ce_grad: float logits [N,C],
+// labels [N] or probabilities [N,C], dy shaped for the reduction.
 func fusedPatternInferSoftmaxCE(args []Type, a Attrs) (Type, error) {
 	if err := fusedPatternCheckFrom(a); err != nil {
 		return Type{}, err

@@ -23,9 +23,10 @@ import (
 // autodiff puts around dy and y are optional, and the forms simplification
 // leaves of a constant dy are matched too (max's dy a scalar, the
 // cross-entropy difference without its multiplication by 1), so the
-// patterns still match after simplification. The fused op takes the place of the group's last
-// value (same id and name), so outputs, gradients and updates that name it
-// are unchanged; its "from" attribute records the group's .kir lines.
+// patterns still match after simplification. The fused op takes the place
+// of the group's last value (same id and name), so outputs, gradients and
+// updates that name it are unchanged; its "from" attribute records the
+// .kir lines of the values it replaces.
 //
 // The cost rule: a group is fused only when each of its interior values is
 // used by nothing outside the group (no other op, output, gradient or
@@ -47,6 +48,9 @@ func fusePatterns(g *ir.Graph) error {
 			m := fusepatNewMatcher(g)
 			fused := false
 			for id := range g.Values {
+				if !m.live[id] {
+					continue
+				}
 				f, ok := match(m, ir.ID(id))
 				if !ok {
 					continue
@@ -85,8 +89,13 @@ type fusepatMatcher struct {
 	// output, gradient or update names v.
 	users  [][]ir.ID
 	pinned []bool
+	// live[v] is set when an output, gradient or update needs v; dead
+	// groups are left for DCE.
+	live []bool
 }
 
+// fusepatNewMatcher returns a matcher for g as it is now; a rewrite
+// changes the users, so each one is followed by a new matcher.
 func fusepatNewMatcher(g *ir.Graph) *fusepatMatcher {
 	m := &fusepatMatcher{g: g, users: make([][]ir.ID, len(g.Values)), pinned: make([]bool, len(g.Values))}
 	for _, o := range g.Outputs {
@@ -99,8 +108,8 @@ func fusepatNewMatcher(g *ir.Graph) *fusepatMatcher {
 		m.pinned[u.Target] = true
 		m.pinned[u.Value] = true
 	}
-	// Live values: those an output, gradient or update needs.
 	live := make([]bool, len(g.Values))
+	m.live = live
 	for i := len(g.Values) - 1; i >= 0; i-- {
 		if m.pinned[i] {
 			live[i] = true
@@ -156,6 +165,7 @@ func (m *fusepatMatcher) absorb(group []ir.ID, optional ...ir.ID) []ir.ID {
 	return group
 }
 
+// val returns value id.
 func (m *fusepatMatcher) val(id ir.ID) *ir.Value { return &m.g.Values[id] }
 
 // is reports whether id is computed by op.
