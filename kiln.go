@@ -23,8 +23,8 @@ type Options struct {
 	// Inference compiles for evaluation: every dropout is replaced by its
 	// input (the inference pass).
 	Inference bool
-	// O0 compiles without the optimizing passes (simplify, fuse), as kiln's
-	// -O0 flag does; by default they run.
+	// O0 compiles without the optimizing passes (canonicalize, simplify,
+	// fuse), as kiln's -O0 flag does; by default they run.
 	O0 bool
 	// Debug switches (check, dump, time); see passes.DebugFromEnv.
 	Debug passes.Debug

@@ -150,6 +150,10 @@ const (
 	OpLogicGate
 
 	// Fused patterns (ops_fused_patterns.go).
+	OpSoftmaxGrad
+	OpLogSoftmaxGrad
+	OpMaxGrad
+	OpSoftmaxCEGrad
 
 	// Fused elementwise chains, epilogues and prologues
 	// (ops_fused_elementwise.go).

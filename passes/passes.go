@@ -22,7 +22,7 @@ type Pass struct {
 }
 
 // Order is the order in which passes run when they run at all.
-var Order = []string{"verify", "inference", "shapes", "autodiff", "optimizer", "simplify", "fuse", "dce"}
+var Order = []string{"verify", "inference", "shapes", "canonicalize", "autodiff", "optimizer", "simplify", "fuse", "dce"}
 
 // Constraint says that pass Before must run before pass After, and why.
 type Constraint struct {
@@ -36,6 +36,8 @@ var Constraints = []Constraint{
 	{"inference", "shapes", "every later pass must see the evaluation graph, without dropout"},
 	{"inference", "autodiff", "a gradient taken for evaluation must not go through dropout's training mask"},
 	{"shapes", "autodiff", "gradient rules read the inferred types of their operands"},
+	{"shapes", "canonicalize", "the rewrites read inferred types (ranks, axes, dtypes)"},
+	{"canonicalize", "autodiff", "autodiff must differentiate the canonical form, whose backward (softmax_cross_entropy's) is the one fuse turns into a single kernel"},
 	{"autodiff", "optimizer", "the optimizer update reads the gradients"},
 	{"autodiff", "dce", "autodiff leaves gradients of non-params that only DCE removes"},
 	{"optimizer", "dce", "the update decides which gradients stay live"},
@@ -46,14 +48,15 @@ var Constraints = []Constraint{
 
 // Doc describes each pass for users (kiln dump -after lists these).
 var Doc = map[string]string{
-	"verify":    "check the graph (ir.Check)",
-	"inference": "evaluation only: replace every dropout by its input (Options.Inference)",
-	"shapes":    "re-infer every value's type from its op and arguments",
-	"autodiff":  "append the backward graph: the gradient of the first output (the loss) for every param",
-	"optimizer": "append the optimizer update of every param (SGD with momentum, Adam)",
-	"simplify":  "algebraic simplification, constant folding, common-subexpression and dead-code elimination, to a fixed point (not at -O0)",
-	"fuse":      "fuse softmax and max backward, softmax with cross-entropy, elementwise chains, matmul epilogues and reduction prologues into single ops (not at -O0)",
-	"dce":       "remove values that no output, gradient or update needs",
+	"verify":       "check the graph (ir.Check)",
+	"inference":    "evaluation only: replace every dropout by its input (Options.Inference)",
+	"shapes":       "re-infer every value's type from its op and arguments",
+	"canonicalize": "rewrite forward patterns into the op whose backward fuses: nll_loss(log_softmax(x)) into softmax_cross_entropy(x) (not at -O0)",
+	"autodiff":     "append the backward graph: the gradient of the first output (the loss) for every param",
+	"optimizer":    "append the optimizer update of every param (SGD with momentum, Adam)",
+	"simplify":     "algebraic simplification, constant folding, common-subexpression and dead-code elimination, to a fixed point (not at -O0)",
+	"fuse":         "fuse softmax and max backward, softmax with cross-entropy, elementwise chains, matmul epilogues and reduction prologues into single ops (not at -O0)",
+	"dce":          "remove values that no output, gradient or update needs",
 }
 
 // Options select the passes of a pipeline.
@@ -65,7 +68,8 @@ type Options struct {
 	// Inference compiles the graph for evaluation: the inference pass
 	// replaces every dropout by its input.
 	Inference bool
-	// O0 runs no optimizing pass (simplify, fuse); the default runs them.
+	// O0 runs no optimizing pass (canonicalize, simplify, fuse); the
+	// default runs them.
 	O0 bool
 }
 
@@ -82,6 +86,10 @@ func Pipeline(opts Options) []Pass {
 			}
 		case "shapes":
 			ps = append(ps, Pass{name, Shapes})
+		case "canonicalize":
+			if !opts.O0 {
+				ps = append(ps, Pass{name, Canonicalize})
+			}
 		case "autodiff":
 			if opts.Grad || opts.Optimizer != nil {
 				ps = append(ps, Pass{name, Autodiff})

@@ -76,7 +76,7 @@ func debugSwitches() (passes.Debug, error) {
 
 // addO0Flag adds -O0, taken by every command that compiles.
 func addO0Flag(fs *flag.FlagSet) *bool {
-	return fs.Bool("O0", false, "compile without the optimizing passes (simplify, fuse)")
+	return fs.Bool("O0", false, "compile without the optimizing passes (canonicalize, simplify, fuse)")
 }
 
 // load reads the debug switches and the graph at path and returns the

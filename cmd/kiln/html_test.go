@@ -182,7 +182,7 @@ func TestDumpHTML(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "mlp.html")
 	r := runKiln(t, "dump", "-html", out, "-optimizer", "adam", digitsMLP)
 	r.want(t, 0)
-	if !strings.HasPrefix(r.stdout, "wrote "+out+": 7 passes (") {
+	if !strings.HasPrefix(r.stdout, "wrote "+out+": 8 passes (") {
 		t.Errorf("stdout: %q", r.stdout)
 	}
 	page, err := os.ReadFile(out)
@@ -210,8 +210,8 @@ func TestDumpHTML(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(names) != 7 {
-		t.Fatalf("passes %v, want 7", names)
+	if len(names) != 8 {
+		t.Fatalf("passes %v, want 8", names)
 	}
 
 	cols := root.find(func(n *htmlNode) bool { return n.Tag == "div" && n.hasClass("col") })

@@ -152,10 +152,9 @@ func kanBsplineFull[T float](b, t []T, x T, order int) {
 
 // buildKanLogicGate builds logic_gate(a, b, logits [G,16]). Each call first
 // turns every gate's logits into [A,B,C,D] = softmax(logits[g]) @ coeff
-// (softmax as the softmax kernel computes it: shifted by the row maximum,
-// summed in index order; the products with the small integer coefficients
-// are exact and added in index order), then makes one pass over the
-// broadcast output: out = ((A + B·a) + C·b) + D·(a·b).
+// (softmax as the softmax kernel computes it, softmaxRow; the products
+// with the small integer coefficients are exact and added in index order),
+// then makes one pass over the broadcast output: out = ((A + B·a) + C·b) + D·(a·b).
 func buildKanLogicGate[T float](n *kernels.Node) (kernels.Func, error) {
 	shape := n.Out.Shape
 	gates := shape[len(shape)-1] // rank >= 1, checked by inference
@@ -195,16 +194,7 @@ func buildKanLogicGate[T float](n *kernels.Node) (kernels.Func, error) {
 // gate.
 func kanGateCoefficients[T float](out, logits []T, ct *[4][16]T) {
 	var p [16]T
-	m := rowMax(logits)
-	var s T
-	for i, v := range logits {
-		e := exp(v - m)
-		p[i] = e
-		s += e
-	}
-	for i := range p {
-		p[i] /= s
-	}
+	softmaxRow(p[:], logits, false)
 	for k := range out {
 		var acc T
 		for i, v := range p {

@@ -9,15 +9,27 @@ import (
 )
 
 // buildSoftmax builds softmax or log_softmax {axis}. The input is viewed as
-// [outer, n, inner] with n the normalized axis. Each of the outer×inner
-// slices is shifted by its maximum before exp, so no exp overflows:
-// softmax = exp(x - max) / sum, log_softmax = x - max - log(sum), with sum
-// the sum of exp(x - max) along the axis in index order.
+// [outer, n, inner] with n the normalized axis, and each of the outer×inner
+// slices is normalized in two passes (online softmax):
+//
+//  1. one pass keeps the running maximum m and the running sum s of
+//     exp(x - m): an element above m rescales s by exp(m_old - x) and adds
+//     1, any other adds exp(x - m). softmax also stores each exp(x_i - m_i),
+//     taken against the maximum m_i current at element i.
+//  2. one normalizing pass: softmax is e_i * exp(m_i - m) / s, where the
+//     factor exp(m_i - m) changes only where the running maximum did (the
+//     pass follows the maximum again from x), and is exactly 1 from the
+//     slice's maximum on; log_softmax is x - m - log(s).
+//
+// No exp overflows (every argument is <= 0), so rows of ±1000 stay finite;
+// every slice is summed in index order in T, so results are deterministic.
+// -inf elements get 0 (leading ones too: softmaxShift); a NaN makes its
+// whole slice NaN, as do a slice of only -inf and one with two +inf.
 //
 // For the last axis (inner = 1) the slices are contiguous rows. Otherwise
 // the Func sweeps the axis with all inner columns at once, keeping the
-// per-column max and sum in scratch made here, so that memory is read in
-// order; both paths do the same arithmetic in the same order.
+// per-column state in scratch made here, so that memory is read in order;
+// both paths do the same arithmetic in the same order.
 func buildSoftmax[T float](n *kernels.Node) (kernels.Func, error) {
 	logOut := false
 	switch n.Op {
@@ -47,50 +59,26 @@ func buildSoftmax[T float](n *kernels.Node) (kernels.Func, error) {
 			return nil
 		}, nil
 	}
-	mx := make([]T, inner)
-	sm := make([]T, inner)
+	st := newSoftmaxCols[T](inner)
 	return func(out kernels.Tensor, args []kernels.Tensor) error {
 		o, x := kernels.View[T](out), kernels.View[T](args[0])
 		for r := range outer {
 			xb := x[r*dim*inner : (r+1)*dim*inner]
 			ob := o[r*dim*inner : (r+1)*dim*inner]
-			copy(mx, xb[:inner])
-			for k := 1; k < dim; k++ {
-				for j, v := range xb[k*inner : (k+1)*inner] {
-					if v > mx[j] {
-						mx[j] = v
-					}
-				}
-			}
-			clear(sm)
-			for k := range dim {
-				xr, or := xb[k*inner:(k+1)*inner], ob[k*inner:(k+1)*inner]
-				for j, v := range xr {
-					e := exp(v - mx[j])
-					if !logOut {
-						or[j] = e
-					}
-					sm[j] += e
-				}
-			}
+			st.stats(ob, xb, dim, !logOut)
 			if logOut {
-				for j, s := range sm {
-					sm[j] = T(math.Log(float64(s)))
+				for j, s := range st.sum {
+					st.sum[j] = T(math.Log(float64(s)))
 				}
 				for k := range dim {
 					xr, or := xb[k*inner:(k+1)*inner], ob[k*inner:(k+1)*inner]
 					for j, v := range xr {
-						or[j] = v - mx[j] - sm[j]
+						or[j] = v - st.max[j] - st.sum[j]
 					}
 				}
-			} else {
-				for k := range dim {
-					or := ob[k*inner : (k+1)*inner]
-					for j := range or {
-						or[j] /= sm[j]
-					}
-				}
+				continue
 			}
+			st.normalize(ob, xb, dim)
 		}
 		return nil
 	}, nil
@@ -110,27 +98,138 @@ func rowMax[T float](x []T) T {
 	return m
 }
 
-// softmaxRow writes softmax (or log_softmax) of the non-empty row x to out.
-func softmaxRow[T float](out, x []T, logOut bool) {
-	m := rowMax(x)
-	var s T
-	if logOut {
-		for _, v := range x {
-			s += exp(v - m)
+// softmaxStats is pass 1 of the online softmax over the non-empty row x:
+// it returns the maximum m and the sum s of exp(x - m), kept as a running
+// maximum and a rescaled running sum. With store, out[i] receives
+// exp(x[i] - m_i) for the running maximum m_i at i, which softmaxNorm
+// rescales.
+func softmaxStats[T float](out, x []T, store bool) (m, s T) {
+	m, s = x[0], 1
+	if store {
+		out[0] = 1
+	}
+	for i := 1; i < len(x); i++ {
+		v := x[i]
+		if v > m {
+			s = T(s*exp(m-v)) + 1
+			m = v
+			if store {
+				out[i] = 1
+			}
+			continue
 		}
+		e := exp(softmaxShift(v, m))
+		s += e
+		if store {
+			out[i] = e
+		}
+	}
+	return m, s
+}
+
+// softmaxShift returns v - m for an element v not above the running
+// maximum m, except that -inf against a running maximum of -inf gives 0: a
+// tie, which a larger element later rescales to exactly 0 (and a row of
+// only -inf ends NaN in the normalizing pass, as the textbook formula
+// gives). +inf against +inf stays NaN, as in the textbook formula.
+func softmaxShift[T float](v, m T) T {
+	d := v - m
+	if d != d && v == m && v < 0 {
+		return 0
+	}
+	return d
+}
+
+// softmaxNorm is pass 2 of the online softmax: it turns the values
+// softmaxStats stored in out into softmax(x), given the row's maximum m and
+// sum s. Element i becomes out[i]*exp(m_i - m)/s, following the running
+// maximum m_i along x again; the factor is exactly 1 from the maximum on.
+func softmaxNorm[T float](out, x []T, m, s T) {
+	r := x[0]
+	g := exp(r - m)
+	for i, v := range x {
+		if v > r {
+			r = v
+			g = exp(r - m)
+		}
+		out[i] = T(out[i]*g) / s
+	}
+}
+
+// softmaxRow writes softmax (or log_softmax) of the non-empty row x to out
+// in two passes: softmaxStats, then softmaxNorm (or x - m - log(s)).
+func softmaxRow[T float](out, x []T, logOut bool) {
+	m, s := softmaxStats(out, x, !logOut)
+	if logOut {
 		ls := T(math.Log(float64(s)))
 		for i, v := range x {
 			out[i] = v - m - ls
 		}
 		return
 	}
-	for i, v := range x {
-		e := exp(v - m)
-		out[i] = e
-		s += e
+	softmaxNorm(out, x, m, s)
+}
+
+// softmaxCols is the per-column state of the online softmax along a
+// non-last axis: the slices are the columns of a [dim, inner] block, swept
+// row by row. Its arithmetic per column is softmaxStats' and softmaxNorm's.
+type softmaxCols[T float] struct {
+	max, sum, run, fac []T
+}
+
+func newSoftmaxCols[T float](inner int) *softmaxCols[T] {
+	return &softmaxCols[T]{make([]T, inner), make([]T, inner), make([]T, inner), make([]T, inner)}
+}
+
+// stats is softmaxStats for every column of the [dim, inner] block x.
+func (c *softmaxCols[T]) stats(out, x []T, dim int, store bool) {
+	inner := len(c.max)
+	copy(c.max, x[:inner])
+	for j := range c.sum {
+		c.sum[j] = 1
 	}
-	for i := range out {
-		out[i] /= s
+	if store {
+		for j := range inner {
+			out[j] = 1
+		}
+	}
+	for k := 1; k < dim; k++ {
+		xr, or := x[k*inner:(k+1)*inner], out[k*inner:(k+1)*inner]
+		for j, v := range xr {
+			m := c.max[j]
+			if v > m {
+				c.sum[j] = T(c.sum[j]*exp(m-v)) + 1
+				c.max[j] = v
+				if store {
+					or[j] = 1
+				}
+				continue
+			}
+			e := exp(softmaxShift(v, m))
+			c.sum[j] += e
+			if store {
+				or[j] = e
+			}
+		}
+	}
+}
+
+// normalize is softmaxNorm for every column of the [dim, inner] block.
+func (c *softmaxCols[T]) normalize(out, x []T, dim int) {
+	inner := len(c.max)
+	for j := range inner {
+		c.run[j] = x[j]
+		c.fac[j] = exp(x[j] - c.max[j])
+	}
+	for k := range dim {
+		xr, or := x[k*inner:(k+1)*inner], out[k*inner:(k+1)*inner]
+		for j, v := range xr {
+			if v > c.run[j] {
+				c.run[j] = v
+				c.fac[j] = exp(v - c.max[j])
+			}
+			or[j] = T(or[j]*c.fac[j]) / c.sum[j]
+		}
 	}
 }
 

@@ -260,3 +260,85 @@ func mseRandom[T float](t *testing.T, as, bs ir.Shape) {
 	out := mustRun(t, ir.OpMSELoss, nil, tensorOf(as, a), tensorOf(bs, b))
 	checkNear(t, out.Type.String(), kernels.View[T](out), []float64{want}, rel[T](), 0)
 }
+
+// TestSoftmaxOnlineLongRows checks the online softmax on rows long enough
+// for the running sum to be rescaled many times: random rows, increasing
+// rows (the maximum changes at every element) and decreasing ones (it never
+// changes), against the float64 reference (rel 1e-5 for f32, whose running
+// sum over 1000 terms rounds more than a 7-element row's; 1e-12 for f64).
+// Softmax along axis 0 of the transposed data, the column path, must give
+// the same bits as the row path.
+func TestSoftmaxOnlineLongRows(t *testing.T) {
+	const rows, dim = 3, 1000
+	r := newRand(21)
+	x := make([]float64, rows*dim)
+	for i := range dim {
+		x[i] = 6 * (r.Float64() - 0.5)
+		x[dim+i] = float64(i) / 50
+		x[2*dim+i] = -float64(i) / 50
+	}
+	sm, lsm := softmaxRef(ir.Shape{rows, dim}, x, 1)
+	xt := make([]float64, len(x)) // [dim, rows]
+	for i := range rows {
+		for k := range dim {
+			xt[k*rows+i] = x[i*dim+k]
+		}
+	}
+	for _, logOut := range []bool{false, true} {
+		op, want := ir.OpSoftmax, sm
+		if logOut {
+			op, want = ir.OpLogSoftmax, lsm
+		}
+		t.Run(op.String(), func(t *testing.T) {
+			got32 := kernels.View[float32](mustRun(t, op, nil, tensorOf([]int{rows, dim}, conv[float32](x))))
+			checkNear(t, "f32", got32, want, 1e-5, 1e-5)
+			got64 := kernels.View[float64](mustRun(t, op, nil, tensorOf([]int{rows, dim}, x)))
+			checkNear(t, "f64", got64, want, relF64, relF64)
+			col := kernels.View[float64](mustRun(t, op, ir.MakeAttrs("axis", ir.Int(0)), tensorOf([]int{dim, rows}, xt)))
+			for i := range rows {
+				for k := range dim {
+					if a, b := col[k*rows+i], got64[i*dim+k]; math.Float64bits(a) != math.Float64bits(b) {
+						t.Fatalf("row %d element %d: column path %v, row path %v", i, k, a, b)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestSoftmaxDeterministic checks that two runs, and the row and column
+// paths, give the same bits, and that softmax rows of non-finite values follow the textbook formula: a
+// NaN or +inf with another +inf makes the row NaN, -inf elements get 0.
+func TestSoftmaxDeterministic(t *testing.T) {
+	inf := math.Inf(1)
+	x := []float64{
+		-inf, 0, 1, -inf,
+		1, math.NaN(), 2, 3,
+		inf, 0, inf, 1,
+		-inf, -inf, -inf, 5,
+	}
+	a := kernels.View[float64](mustRun(t, ir.OpSoftmax, nil, tensorOf([]int{4, 4}, x)))
+	b := kernels.View[float64](mustRun(t, ir.OpSoftmax, nil, tensorOf([]int{4, 4}, x)))
+	for i := range a {
+		if math.Float64bits(a[i]) != math.Float64bits(b[i]) && !(math.IsNaN(a[i]) && math.IsNaN(b[i])) {
+			t.Fatalf("element %d: %v then %v", i, a[i], b[i])
+		}
+	}
+	xt := make([]float64, 16)
+	for i := range 4 {
+		for k := range 4 {
+			xt[k*4+i] = x[i*4+k]
+		}
+	}
+	col := kernels.View[float64](mustRun(t, ir.OpSoftmax, ir.MakeAttrs("axis", ir.Int(0)), tensorOf([]int{4, 4}, xt)))
+	for i := range 4 {
+		for k := range 4 {
+			if c, r := col[k*4+i], a[i*4+k]; math.Float64bits(c) != math.Float64bits(r) && !(math.IsNaN(c) && math.IsNaN(r)) {
+				t.Fatalf("row %d element %d: column path %v, row path %v", i, k, c, r)
+			}
+		}
+	}
+	e := math.E
+	want := []float64{0, 1 / (1 + e), e / (1 + e), 0, math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN(), 0, 0, 0, 1}
+	checkNear(t, "softmax", a, want, relF64, 0)
+}

@@ -1,0 +1,438 @@
+package cpu
+
+import (
+	"fmt"
+
+	"github.com/kilnml/kiln/ir"
+	"github.com/kilnml/kiln/kernels"
+)
+
+// Kernels of the fused pattern ops (ir/ops_fused_patterns.go): softmax_grad,
+// log_softmax_grad, max_grad and softmax_ce_grad. Each does, element for
+// element and in the same order, the arithmetic of the ops it replaces, as
+// their own kernels do it (products rounded to T before they are added,
+// sums in index order from zero in T, exp in float64 rounded once), so a
+// fused graph gives the unfused results bit for bit; what changes is the
+// number of passes over memory and of buffers written.
+
+func init() {
+	for _, op := range []ir.Op{ir.OpSoftmaxGrad, ir.OpLogSoftmaxGrad} {
+		register(op, ir.F32, fusepatBuildSoftmaxGrad[float32])
+		register(op, ir.F64, fusepatBuildSoftmaxGrad[float64])
+	}
+	register(ir.OpMaxGrad, ir.F32, fusepatBuildMaxGrad[float32])
+	register(ir.OpMaxGrad, ir.F64, fusepatBuildMaxGrad[float64])
+	register(ir.OpSoftmaxCEGrad, ir.F32, fusepatBuildSoftmaxCEGrad[float32])
+	register(ir.OpSoftmaxCEGrad, ir.F64, fusepatBuildSoftmaxCEGrad[float64])
+}
+
+// fusepatBuildSoftmaxGrad builds softmax_grad(dy, y) {axis}, y * (dy -
+// sum(dy*y)), or log_softmax_grad(dy, y) {axis}, dy - exp(y) * sum(dy), with
+// the tensors viewed as [outer, n, inner] and n the axis. Per slice: one
+// pass sums dy*y (each product rounded) or dy in index order, one pass
+// writes the result. For the last axis the slices are contiguous rows;
+// otherwise the Func sweeps the axis with all inner columns at once, the
+// sums in scratch made here.
+func fusepatBuildSoftmaxGrad[T float](n *kernels.Node) (kernels.Func, error) {
+	logGrad := false
+	switch n.Op {
+	case ir.OpSoftmaxGrad:
+	case ir.OpLogSoftmaxGrad:
+		logGrad = true
+	default:
+		return nil, fmt.Errorf("%s is not softmax_grad or log_softmax_grad", n.Op)
+	}
+	ys := n.Out.Shape
+	axis, err := ir.Axis(n.Attrs, len(ys))
+	if err != nil {
+		return nil, err
+	}
+	outer, dim, inner := ys[:axis].NumElements(), ys[axis], ys[axis+1:].NumElements()
+	if inner == 1 {
+		return func(out kernels.Tensor, args []kernels.Tensor) error {
+			o, dy, y := kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1])
+			if dim == 0 {
+				return nil
+			}
+			var sums [fusepatBlock]T
+			for r := 0; r < outer; r += fusepatBlock {
+				k := min(fusepatBlock, outer-r)
+				lo, hi := r*dim, (r+k)*dim
+				if logGrad {
+					fusepatRowSums(sums[:k], dy[lo:hi], nil, dim)
+				} else {
+					fusepatRowSums(sums[:k], dy[lo:hi], y[lo:hi], dim)
+				}
+				for j, s := range sums[:k] {
+					a, b := lo+j*dim, lo+(j+1)*dim
+					if logGrad {
+						fusepatLogSoftmaxGradRow(o[a:b], dy[a:b], y[a:b], s)
+					} else {
+						fusepatSoftmaxGradRow(o[a:b], dy[a:b], y[a:b], s)
+					}
+				}
+			}
+			return nil
+		}, nil
+	}
+	sum := make([]T, inner)
+	return func(out kernels.Tensor, args []kernels.Tensor) error {
+		o, dy, y := kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1])
+		for r := range outer {
+			clear(sum)
+			for k := range dim {
+				at := (r*dim + k) * inner
+				dr, yr := dy[at:at+inner], y[at:at+inner]
+				if logGrad {
+					for j, d := range dr {
+						sum[j] += d
+					}
+					continue
+				}
+				for j, d := range dr {
+					sum[j] += T(d * yr[j])
+				}
+			}
+			for k := range dim {
+				at := (r*dim + k) * inner
+				or, dr, yr := o[at:at+inner], dy[at:at+inner], y[at:at+inner]
+				for j, d := range dr {
+					if logGrad {
+						or[j] = d - T(exp(yr[j])*sum[j])
+					} else {
+						or[j] = yr[j] * (d - sum[j])
+					}
+				}
+			}
+		}
+		return nil
+	}, nil
+}
+
+// fusepatBlock is the number of rows whose sums fusepatRowSums forms
+// together.
+const fusepatBlock = 4
+
+// fusepatRowSums sets sums[j] to the sum of row j of the len(sums)
+// consecutive rows of length dim in dy, of dy*y (each product rounded to
+// T) when y is non-nil. Each row is summed from zero in index order, as the
+// sum kernel does, but up to fusepatBlock rows advance together, so that
+// their additions, each waiting on its own row's previous one, overlap.
+func fusepatRowSums[T float](sums, dy, y []T, dim int) {
+	if len(sums) < fusepatBlock {
+		for j := range sums {
+			var s T
+			d := dy[j*dim : (j+1)*dim]
+			if y == nil {
+				for _, v := range d {
+					s += v
+				}
+			} else {
+				yr := y[j*dim : (j+1)*dim]
+				yr = yr[:len(d)]
+				for i, v := range d {
+					s += T(v * yr[i])
+				}
+			}
+			sums[j] = s
+		}
+		return
+	}
+	d0, d1, d2, d3 := dy[:dim], dy[dim:2*dim], dy[2*dim:3*dim], dy[3*dim:4*dim]
+	var s0, s1, s2, s3 T
+	if y == nil {
+		d1, d2, d3 = d1[:len(d0)], d2[:len(d0)], d3[:len(d0)]
+		for i, v := range d0 {
+			s0 += v
+			s1 += d1[i]
+			s2 += d2[i]
+			s3 += d3[i]
+		}
+	} else {
+		y0, y1, y2, y3 := y[:dim], y[dim:2*dim], y[2*dim:3*dim], y[3*dim:4*dim]
+		d1, d2, d3 = d1[:len(d0)], d2[:len(d0)], d3[:len(d0)]
+		y0, y1, y2, y3 = y0[:len(d0)], y1[:len(d0)], y2[:len(d0)], y3[:len(d0)]
+		for i, v := range d0 {
+			s0 += T(v * y0[i])
+			s1 += T(d1[i] * y1[i])
+			s2 += T(d2[i] * y2[i])
+			s3 += T(d3[i] * y3[i])
+		}
+	}
+	sums[0], sums[1], sums[2], sums[3] = s0, s1, s2, s3
+}
+
+// fusepatSoftmaxGradRow writes y * (dy - s) for one row whose sum of dy*y
+// is s.
+func fusepatSoftmaxGradRow[T float](out, dy, y []T, s T) {
+	y, out = y[:len(dy)], out[:len(dy)]
+	i := 0
+	for ; i+4 <= len(dy); i += 4 {
+		d4, y4, o4 := dy[i:i+4:i+4], y[i:i+4:i+4], out[i:i+4:i+4]
+		o4[0] = y4[0] * (d4[0] - s)
+		o4[1] = y4[1] * (d4[1] - s)
+		o4[2] = y4[2] * (d4[2] - s)
+		o4[3] = y4[3] * (d4[3] - s)
+	}
+	for ; i < len(dy); i++ {
+		out[i] = y[i] * (dy[i] - s)
+	}
+}
+
+// fusepatLogSoftmaxGradRow writes dy - exp(y) * s for one row whose sum of
+// dy is s.
+func fusepatLogSoftmaxGradRow[T float](out, dy, y []T, s T) {
+	y, out = y[:len(dy)], out[:len(dy)]
+	for i, d := range dy {
+		out[i] = d - T(exp(y[i])*s)
+	}
+}
+
+// fusepatBuildMaxGrad builds max_grad(dy, x, y) {axes, keepdims, min}, dy
+// of y's shape or a scalar for every slice: for every slice of x over axes, one pass counts the elements equal to the
+// slice's y (adding 1 in T, as the unfused sum of the 0/1 mask does), and
+// one pass writes q*1 where x == y and q*0 elsewhere, q = dy/count. A NaN
+// in the slice makes y NaN, which equals nothing: count 0, q = dy/0 and
+// every element q*0 = NaN, as the unfused rule gives. Slices over trailing
+// axes are contiguous rows; others are gathered through precomputed
+// offsets.
+func fusepatBuildMaxGrad[T float](n *kernels.Node) (kernels.Func, error) {
+	xs := n.Args[1].Shape
+	axes, err := ir.ReduceAxes(n.Attrs, len(xs))
+	if err != nil {
+		return nil, err
+	}
+	dyStep := 1 // 0: one scalar dy for every slice
+	if len(n.Args[0].Shape) == 0 && len(n.Args[2].Shape) != 0 {
+		dyStep = 0
+	}
+	trailing := true
+	for i, ax := range axes {
+		trailing = trailing && ax == len(xs)-len(axes)+i
+	}
+	if trailing {
+		size := xs[len(xs)-len(axes):].NumElements()
+		exact := size <= 1<<24 // every count up to size is exact in f32 and f64
+		return func(out kernels.Tensor, args []kernels.Tensor) error {
+			o, dy, x, y := kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1]), kernels.View[T](args[2])
+			for r, yv := range y {
+				lo, hi := r*size, (r+1)*size
+				fusepatMaxGradRow(o[lo:hi], x[lo:hi], yv, dy[r*dyStep], exact)
+			}
+			return nil
+		}, nil
+	}
+	bases, elems, err := reduceSlices(xs, n.Attrs)
+	if err != nil {
+		return nil, err
+	}
+	return func(out kernels.Tensor, args []kernels.Tensor) error {
+		o, dy, x, y := kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1]), kernels.View[T](args[2])
+		var one, zero T = 1, 0
+		for r, b := range bases {
+			yv := y[r]
+			var count T
+			for _, e := range elems {
+				if x[b+e] == yv {
+					count += one
+				}
+			}
+			q := dy[r*dyStep] / count
+			for _, e := range elems {
+				if x[b+e] == yv {
+					o[b+e] = q * one
+				} else {
+					o[b+e] = q * zero
+				}
+			}
+		}
+		return nil
+	}, nil
+}
+
+// fusepatMaxGradRow writes the max/min gradient of one contiguous slice x
+// whose result is yv and whose incoming gradient is d. With exact, the
+// ties are counted in an int: the same number as adding 1 in T, since
+// the slice is short enough (at most 2^24 elements) for every partial
+// count to be exact in T. A single hit, the usual case, is remembered, so
+// that the second pass only fills the row with q*0 and stores q*1 at the
+// hit instead of comparing every element again.
+func fusepatMaxGradRow[T float](out, x []T, yv, d T, exact bool) {
+	var one, zero T = 1, 0
+	var count T
+	at := -1
+	if exact {
+		n := 0
+		for i, v := range x {
+			if v == yv {
+				if n == 0 {
+					at = i
+				}
+				n++
+			}
+		}
+		count = T(n)
+		if n != 1 {
+			at = -1
+		}
+	} else {
+		for _, v := range x {
+			if v == yv {
+				count += one
+			}
+		}
+	}
+	q := d / count
+	hit, miss := q*one, q*zero
+	out = out[:len(x)]
+	if at >= 0 {
+		fusepatFill(out, miss)
+		out[at] = hit
+		return
+	}
+	for i, v := range x {
+		o := miss
+		if v == yv {
+			o = hit
+		}
+		out[i] = o
+	}
+}
+
+// fusepatFill sets every element of out to v, doubling the filled prefix
+// with copy (a vectorized memmove) instead of storing one element at a
+// time.
+func fusepatFill[T float](out []T, v T) {
+	if len(out) == 0 {
+		return
+	}
+	out[0] = v
+	for k := 1; k < len(out); k *= 2 {
+		copy(out[k:], out[:k])
+	}
+}
+
+// fusepatBuildSoftmaxCEGrad builds softmax_ce_grad(logits [N,C], target,
+// dy) {reduction}: per row, softmax(logits) by the softmax kernel's two
+// passes (softmaxStats, then softmaxNorm's arithmetic), finished in the
+// second pass into (p - onehot)*scale for integer labels or (p*sum(target)
+// - target)*scale for probabilities, scale = dy*(1/N) (mean), dy (sum) or
+// dy[n] (none); without dy the scale is 1, and x*1 is x, so the result is
+// the unscaled difference's bits. A label outside [0,C) is an error, as
+// one_hot's.
+func fusepatBuildSoftmaxCEGrad[T float](n *kernels.Node) (kernels.Func, error) {
+	rows, classes := n.Args[0].Shape[0], n.Args[0].Shape[1]
+	var mode int
+	switch r := n.Attrs.Str("reduction", "mean"); r {
+	case "mean":
+		mode = fusepatMean
+	case "sum":
+		mode = fusepatSum
+	case "none":
+		mode = fusepatNone
+	default:
+		return nil, fmt.Errorf(`reduction must be "mean", "sum" or "none", found %q`, r)
+	}
+	inv := T(1 / float64(max(rows, 1))) // the unfused rule's const, rounded to T
+	noDy := len(n.Args) == 2
+	scale := func(dy []T, r int) T {
+		if noDy {
+			return 1
+		}
+		switch mode {
+		case fusepatMean:
+			return dy[0] * inv
+		case fusepatSum:
+			return dy[0]
+		}
+		return dy[r]
+	}
+	switch n.Args[1].DType {
+	case ir.I32:
+		return fusepatSoftmaxCELabels[T, int32](rows, classes, scale), nil
+	case ir.I64:
+		return fusepatSoftmaxCELabels[T, int64](rows, classes, scale), nil
+	case n.Out.DType:
+		return fusepatSoftmaxCEProbs[T](rows, classes, scale), nil
+	}
+	return nil, fmt.Errorf("target must be i32 or i64 labels or %s probabilities, found %s", n.Out.DType, n.Args[1])
+}
+
+// The reductions of softmax_ce_grad.
+const (
+	fusepatMean = iota
+	fusepatSum
+	fusepatNone
+)
+
+// fusepatSoftmaxCELabels returns softmax_ce_grad's Func for labels of type L.
+func fusepatSoftmaxCELabels[T float, L integer](rows, classes int, scale func([]T, int) T) kernels.Func {
+	return func(out kernels.Tensor, args []kernels.Tensor) error {
+		o, x, labels := kernels.View[T](out), kernels.View[T](args[0]), kernels.View[L](args[1])
+		var dy []T
+		if len(args) > 2 {
+			dy = kernels.View[T](args[2])
+		}
+		if classes == 0 {
+			return nil
+		}
+		for r := range rows {
+			l := labels[r]
+			if err := checkLabel(l, r, classes); err != nil {
+				return err
+			}
+			sc := scale(dy, r)
+			or, xr := o[r*classes:(r+1)*classes], x[r*classes:(r+1)*classes]
+			m, s := softmaxStats(or, xr, true)
+			run := xr[0]
+			g := exp(run - m)
+			for c, v := range xr {
+				if v > run {
+					run = v
+					g = exp(run - m)
+				}
+				p := T(or[c]*g) / s
+				if c == int(l) {
+					p -= 1
+				}
+				or[c] = p * sc
+			}
+		}
+		return nil
+	}
+}
+
+// fusepatSoftmaxCEProbs returns softmax_ce_grad's Func for probability
+// targets.
+func fusepatSoftmaxCEProbs[T float](rows, classes int, scale func([]T, int) T) kernels.Func {
+	return func(out kernels.Tensor, args []kernels.Tensor) error {
+		o, x, t := kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1])
+		var dy []T
+		if len(args) > 2 {
+			dy = kernels.View[T](args[2])
+		}
+		if classes == 0 {
+			return nil
+		}
+		for r := range rows {
+			sc := scale(dy, r)
+			or, xr, tr := o[r*classes:(r+1)*classes], x[r*classes:(r+1)*classes], t[r*classes:(r+1)*classes]
+			var st T
+			for _, v := range tr {
+				st += v
+			}
+			m, s := softmaxStats(or, xr, true)
+			run := xr[0]
+			g := exp(run - m)
+			for c, v := range xr {
+				if v > run {
+					run = v
+					g = exp(run - m)
+				}
+				p := T(or[c]*g) / s
+				or[c] = (T(p*st) - tr[c]) * sc
+			}
+		}
+		return nil
+	}
+}
