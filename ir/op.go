@@ -153,6 +153,9 @@ const (
 
 	// Fused elementwise chains, epilogues and prologues
 	// (ops_fused_elementwise.go).
+	OpFusedElementwise
+	OpFusedMatmul
+	OpFusedReduce
 
 	numOps
 )

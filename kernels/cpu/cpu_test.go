@@ -55,6 +55,8 @@ func TestRegisteredDTypes(t *testing.T) {
 		ir.OpConv1d: floats, ir.OpConv2d: floats, ir.OpConvInputGrad: floats, ir.OpConvWeightGrad: floats,
 		ir.OpMaxPool2d: floats, ir.OpMaxPool2dGrad: floats, ir.OpMaxPool2dSelect: floats, ir.OpAvgPool2d: floats, ir.OpAvgPool2dGrad: floats,
 		ir.OpLayerNorm: floats, ir.OpBatchNorm: floats, ir.OpDropout: floats,
+		// Fused elementwise programs (fused_elementwise.go).
+		ir.OpFusedElementwise: floats, ir.OpFusedMatmul: floats, ir.OpFusedReduce: floats,
 	}
 	for _, op := range ir.Ops() {
 		for _, dt := range allDTypes {

@@ -144,50 +144,72 @@ func scalarVec[T number](op ir.Op, out []T, s T, b []T) {
 // buildNeg builds neg. Integer negation wraps (-MinInt32 is MinInt32).
 func buildNeg[T number](*kernels.Node) (kernels.Func, error) {
 	return func(out kernels.Tensor, args []kernels.Tensor) error {
-		o, x := kernels.View[T](out), kernels.View[T](args[0])
-		x = x[:len(o)]
-		for i := range o {
-			o[i] = -x[i]
-		}
+		o := kernels.View[T](out)
+		negRow(o, kernels.View[T](args[0]))
 		return nil
 	}, nil
 }
 
-// buildUnaryFloat builds exp, log, sqrt, tanh, sigmoid or relu. relu is
-// x > 0 ? x : 0, so it maps NaN and -0 to 0.
+// negRow computes o[i] = -x[i]: neg's code, shared by its kernel and the
+// fused elementwise interpreter.
+func negRow[T number](o, x []T) {
+	x = x[:len(o)]
+	for i := range o {
+		o[i] = -x[i]
+	}
+}
+
+// buildUnaryFloat builds exp, log, sqrt, tanh, sigmoid or relu.
 func buildUnaryFloat[T float](n *kernels.Node) (kernels.Func, error) {
-	op := n.Op
-	switch op {
-	case ir.OpExp, ir.OpLog, ir.OpSqrt, ir.OpTanh, ir.OpSigmoid, ir.OpRelu:
-	default:
-		return nil, fmt.Errorf("%s is not a unary float op", op)
+	f := unaryFloatRow[T](n.Op)
+	if f == nil {
+		return nil, fmt.Errorf("%s is not a unary float op", n.Op)
 	}
 	return func(out kernels.Tensor, args []kernels.Tensor) error {
-		o, x := kernels.View[T](out), kernels.View[T](args[0])
-		x = x[:len(o)]
-		switch op {
-		case ir.OpExp:
-			for i, v := range x {
+		f(kernels.View[T](out), kernels.View[T](args[0]))
+		return nil
+	}, nil
+}
+
+// unaryFloatRow returns the code of exp, log, sqrt, tanh, sigmoid or relu,
+// o[i] = f(x[i]), shared by their kernels and the fused elementwise
+// interpreter; nil for any other op. relu is x > 0 ? x : 0, so it maps NaN
+// and -0 to 0.
+func unaryFloatRow[T float](op ir.Op) func(o, x []T) {
+	switch op {
+	case ir.OpExp:
+		return func(o, x []T) {
+			for i, v := range x[:len(o)] {
 				o[i] = T(math.Exp(float64(v)))
 			}
-		case ir.OpLog:
-			for i, v := range x {
+		}
+	case ir.OpLog:
+		return func(o, x []T) {
+			for i, v := range x[:len(o)] {
 				o[i] = T(logF64(float64(v))) // math.Log is wrong for subnormals
 			}
-		case ir.OpSqrt:
-			for i, v := range x {
+		}
+	case ir.OpSqrt:
+		return func(o, x []T) {
+			for i, v := range x[:len(o)] {
 				o[i] = T(math.Sqrt(float64(v)))
 			}
-		case ir.OpTanh:
-			for i, v := range x {
+		}
+	case ir.OpTanh:
+		return func(o, x []T) {
+			for i, v := range x[:len(o)] {
 				o[i] = T(math.Tanh(float64(v)))
 			}
-		case ir.OpSigmoid:
-			for i, v := range x {
+		}
+	case ir.OpSigmoid:
+		return func(o, x []T) {
+			for i, v := range x[:len(o)] {
 				o[i] = T(sigmoid(float64(v)))
 			}
-		case ir.OpRelu:
-			for i, v := range x {
+		}
+	case ir.OpRelu:
+		return func(o, x []T) {
+			for i, v := range x[:len(o)] {
 				if v > 0 {
 					o[i] = v
 				} else {
@@ -195,8 +217,8 @@ func buildUnaryFloat[T float](n *kernels.Node) (kernels.Func, error) {
 				}
 			}
 		}
-		return nil
-	}, nil
+	}
+	return nil
 }
 
 // sigmoid returns 1/(1+e^-x) in a form that never overflows: e^-|x| is at
@@ -212,15 +234,20 @@ func sigmoid(x float64) float64 {
 // buildReluGrad builds relu_grad(dy, x): dy where x > 0, else 0.
 func buildReluGrad[T float](*kernels.Node) (kernels.Func, error) {
 	return func(out kernels.Tensor, args []kernels.Tensor) error {
-		o, dy, x := kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1])
-		dy, x = dy[:len(o)], x[:len(o)]
-		for i := range o {
-			if x[i] > 0 {
-				o[i] = dy[i]
-			} else {
-				o[i] = 0
-			}
-		}
+		reluGradRow(kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1]))
 		return nil
 	}, nil
+}
+
+// reluGradRow computes o[i] = x[i] > 0 ? dy[i] : 0: relu_grad's code, shared
+// by its kernel and the fused elementwise interpreter.
+func reluGradRow[T float](o, dy, x []T) {
+	dy, x = dy[:len(o)], x[:len(o)]
+	for i := range o {
+		if x[i] > 0 {
+			o[i] = dy[i]
+		} else {
+			o[i] = 0
+		}
+	}
 }
