@@ -17,7 +17,3 @@ func Fuse(g *ir.Graph) error {
 // fusePatterns fuses softmax backward, max/min backward and softmax with
 // cross-entropy (fuse_patterns.go).
 func fusePatterns(g *ir.Graph) error { return nil }
-
-// fuseElementwise fuses elementwise chains, matmul epilogues and reduction
-// prologues (fuse_elementwise.go).
-func fuseElementwise(g *ir.Graph) error { return nil }
