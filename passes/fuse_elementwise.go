@@ -172,13 +172,31 @@ func (f *fuseewState) inputsOf(members map[ir.ID]bool, dt ir.DType, first ir.ID)
 	return list(false)
 }
 
+// alias reports whether value id is a view a program reads through
+// instead of computing: broadcast_to, whose operand the program broadcasts
+// to its result anyway, or a reshape of a single element (autodiff's
+// gradient of a sum or mean is a scalar reshaped and broadcast).
+func (f *fuseewState) alias(id ir.ID) bool {
+	v := &f.g.Values[id]
+	switch v.Op {
+	case ir.OpBroadcastTo:
+		return true
+	case ir.OpReshape:
+		return f.g.Values[v.Args[0]].Type.Shape.NumElements() == 1
+	}
+	return false
+}
+
 // grow returns the group of root: starting from the root, each operand is
 // considered from the last defined to the first, so that all its users that
-// could join have been decided, and joins when the rules allow.
-func (f *fuseewState) grow(root ir.ID) *fuseewGroup {
+// could join have been decided, and joins when the rules allow. With
+// aliases, views (see alias) join too, whatever their size: they cost
+// nothing to read through.
+func (f *fuseewState) grow(root ir.ID, aliases bool) *fuseewGroup {
 	g := f.g
 	dt := g.Values[root].Type.DType
 	grp := &fuseewGroup{root: root, dt: dt, n: g.Values[root].Type.Shape.NumElements(), members: map[ir.ID]bool{root: true}}
+	instrs := 1
 	h := &fuseewHeap{}
 	queued := map[ir.ID]bool{}
 	push := func(id ir.ID) {
@@ -193,9 +211,11 @@ func (f *fuseewState) grow(root ir.ID) *fuseewGroup {
 	for h.Len() > 0 {
 		a := heap.Pop(h).(ir.ID)
 		v := &g.Values[a]
-		if f.taken[a] || f.visible[a] || v.Op.Info().Class != ir.ClassElementwise ||
-			v.Type.Shape.NumElements() != grp.n || !f.operandsFit(a, dt) ||
-			!f.usedOnlyBy(a, grp.members) || len(grp.members) >= fuseewMaxInstrs {
+		view := aliases && f.alias(a)
+		switch {
+		case f.taken[a] || f.visible[a] || !f.operandsFit(a, dt) || !f.usedOnlyBy(a, grp.members):
+			continue
+		case !view && (v.Op.Info().Class != ir.ClassElementwise || v.Type.Shape.NumElements() != grp.n || instrs >= fuseewMaxInstrs):
 			continue
 		}
 		grp.members[a] = true
@@ -203,38 +223,54 @@ func (f *fuseewState) grow(root ir.ID) *fuseewGroup {
 			delete(grp.members, a)
 			continue
 		}
+		if !view {
+			instrs++
+		}
 		push(a)
 	}
 	grp.inputs = f.inputsOf(grp.members, dt, ir.NoID)
 	return grp
 }
 
+// epilogue returns the input of grp that is a matmul only the group reads,
+// which the group can take as fused_matmul's product, or NoID.
+func (f *fuseewState) epilogue(grp *fuseewGroup) ir.ID {
+	for _, in := range grp.inputs {
+		v := &f.g.Values[in]
+		if v.Op == ir.OpMatmul && !f.taken[in] && !f.visible[in] && v.Type.DType == grp.dt &&
+			v.Type.Shape.NumElements() == grp.n && f.usedOnlyBy(in, grp.members) &&
+			len(grp.inputs)+1 <= fuseewMaxInputs {
+			return in
+		}
+	}
+	return ir.NoID
+}
+
 // chain fuses the group rooted at elementwise value root into
 // fused_elementwise or, when one of its inputs is a matmul that only the
 // group reads, into fused_matmul.
 func (f *fuseewState) chain(root ir.ID) error {
-	grp := f.grow(root)
 	g := f.g
-	for _, in := range grp.inputs {
-		v := &g.Values[in]
-		if v.Op != ir.OpMatmul || f.taken[in] || f.visible[in] || v.Type.DType != grp.dt ||
-			v.Type.Shape.NumElements() != grp.n || !f.usedOnlyBy(in, grp.members) ||
-			len(grp.inputs)+1 > fuseewMaxInputs {
-			continue
+	for _, aliases := range []bool{true, false} {
+		grp := f.grow(root, aliases)
+		mm := f.epilogue(grp)
+		inputs := f.inputsOf(grp.members, grp.dt, mm)
+		prog, ok := f.program(grp, inputs)
+		switch {
+		case !ok:
+			continue // a view changed a type: try without views
+		case mm != ir.NoID:
+			from := g.Provenance(append([]ir.ID{mm}, fuseewSorted(grp.members)...)...)
+			args := append([]ir.ID{g.Values[mm].Args[0], g.Values[mm].Args[1]}, inputs[1:]...)
+			f.taken[mm] = true
+			return f.rewrite(root, ir.OpFusedMatmul, ir.MakeAttrs(ir.ProgramAttr, prog.Attr(), ir.FromAttr, from), args, grp)
+		case len(grp.members) < 2:
+			return nil // one op: nothing to save
 		}
-		inputs := f.inputsOf(grp.members, grp.dt, in)
-		prog := f.program(grp, inputs)
-		from := g.Provenance(append([]ir.ID{in}, fuseewSorted(grp.members)...)...)
-		args := append([]ir.ID{v.Args[0], v.Args[1]}, inputs[1:]...)
-		f.taken[in] = true
-		return f.rewrite(root, ir.OpFusedMatmul, ir.MakeAttrs(ir.ProgramAttr, prog, ir.FromAttr, from), args, grp)
+		from := g.Provenance(fuseewSorted(grp.members)...)
+		return f.rewrite(root, ir.OpFusedElementwise, ir.MakeAttrs(ir.ProgramAttr, prog.Attr(), ir.FromAttr, from), inputs, grp)
 	}
-	if len(grp.members) < 2 {
-		return nil // one op: nothing to save
-	}
-	prog := f.program(grp, grp.inputs)
-	from := g.Provenance(fuseewSorted(grp.members)...)
-	return f.rewrite(root, ir.OpFusedElementwise, ir.MakeAttrs(ir.ProgramAttr, prog, ir.FromAttr, from), grp.inputs, grp)
+	return nil
 }
 
 // prologue fuses sum or mean s with the elementwise group rooted at its
@@ -248,40 +284,67 @@ func (f *fuseewState) prologue(s ir.ID) error {
 		!f.operandsFit(x, xv.Type.DType) || !f.usedOnlyBy(x, map[ir.ID]bool{s: true}) {
 		return nil
 	}
-	grp := f.grow(x)
-	prog := f.program(grp, grp.inputs)
-	from := g.Provenance(append(fuseewSorted(grp.members), s)...)
-	attrs := ir.MakeAttrs(ir.ProgramAttr, prog, ir.FromAttr, from, "op", ir.String(sv.Op.String()))
-	for _, a := range sv.Attrs {
-		attrs = attrs.With(a.Key, a.Value)
+	for _, aliases := range []bool{true, false} {
+		grp := f.grow(x, aliases)
+		prog, ok := f.program(grp, grp.inputs)
+		if !ok {
+			continue
+		}
+		from := g.Provenance(append(fuseewSorted(grp.members), s)...)
+		attrs := ir.MakeAttrs(ir.ProgramAttr, prog.Attr(), ir.FromAttr, from, "op", ir.String(sv.Op.String()))
+		for _, a := range sv.Attrs {
+			attrs = attrs.With(a.Key, a.Value)
+		}
+		return f.rewrite(s, ir.OpFusedReduce, attrs, grp.inputs, grp)
 	}
-	return f.rewrite(s, ir.OpFusedReduce, attrs, grp.inputs, grp)
+	return nil
 }
 
 // program writes the group's members, in definition order, as a program
-// over inputs.
-func (f *fuseewState) program(grp *fuseewGroup, inputs []ir.ID) ir.AttrValue {
+// over inputs; a view is read through (its operand stands for it). ok is
+// false unless every instruction has exactly the type of the member it
+// computes, which reading through a view can change (an operand broadcast
+// only by the view would give a smaller result).
+func (f *fuseewState) program(grp *fuseewGroup, inputs []ir.ID) (p ir.EwProgram, ok bool) {
 	g := f.g
 	index := map[ir.ID]ir.EwOperand{}
+	types := make([]ir.Type, len(inputs))
 	for i, in := range inputs {
 		index[in] = ir.EwOperand{Kind: ir.EwInput, Index: i}
+		types[i] = g.Values[in].Type
 	}
-	var p ir.EwProgram
-	for k, m := range fuseewSorted(grp.members) {
+	operand := func(a ir.ID) ir.EwOperand {
+		if op, ok := index[a]; ok {
+			return op
+		}
+		imm, _ := f.immediate(a, grp.dt)
+		return ir.EwOperand{Kind: ir.EwImm, Imm: imm}
+	}
+	var computed []ir.ID
+	for _, m := range fuseewSorted(grp.members) {
 		v := &g.Values[m]
+		if v.Op.Info().Class != ir.ClassElementwise {
+			index[m] = operand(v.Args[0]) // a view
+			continue
+		}
 		instr := ir.EwInstr{Op: v.Op, Attrs: v.Attrs}
 		for _, a := range v.Args {
-			op, ok := index[a]
-			if !ok {
-				imm, _ := f.immediate(a, grp.dt)
-				op = ir.EwOperand{Kind: ir.EwImm, Imm: imm}
-			}
-			instr.Args = append(instr.Args, op)
+			instr.Args = append(instr.Args, operand(a))
 		}
+		index[m] = ir.EwOperand{Kind: ir.EwTemp, Index: len(p)}
 		p = append(p, instr)
-		index[m] = ir.EwOperand{Kind: ir.EwTemp, Index: k}
+		computed = append(computed, m)
 	}
-	return p.Attr()
+	got, err := p.Types(types)
+	if err != nil {
+		return nil, false
+	}
+	for k, m := range computed {
+		if !got[k].Equal(g.Values[m].Type) {
+			return nil, false
+		}
+	}
+	return p, true
 }
 
 // rewrite turns value id, in place, into op with attrs over args, and marks
