@@ -293,20 +293,32 @@ func mustLookup(t *testing.T, g *ir.Graph, name string) ir.ID {
 //
 //	go test ./tests -run '^$' -bench FuseEW -benchtime 5x
 
-// BenchmarkFuseEWChain runs bench/elementwise_chain.kir, six elementwise
-// ops over two f32[4096,4096] inputs (16M elements, 64 MiB each): at -O0
-// six kernels, each reading its operands from memory and writing its
-// result; fused, one loop that reads x and y and writes the result once.
-func BenchmarkFuseEWChain(b *testing.B) {
-	src, err := os.ReadFile("../bench/elementwise_chain.kir")
+// BenchmarkFuseEWChain runs bench/elementwise_chain.kir, six cheap
+// elementwise ops (mul, add, relu, mul, sub, maximum) over two
+// f32[4096,4096] inputs (16M elements, 64 MiB each): at -O0 six kernels,
+// each reading its operands from memory and writing its result; fused, one
+// loop that reads x and y and writes the result once.
+func BenchmarkFuseEWChain(b *testing.B) { fuseewBenchChain(b, "../bench/elementwise_chain.kir") }
+
+// BenchmarkFuseEWChainTanh runs bench/elementwise_chain_tanh.kir, the same
+// chain with tanh and sigmoid for relu and maximum: the same memory traffic
+// saved, out of a total that the two transcendental functions dominate.
+func BenchmarkFuseEWChainTanh(b *testing.B) {
+	fuseewBenchChain(b, "../bench/elementwise_chain_tanh.kir")
+}
+
+// fuseewBenchChain runs the forward plan of the .kir file at path, at -O0
+// and with the default pipeline.
+func fuseewBenchChain(b *testing.B, path string) {
+	src, err := os.ReadFile(path)
 	if err != nil {
 		b.Fatal(err)
 	}
-	g, err := ir.Parse("bench/elementwise_chain.kir", src)
+	g, err := ir.Parse(path, src)
 	if err != nil {
 		b.Fatal(err)
 	}
-	f := fuseewBenchFeeds(g)
+	n := int64(g.Values[g.Outputs[0]].Type.Bytes())
 	for _, level := range []struct {
 		name string
 		o0   bool
@@ -316,15 +328,10 @@ func BenchmarkFuseEWChain(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			x := fuseewExec(b, p, f)
-			b.SetBytes(int64(3 * 4 * 4096 * 4096)) // x, y and the result, once each
-			b.ResetTimer()
-			for range b.N {
-				if err := x.Step(context.Background()); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.StopTimer()
+			x := fuseewExec(b, p, nil)
+			fuseewFill(b, x, g)
+			b.SetBytes(int64(len(g.Inputs())+1) * n) // the inputs and the result, once each
+			fuseewRun(b, x)
 			b.ReportMetric(float64(len(p.Steps)), "steps")
 			b.ReportMetric(float64(p.ArenaBytes)/(1<<20), "arena-MiB")
 			x = nil
@@ -344,7 +351,6 @@ func BenchmarkFuseEWDigitsStep(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	f := fuseewBenchFeeds(g)
 	for _, level := range []struct {
 		name string
 		o0   bool
@@ -354,35 +360,64 @@ func BenchmarkFuseEWDigitsStep(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			x := fuseewExec(b, p, f)
-			b.ResetTimer()
-			for range b.N {
-				if err := x.Step(context.Background()); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.StopTimer()
+			x := fuseewExec(b, p, nil)
+			fuseewFill(b, x, g)
+			fuseewRun(b, x)
 			b.ReportMetric(float64(len(p.Steps)), "steps")
 		})
 	}
 }
 
-// fuseewBenchFeeds draws the inputs of g (not the params, which start from
-// their initializers): floats uniform in [-1, 1), labels in [0, 10).
-func fuseewBenchFeeds(g *ir.Graph) feeds {
-	r := rand.New(rand.NewPCG(1, 2))
-	f := feeds{}
-	for _, id := range g.Inputs() {
-		v := g.Values[id]
-		vals := make([]float64, v.Type.Shape.NumElements())
-		for i := range vals {
-			if v.Type.DType.IsInt() {
-				vals[i] = float64(r.IntN(10))
-			} else {
-				vals[i] = 2*r.Float64() - 1
-			}
-		}
-		f[v.Name] = vals
+// fuseewRun times b.N steps of x, on one OS thread so that its CPU time
+// (cpu-ns/op, Linux) can be reported next to the wall time.
+func fuseewRun(b *testing.B, x *cpu.Executor) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := x.Step(context.Background()); err != nil { // warm up: the arena's pages
+		b.Fatal(err)
 	}
-	return f
+	c0 := fuseewThreadCPU()
+	b.ResetTimer()
+	for range b.N {
+		if err := x.Step(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	if c := fuseewThreadCPU() - c0; c > 0 {
+		b.ReportMetric(float64(c.Nanoseconds())/float64(b.N), "cpu-ns/op")
+	}
+}
+
+// fuseewFill sets the inputs of g in x (not the params, which start from
+// their initializers) in place, without a float64 copy of 16M elements:
+// floats uniform in [-1, 1), labels in [0, 10), the same for every x.
+func fuseewFill(b *testing.B, x *cpu.Executor, g *ir.Graph) {
+	for _, id := range g.Inputs() {
+		name := g.Values[id].Name
+		t, err := x.Get(name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r := rand.New(rand.NewPCG(uint64(id), 2))
+		switch t.Type.DType {
+		case ir.F32:
+			v := kernels.View[float32](t)
+			for i := range v {
+				v[i] = float32(2*r.Float64() - 1)
+			}
+		case ir.F64:
+			v := kernels.View[float64](t)
+			for i := range v {
+				v[i] = 2*r.Float64() - 1
+			}
+		case ir.I64:
+			v := kernels.View[int64](t)
+			for i := range v {
+				v[i] = int64(r.IntN(10))
+			}
+		default:
+			b.Fatalf("input %s: %s", name, t.Type)
+		}
+	}
 }

@@ -54,6 +54,7 @@ type fuseewIn[E any] struct {
 	mode int
 	buf  []E // the splat or gathered row
 	cur  fuseewCursor
+	src  []E // its elements, during a run
 }
 
 // fuseewCursor walks a strided operand (or, for fused_reduce, the sums)
@@ -376,10 +377,10 @@ func (mc *fuseewMachine[T]) run(self []T, args []kernels.Tensor, lo, hi int, sum
 	for s := lo; s < hi; s += fuseewBlock {
 		m := min(fuseewBlock, hi-s)
 		for i := range mc.fin {
-			fuseewRow(&mc.fin[i], mc.fs, self, args, s, m)
+			fuseewRow(&mc.fin[i], mc.fs, s, m)
 		}
 		for i := range mc.bin {
-			fuseewRow(&mc.bin[i], mc.bs, nil, args, s, m)
+			fuseewRow(&mc.bin[i], mc.bs, s, m)
 		}
 		if red == nil {
 			mc.fs[mc.res] = self[s : s+m]
@@ -393,20 +394,18 @@ func (mc *fuseewMachine[T]) run(self []T, args []kernels.Tensor, lo, hi int, sum
 	}
 }
 
-// fuseewSrc returns the elements of input in.
-func fuseewSrc[E kernels.Elem](in *fuseewIn[E], self []E, args []kernels.Tensor) []E {
-	if in.arg < 0 {
-		return self
-	}
-	return kernels.View[E](args[in.arg])
-}
-
-// fuseewStart prepares input in for a run from element lo: a scalar is
-// filled into its row, a broadcast operand's cursor is placed.
+// fuseewStart prepares input in for a run from element lo: its elements
+// are found, a scalar is filled into its row, a broadcast operand's cursor
+// is placed.
 func fuseewStart[E kernels.Elem](in *fuseewIn[E], self []E, args []kernels.Tensor, lo int) {
+	if in.arg < 0 {
+		in.src = self
+	} else {
+		in.src = kernels.View[E](args[in.arg])
+	}
 	switch in.mode {
 	case fuseewModeSplat:
-		v := fuseewSrc(in, self, args)[0]
+		v := in.src[0]
 		for i := range in.buf {
 			in.buf[i] = v
 		}
@@ -416,12 +415,12 @@ func fuseewStart[E kernels.Elem](in *fuseewIn[E], self []E, args []kernels.Tenso
 }
 
 // fuseewRow sets input in's row slot for the block of m elements at s.
-func fuseewRow[E kernels.Elem](in *fuseewIn[E], slots [][]E, self []E, args []kernels.Tensor, s, m int) {
+func fuseewRow[E kernels.Elem](in *fuseewIn[E], slots [][]E, s, m int) {
 	switch in.mode {
 	case fuseewModeDirect:
-		slots[in.slot] = fuseewSrc(in, self, args)[s : s+m]
+		slots[in.slot] = in.src[s : s+m]
 	case fuseewModeGather:
-		fuseewGather(&in.cur, in.buf[:m], fuseewSrc(in, self, args))
+		fuseewGather(&in.cur, in.buf[:m], in.src)
 	}
 }
 

@@ -411,6 +411,13 @@ func maxMinRow[T number](op ir.Op) func(o, a, b []T, ao, bo, ia, ib int) {
 	switch op {
 	case ir.OpMaximum:
 		return func(o, a, b []T, ao, bo, ia, ib int) {
+			if ia == 1 && ib == 1 {
+				a, b := a[ao:ao+len(o)], b[bo:bo+len(o)]
+				for j := range o {
+					o[j] = max(a[j], b[j])
+				}
+				return
+			}
 			for j := range o {
 				o[j] = max(a[ao], b[bo])
 				ao += ia
@@ -419,6 +426,13 @@ func maxMinRow[T number](op ir.Op) func(o, a, b []T, ao, bo, ia, ib int) {
 		}
 	case ir.OpMinimum:
 		return func(o, a, b []T, ao, bo, ia, ib int) {
+			if ia == 1 && ib == 1 {
+				a, b := a[ao:ao+len(o)], b[bo:bo+len(o)]
+				for j := range o {
+					o[j] = min(a[j], b[j])
+				}
+				return
+			}
 			for j := range o {
 				o[j] = min(a[ao], b[bo])
 				ao += ia
