@@ -22,6 +22,9 @@ import (
 //   - Every member has the root's number of elements: a smaller value (a
 //     [] or [C] computation broadcast into [N,C]) would be recomputed once
 //     per element of the result, so it stays an input.
+//   - Views (broadcast_to, reshape of one element) are read through: the
+//     program broadcasts their operand itself, unless a member's type
+//     would change.
 //   - Values are f32/f64 of the root's dtype, or bool (comparisons feeding a
 //     where); a scalar const of the root's dtype is folded into the program
 //     as an immediate.
