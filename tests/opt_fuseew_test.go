@@ -293,16 +293,21 @@ func mustLookup(t *testing.T, g *ir.Graph, name string) ir.ID {
 //
 //	go test ./tests -run '^$' -bench FuseEW -benchtime 5x
 
-// BenchmarkFuseEWChain runs bench/elementwise_chain.kir, six cheap
-// elementwise ops (mul, add, relu, mul, sub, maximum) over two
-// f32[4096,4096] inputs (16M elements, 64 MiB each): at -O0 six kernels,
-// each reading its operands from memory and writing its result; fused, one
-// loop that reads x and y and writes the result once.
+// BenchmarkFuseEWChain runs bench/elementwise_chain.kir, six arithmetic
+// ops (mul, add, mul, sub, mul, add) over two f32[4096,4096] inputs (16M
+// elements, 64 MiB each): at -O0 six kernels, each reading its operands
+// from memory and writing its result; fused, one loop that reads x and y
+// and writes the result once.
 func BenchmarkFuseEWChain(b *testing.B) { fuseewBenchChain(b, "../bench/elementwise_chain.kir") }
 
-// BenchmarkFuseEWChainTanh runs bench/elementwise_chain_tanh.kir, the same
-// chain with tanh and sigmoid for relu and maximum: the same memory traffic
-// saved, out of a total that the two transcendental functions dominate.
+// BenchmarkFuseEWChainRelu runs bench/elementwise_chain_relu.kir: mul, add,
+// relu, mul, sub, maximum, the same traffic with costlier ops.
+func BenchmarkFuseEWChainRelu(b *testing.B) {
+	fuseewBenchChain(b, "../bench/elementwise_chain_relu.kir")
+}
+
+// BenchmarkFuseEWChainTanh runs bench/elementwise_chain_tanh.kir: mul, add,
+// tanh, mul, sigmoid, sub, whose two transcendental functions dominate.
 func BenchmarkFuseEWChainTanh(b *testing.B) {
 	fuseewBenchChain(b, "../bench/elementwise_chain_tanh.kir")
 }

@@ -75,6 +75,9 @@ func apply[T number](op ir.Op, x, y T) T {
 // vecVec computes out[i] = a[i] op b[i].
 func vecVec[T number](op ir.Op, out, a, b []T) {
 	a, b = a[:len(out)], b[:len(out)]
+	if ewVecVecAsm(op, out, a, b) {
+		return
+	}
 	switch op {
 	case ir.OpAdd:
 		for i := range out {
@@ -98,6 +101,9 @@ func vecVec[T number](op ir.Op, out, a, b []T) {
 // vecScalar computes out[i] = a[i] op s.
 func vecScalar[T number](op ir.Op, out, a []T, s T) {
 	a = a[:len(out)]
+	if ewVecScalarAsm(op, out, a, s) {
+		return
+	}
 	switch op {
 	case ir.OpAdd:
 		for i := range out {
@@ -121,6 +127,9 @@ func vecScalar[T number](op ir.Op, out, a []T, s T) {
 // scalarVec computes out[i] = s op b[i].
 func scalarVec[T number](op ir.Op, out []T, s T, b []T) {
 	b = b[:len(out)]
+	if ewScalarVecAsm(op, out, s, b) {
+		return
+	}
 	switch op {
 	case ir.OpAdd:
 		for i := range out {

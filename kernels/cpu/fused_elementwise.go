@@ -366,10 +366,10 @@ func (mc *fuseewMachine[T]) run(self []T, args []kernels.Tensor, lo, hi int, sum
 		return
 	}
 	for i := range mc.fin {
-		fuseewStart(&mc.fin[i], self, args, lo)
+		fuseewStart(&mc.fin[i], self, args, lo, hi)
 	}
 	for i := range mc.bin {
-		fuseewStart(&mc.bin[i], nil, args, lo)
+		fuseewStart(&mc.bin[i], nil, args, lo, hi)
 	}
 	if red != nil {
 		red.seek(lo)
@@ -394,10 +394,10 @@ func (mc *fuseewMachine[T]) run(self []T, args []kernels.Tensor, lo, hi int, sum
 	}
 }
 
-// fuseewStart prepares input in for a run from element lo: its elements
-// are found, a scalar is filled into its row, a broadcast operand's cursor
-// is placed.
-func fuseewStart[E kernels.Elem](in *fuseewIn[E], self []E, args []kernels.Tensor, lo int) {
+// fuseewStart prepares input in for a run over elements [lo, hi): its
+// elements are found, a scalar is filled into as much of its row as a block
+// uses, a broadcast operand's cursor is placed.
+func fuseewStart[E kernels.Elem](in *fuseewIn[E], self []E, args []kernels.Tensor, lo, hi int) {
 	if in.arg < 0 {
 		in.src = self
 	} else {
@@ -406,8 +406,9 @@ func fuseewStart[E kernels.Elem](in *fuseewIn[E], self []E, args []kernels.Tenso
 	switch in.mode {
 	case fuseewModeSplat:
 		v := in.src[0]
-		for i := range in.buf {
-			in.buf[i] = v
+		row := in.buf[:min(len(in.buf), hi-lo)]
+		for i := range row {
+			row[i] = v
 		}
 	case fuseewModeGather:
 		in.cur.seek(lo)
