@@ -139,6 +139,7 @@ type fuseewMachine[T float] struct {
 type fuseewValue struct {
 	isBool bool
 	slot   int
+	scalar bool // one value repeated (an immediate, a scalar input): its row is filled, and ops that take strides read element 0 with stride 0, as the unfused kernels read a scalar operand
 }
 
 // newFuseewMachine compiles prog over inputs of types in for a result of
@@ -188,7 +189,7 @@ func newFuseewMachine[T float](prog ir.EwProgram, in []ir.Type, argOf []int, out
 				fi.cur = newFuseewCursor(out, st)
 			}
 			fi.slot = newB(fi.buf)
-			vals[i] = fuseewValue{true, fi.slot}
+			vals[i] = fuseewValue{isBool: true, slot: fi.slot, scalar: mode == fuseewModeSplat}
 			mc.bin = append(mc.bin, fi)
 			continue
 		}
@@ -198,7 +199,7 @@ func newFuseewMachine[T float](prog ir.EwProgram, in []ir.Type, argOf []int, out
 			fi.cur = newFuseewCursor(out, st)
 		}
 		fi.slot = newF(fi.buf)
-		vals[i] = fuseewValue{false, fi.slot}
+		vals[i] = fuseewValue{slot: fi.slot, scalar: mode == fuseewModeSplat}
 		mc.fin = append(mc.fin, fi)
 	}
 
@@ -228,23 +229,23 @@ func newFuseewMachine[T float](prog ir.EwProgram, in []ir.Type, argOf []int, out
 				for i := range row {
 					row[i] = v
 				}
-				ops[j] = fuseewValue{false, newF(row)}
+				ops[j] = fuseewValue{slot: newF(row), scalar: true}
 			}
 		}
 		var d fuseewValue
 		switch {
 		case k == len(prog)-1:
 			mc.rbuf = make([]T, fuseewBlock)
-			d = fuseewValue{false, newF(mc.rbuf)}
+			d = fuseewValue{slot: newF(mc.rbuf)}
 			mc.res = d.slot
 		case types[k].DType == ir.Bool && len(freeB) > 0:
-			d, freeB = fuseewValue{true, freeB[len(freeB)-1]}, freeB[:len(freeB)-1]
+			d, freeB = fuseewValue{isBool: true, slot: freeB[len(freeB)-1]}, freeB[:len(freeB)-1]
 		case types[k].DType == ir.Bool:
-			d = fuseewValue{true, newB(make([]bool, fuseewBlock))}
+			d = fuseewValue{isBool: true, slot: newB(make([]bool, fuseewBlock))}
 		case len(freeF) > 0:
-			d, freeF = fuseewValue{false, freeF[len(freeF)-1]}, freeF[:len(freeF)-1]
+			d, freeF = fuseewValue{slot: freeF[len(freeF)-1]}, freeF[:len(freeF)-1]
 		default:
-			d = fuseewValue{false, newF(make([]T, fuseewBlock))}
+			d = fuseewValue{slot: newF(make([]T, fuseewBlock))}
 		}
 		temps[k] = d
 		step, err := fuseewStep(mc, instr, types[k], in, types, d, ops)
@@ -286,6 +287,19 @@ func fuseewStep[T float](mc *fuseewMachine[T], instr ir.EwInstr, t ir.Type, in, 
 		o, x, y := d.slot, ops[0].slot, ops[1].slot
 		return func(m int) { row(mc.fs[o][:m], mc.fs[x][:m], mc.fs[y][:m]) }
 	}
+	// stride is an operand's stride: 0 for a scalar, read at element 0.
+	stride := func(v fuseewValue) int {
+		if v.scalar {
+			return 0
+		}
+		return 1
+	}
+	x, y := ops[0], ops[len(ops)-1]
+	ia, ib := stride(x), stride(y)
+	strided := func(row func(o, a, b []T, ao, bo, ia, ib int)) func(int) {
+		o := d.slot
+		return func(m int) { row(mc.fs[o][:m], mc.fs[x.slot][:m], mc.fs[y.slot][:m], 0, 0, ia, ib) }
+	}
 	op, attrs := instr.Op, instr.Attrs
 	switch op {
 	case ir.OpNeg:
@@ -310,16 +324,15 @@ func fuseewStep[T float](mc *fuseewMachine[T], instr ir.EwInstr, t ir.Type, in, 
 		if len(ops) == 1 {
 			return unary(powExpRow[T](attrs.Float("exponent", math.NaN()))), nil
 		}
-		return binary(func(o, a, b []T) { binaryMathRow(powElem[T], o, a, b, 0, 0, 1, 1) }), nil
+		return strided(func(o, a, b []T, ao, bo, ia, ib int) { binaryMathRow(powElem[T], o, a, b, ao, bo, ia, ib) }), nil
 	case ir.OpAdd, ir.OpSub, ir.OpMul, ir.OpDiv:
-		return binary(func(o, a, b []T) { binaryRow(op, o, a, b, 0, 0, 1, 1) }), nil
+		return strided(func(o, a, b []T, ao, bo, ia, ib int) { binaryRow(op, o, a, b, ao, bo, ia, ib) }), nil
 	case ir.OpMaximum, ir.OpMinimum:
-		row := maxMinRow[T](op)
-		return binary(func(o, a, b []T) { row(o, a, b, 0, 0, 1, 1) }), nil
+		return strided(maxMinRow[T](op)), nil
 	case ir.OpFloorDiv:
-		return binary(func(o, a, b []T) { binaryMathRow(floorDivFloat[T], o, a, b, 0, 0, 1, 1) }), nil
+		return strided(func(o, a, b []T, ao, bo, ia, ib int) { binaryMathRow(floorDivFloat[T], o, a, b, ao, bo, ia, ib) }), nil
 	case ir.OpMod:
-		return binary(func(o, a, b []T) { binaryMathRow(modFloat[T], o, a, b, 0, 0, 1, 1) }), nil
+		return strided(func(o, a, b []T, ao, bo, ia, ib int) { binaryMathRow(modFloat[T], o, a, b, ao, bo, ia, ib) }), nil
 	case ir.OpReluGrad:
 		return binary(reluGradRow[T]), nil
 	case ir.OpGeluGrad:
@@ -329,30 +342,35 @@ func fuseewStep[T float](mc *fuseewMachine[T], instr ir.EwInstr, t ir.Type, in, 
 		}
 		return binary(row), nil
 	case ir.OpGreater, ir.OpGreaterEqual, ir.OpLess, ir.OpLessEqual, ir.OpEqual, ir.OpNotEqual:
-		o, x, y := d.slot, ops[0].slot, ops[1].slot
+		o := d.slot
 		ne := op == ir.OpNotEqual
 		if argType(0) == ir.Bool {
-			return func(m int) { logicEqualityRow(ne, mc.bs[o][:m], mc.bs[x][:m], mc.bs[y][:m], 0, 0, 1, 1) }, nil
+			return func(m int) { logicEqualityRow(ne, mc.bs[o][:m], mc.bs[x.slot][:m], mc.bs[y.slot][:m], 0, 0, ia, ib) }, nil
 		}
 		if op == ir.OpEqual || op == ir.OpNotEqual {
-			return func(m int) { logicEqualityRow(ne, mc.bs[o][:m], mc.fs[x][:m], mc.fs[y][:m], 0, 0, 1, 1) }, nil
+			return func(m int) { logicEqualityRow(ne, mc.bs[o][:m], mc.fs[x.slot][:m], mc.fs[y.slot][:m], 0, 0, ia, ib) }, nil
 		}
 		row := logicCompareRow[T](op)
-		return func(m int) { row(mc.bs[o][:m], mc.fs[x][:m], mc.fs[y][:m], 0, 0, 1, 1) }, nil
+		return func(m int) { row(mc.bs[o][:m], mc.fs[x.slot][:m], mc.fs[y.slot][:m], 0, 0, ia, ib) }, nil
 	case ir.OpLogicalAnd, ir.OpLogicalOr:
-		o, x, y := d.slot, ops[0].slot, ops[1].slot
+		o := d.slot
 		and := op == ir.OpLogicalAnd
-		return func(m int) { logicAndOrRow(and, mc.bs[o][:m], mc.bs[x][:m], mc.bs[y][:m], 0, 0, 1, 1) }, nil
+		return func(m int) { logicAndOrRow(and, mc.bs[o][:m], mc.bs[x.slot][:m], mc.bs[y.slot][:m], 0, 0, ia, ib) }, nil
 	case ir.OpLogicalNot:
-		o, x := d.slot, ops[0].slot
-		return func(m int) { logicNotRow(mc.bs[o][:m], mc.bs[x][:m]) }, nil
+		o := d.slot
+		return func(m int) { logicNotRow(mc.bs[o][:m], mc.bs[x.slot][:m]) }, nil
 	case ir.OpWhere:
-		o, c, x, y := d.slot, ops[0].slot, ops[1].slot, ops[2].slot
-		st := [3]int{1, 1, 1}
+		o, c := d.slot, ops[0].slot
+		a, b := ops[1], ops[2]
+		st := [3]int{stride(ops[0]), stride(a), stride(b)}
 		if t.DType == ir.Bool {
-			return func(m int) { logicWhereRow(mc.bs[o][:m], mc.bs[c][:m], mc.bs[x][:m], mc.bs[y][:m], [3]int{}, st) }, nil
+			return func(m int) {
+				logicWhereRow(mc.bs[o][:m], mc.bs[c][:m], mc.bs[a.slot][:m], mc.bs[b.slot][:m], [3]int{}, st)
+			}, nil
 		}
-		return func(m int) { logicWhereRow(mc.fs[o][:m], mc.bs[c][:m], mc.fs[x][:m], mc.fs[y][:m], [3]int{}, st) }, nil
+		return func(m int) {
+			logicWhereRow(mc.fs[o][:m], mc.bs[c][:m], mc.fs[a.slot][:m], mc.fs[b.slot][:m], [3]int{}, st)
+		}, nil
 	}
 	return nil, fmt.Errorf("%s has no row code for fused programs", op)
 }
