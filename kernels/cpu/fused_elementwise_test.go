@@ -251,6 +251,9 @@ func TestFusedElementwisePrograms(t *testing.T) {
 			"t0 = div i0, i1", "t1 = div i2, i3", "t2 = sqrt t1", "t3 = add t2, 1e-08", "t4 = div t0, t3",
 			"t5 = mul t4, 0.001", "t6 = sub i4, t5"}},
 		{"rank grows", [][]int{{5, 100}, {1, 1, 100}}, nil, []string{"t0 = add i0, i1", "t1 = exp t0"}},
+		{"scalar bools", [][]int{{}, {700}, {700}}, []bool{true, true}, []string{"t0 = logical_and i0, i1", "t1 = logical_or i1, i0", "t2 = not_equal t0, t1", "t3 = where t2, i2, 1.0"}},
+		{"scalar cond", [][]int{{}, {700}, {}}, []bool{true}, []string{"t0 = where i0, i1, i2", "t1 = where i0, i2, t0"}},
+		{"scalar operands", [][]int{{}, {700}}, nil, []string{"t0 = pow i1, i0", "t1 = maximum i0, t0", "t2 = floor_div t1, i0", "t3 = mod i0, t2", "t4 = less i0, t3", "t5 = where t4, t3, i0"}},
 	}
 	for _, dt := range []ir.DType{ir.F32, ir.F64} {
 		r := newRand(7)
