@@ -26,8 +26,8 @@ import (
 // each instruction's own Infer in turn to its operand types, so a fused op
 // has exactly the type of the chain it replaced.
 
-// FusedNoGrad is the NoGrad reason of every fused op.
-const FusedNoGrad = "fused ops appear after autodiff"
+// fuseewNoGrad is the NoGrad reason of every fused op.
+const fuseewNoGrad = "fused ops appear after autodiff"
 
 // ProgramAttr is the name of the attribute that holds an elementwise
 // program.
@@ -291,18 +291,18 @@ func fusedElementwiseOps() []opRow {
 		{OpFusedElementwise, OpInfo{Name: "fused_elementwise", Args: []string{"in"}, Variadic: true, Class: ClassOther,
 			Attrs:  []AttrSpec{from, program},
 			Doc:    "an elementwise program run in one pass over the result: each input broadcast to the result shape, each instruction computed with its op's own per-element code, so the result is bitwise that of the ops it replaced (made by the fuse pass)",
-			Infer:  inferFusedElementwise,
-			NoGrad: FusedNoGrad}},
+			Infer:  fuseewInferElementwise,
+			NoGrad: fuseewNoGrad}},
 		{OpFusedMatmul, OpInfo{Name: "fused_matmul", Args: []string{"a", "b", "in"}, Optional: 1, Variadic: true,
 			Attrs:  []AttrSpec{from, program},
 			Doc:    "matmul(a, b) with an elementwise epilogue: the program (input i0 is the product, i1... the extra arguments) is applied to the product in its own buffer, block by block; the result has the product's dtype and element count (made by the fuse pass)",
-			Infer:  inferFusedMatmul,
-			NoGrad: FusedNoGrad}},
+			Infer:  fuseewInferMatmul,
+			NoGrad: fuseewNoGrad}},
 		{OpFusedReduce, OpInfo{Name: "fused_reduce", Args: []string{"in"}, Variadic: true,
 			Attrs:  reduceAttrs,
 			Doc:    "sum or mean {axes, keepdims} of an elementwise program's result, which is never stored: the reduction with its elementwise prologue in one pass, adding in the order sum does (made by the fuse pass)",
-			Infer:  inferFusedReduce,
-			NoGrad: FusedNoGrad}},
+			Infer:  fuseewInferReduce,
+			NoGrad: fuseewNoGrad}},
 	}
 }
 
@@ -319,11 +319,11 @@ func fuseewProgramType(inputs []Type, attrs Attrs) (Type, error) {
 	return types[len(types)-1], nil
 }
 
-func inferFusedElementwise(args []Type, a Attrs) (Type, error) {
+func fuseewInferElementwise(args []Type, a Attrs) (Type, error) {
 	return fuseewProgramType(args, a)
 }
 
-func inferFusedMatmul(args []Type, a Attrs) (Type, error) {
+func fuseewInferMatmul(args []Type, a Attrs) (Type, error) {
 	m, err := inferMatmul(args[:2], nil)
 	if err != nil {
 		return Type{}, fmt.Errorf("matmul: %v", err)
@@ -338,7 +338,7 @@ func inferFusedMatmul(args []Type, a Attrs) (Type, error) {
 	return t, nil
 }
 
-func inferFusedReduce(args []Type, a Attrs) (Type, error) {
+func fuseewInferReduce(args []Type, a Attrs) (Type, error) {
 	x, err := fuseewProgramType(args, a)
 	if err != nil {
 		return Type{}, err

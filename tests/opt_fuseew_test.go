@@ -243,7 +243,7 @@ func TestFuseElementwiseDigitsAdam(t *testing.T) {
 	}
 	f := randomFeeds(g, 1, nil, map[string]int{"y": 10})
 	for name := range f {
-		if g.Values[mustLookup(t, g, name)].Op == ir.OpParam {
+		if g.Values[fuseewLookup(t, g, name)].Op == ir.OpParam {
 			delete(f, name) // params start from their initializers
 		}
 	}
@@ -278,7 +278,8 @@ func TestFuseElementwiseDigitsAdam(t *testing.T) {
 	}
 }
 
-func mustLookup(t *testing.T, g *ir.Graph, name string) ir.ID {
+// fuseewLookup returns the id of the value called name in g.
+func fuseewLookup(t *testing.T, g *ir.Graph, name string) ir.ID {
 	t.Helper()
 	id, ok := g.Lookup(name)
 	if !ok {
