@@ -280,6 +280,8 @@ func (p EwProgram) Types(inputs []Type) ([]Type, error) {
 	return types, nil
 }
 
+// fusedElementwiseOps returns the rows of fused_elementwise, fused_matmul
+// and fused_reduce.
 func fusedElementwiseOps() []opRow {
 	program := AttrSpec{Name: ProgramAttr, Kind: AttrList, Required: true,
 		Doc: `the instructions, one string each: "tK = OP OPERAND, ... {ATTRS}", with operands iN (input N, broadcast to the result shape), tJ (an earlier result) or a number (a scalar of the program's dtype); the last result is the op's`}
@@ -319,10 +321,13 @@ func fuseewProgramType(inputs []Type, attrs Attrs) (Type, error) {
 	return types[len(types)-1], nil
 }
 
+// fuseewInferElementwise infers fused_elementwise: its program's type.
 func fuseewInferElementwise(args []Type, a Attrs) (Type, error) {
 	return fuseewProgramType(args, a)
 }
 
+// fuseewInferMatmul infers fused_matmul: the epilogue's type over the
+// product and the extra arguments, which must fit in the product's buffer.
 func fuseewInferMatmul(args []Type, a Attrs) (Type, error) {
 	m, err := inferMatmul(args[:2], nil)
 	if err != nil {
@@ -338,6 +343,8 @@ func fuseewInferMatmul(args []Type, a Attrs) (Type, error) {
 	return t, nil
 }
 
+// fuseewInferReduce infers fused_reduce: sum's or mean's type for the
+// program's result.
 func fuseewInferReduce(args []Type, a Attrs) (Type, error) {
 	x, err := fuseewProgramType(args, a)
 	if err != nil {

@@ -51,6 +51,7 @@ func TestElementwiseLoops(t *testing.T) {
 	ewCheckLoops[float64](t)
 }
 
+// ewCheckLoops is TestElementwiseLoops for T.
 func ewCheckLoops[T float](t *testing.T) {
 	same := func(got, want T) bool {
 		g, w := float64(got), float64(want)

@@ -67,6 +67,8 @@ type fuseewCursor struct {
 	j, row    int   // position in the current row, operand offset of its start
 }
 
+// newFuseewCursor plans the cursor over shape out of an operand with
+// strides along out's dimensions.
 func newFuseewCursor(out ir.Shape, strides []int) fuseewCursor {
 	w := newWalk(out, strides, nil)
 	return fuseewCursor{inner: w.inner, ia: w.ia, dims: w.dims, st: w.sa, idx: make([]int, len(w.dims))}
