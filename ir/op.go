@@ -157,6 +157,9 @@ const (
 
 	// Fused elementwise chains, epilogues and prologues
 	// (ops_fused_elementwise.go).
+	OpFusedElementwise
+	OpFusedMatmul
+	OpFusedReduce
 
 	numOps
 )

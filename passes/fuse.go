@@ -14,6 +14,3 @@ func Fuse(g *ir.Graph) error {
 	return fuseElementwise(g)
 }
 
-// fuseElementwise fuses elementwise chains, matmul epilogues and reduction
-// prologues (fuse_elementwise.go).
-func fuseElementwise(g *ir.Graph) error { return nil }

@@ -106,7 +106,7 @@ input %x: f64[3]
 %s = sum %l
 output %s
 `
-	x, err := cpu.New(plan(t, src, kiln.Options{}), cpu.Options{CheckNaN: true})
+	x, err := cpu.New(plan(t, src, kiln.Options{O0: true}), cpu.Options{CheckNaN: true}) // unfused: the log is a step
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ output %s
 		t.Errorf("got %v, want the log step named with element 1", err)
 	}
 	// Without the switch the NaN flows through.
-	y, _ := cpu.New(plan(t, src, kiln.Options{}), cpu.Options{})
+	y, _ := cpu.New(plan(t, src, kiln.Options{O0: true}), cpu.Options{})
 	set(t, y, "x", 1, -1, 2)
 	if err := y.Step(context.Background()); err != nil {
 		t.Fatal(err)
@@ -162,7 +162,7 @@ input %x: f64[64]
 %d = sigmoid %c
 output %d
 `
-	p := plan(t, src, kiln.Options{})
+	p := plan(t, src, kiln.Options{O0: true}) // unfused: four buffers to share
 	var sum int64
 	for _, b := range p.Buffers {
 		sum += b.Size

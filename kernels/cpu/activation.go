@@ -28,15 +28,28 @@ const (
 	geluInvSqrt = 0.3989422804014327
 )
 
-// buildActivation builds leaky_relu, elu, gelu, silu or softplus. The
-// comparisons that pick a branch (x > 0, beta*x > threshold) and the
-// products of leaky_relu are done in T with the attributes rounded to T, as
-// PyTorch does; transcendental parts are computed in float64 and rounded
-// once.
+// buildActivation builds leaky_relu, elu, gelu, silu or softplus.
 func buildActivation[T float](n *kernels.Node) (kernels.Func, error) {
-	a := n.Attrs
+	f, err := activationRow[T](n.Op, n.Attrs)
+	if err != nil {
+		return nil, err
+	}
+	return func(out kernels.Tensor, args []kernels.Tensor) error {
+		o, x := kernels.View[T](out), kernels.View[T](args[0])
+		f(o, x[:len(o)])
+		return nil
+	}, nil
+}
+
+// activationRow returns the code of leaky_relu, elu, gelu, silu or softplus,
+// o[i] = f(x[i]), shared by their kernels and the fused elementwise
+// interpreter. The comparisons that pick a branch (x > 0, beta*x >
+// threshold) and the products of leaky_relu are done in T with the
+// attributes rounded to T, as PyTorch does; transcendental parts are
+// computed in float64 and rounded once.
+func activationRow[T float](op ir.Op, a ir.Attrs) (func(o, x []T), error) {
 	var f func(o, x []T)
-	switch n.Op {
+	switch op {
 	case ir.OpLeakyRelu:
 		alpha := T(a.Float("alpha", 0.01))
 		f = func(o, x []T) {
@@ -99,13 +112,9 @@ func buildActivation[T float](n *kernels.Node) (kernels.Func, error) {
 			}
 		}
 	default:
-		return nil, fmt.Errorf("%s is not an activation", n.Op)
+		return nil, fmt.Errorf("%s is not an activation", op)
 	}
-	return func(out kernels.Tensor, args []kernels.Tensor) error {
-		o, x := kernels.View[T](out), kernels.View[T](args[0])
-		f(o, x[:len(o)])
-		return nil
-	}, nil
+	return f, nil
 }
 
 // softplus returns log(1 + e^z) as max(z, 0) + log1p(e^-|z|), which never
@@ -151,8 +160,22 @@ func geluTanhGrad(x float64) float64 {
 
 // buildGeluGrad builds gelu_grad(dy, x): dy*gelu'(x).
 func buildGeluGrad[T float](n *kernels.Node) (kernels.Func, error) {
+	f, err := activationGeluGradRow[T](n.Attrs)
+	if err != nil {
+		return nil, err
+	}
+	return func(out kernels.Tensor, args []kernels.Tensor) error {
+		f(kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1]))
+		return nil
+	}, nil
+}
+
+// activationGeluGradRow returns the code of gelu_grad {approximate},
+// o[i] = dy[i]*gelu'(x[i]), shared by its kernel and the fused elementwise
+// interpreter.
+func activationGeluGradRow[T float](a ir.Attrs) (func(o, dy, x []T), error) {
 	var d func(float64) float64
-	switch s := n.Attrs.Str("approximate", "none"); s {
+	switch s := a.Str("approximate", "none"); s {
 	case "none":
 		d = geluExactGrad
 	case "tanh":
@@ -160,13 +183,11 @@ func buildGeluGrad[T float](n *kernels.Node) (kernels.Func, error) {
 	default:
 		return nil, fmt.Errorf(`approximate must be "none" or "tanh", found %q`, s)
 	}
-	return func(out kernels.Tensor, args []kernels.Tensor) error {
-		o, dy, x := kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1])
+	return func(o, dy, x []T) {
 		dy, x = dy[:len(o)], x[:len(o)]
 		for i := range o {
 			o[i] = T(float64(dy[i]) * d(float64(x[i])))
 		}
-		return nil
 	}, nil
 }
 

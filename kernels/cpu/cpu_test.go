@@ -57,6 +57,8 @@ func TestRegisteredDTypes(t *testing.T) {
 		ir.OpLayerNorm: floats, ir.OpBatchNorm: floats, ir.OpDropout: floats,
 		// Fused patterns (fused_patterns.go).
 		ir.OpSoftmaxGrad: floats, ir.OpLogSoftmaxGrad: floats, ir.OpMaxGrad: floats, ir.OpSoftmaxCEGrad: floats,
+		// Fused elementwise programs (fused_elementwise.go).
+		ir.OpFusedElementwise: floats, ir.OpFusedMatmul: floats, ir.OpFusedReduce: floats,
 	}
 	for _, op := range ir.Ops() {
 		for _, dt := range allDTypes {

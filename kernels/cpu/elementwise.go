@@ -75,6 +75,9 @@ func apply[T number](op ir.Op, x, y T) T {
 // vecVec computes out[i] = a[i] op b[i].
 func vecVec[T number](op ir.Op, out, a, b []T) {
 	a, b = a[:len(out)], b[:len(out)]
+	if ewVecVecAsm(op, out, a, b) {
+		return
+	}
 	switch op {
 	case ir.OpAdd:
 		for i := range out {
@@ -98,6 +101,9 @@ func vecVec[T number](op ir.Op, out, a, b []T) {
 // vecScalar computes out[i] = a[i] op s.
 func vecScalar[T number](op ir.Op, out, a []T, s T) {
 	a = a[:len(out)]
+	if ewVecScalarAsm(op, out, a, s) {
+		return
+	}
 	switch op {
 	case ir.OpAdd:
 		for i := range out {
@@ -121,6 +127,9 @@ func vecScalar[T number](op ir.Op, out, a []T, s T) {
 // scalarVec computes out[i] = s op b[i].
 func scalarVec[T number](op ir.Op, out []T, s T, b []T) {
 	b = b[:len(out)]
+	if ewScalarVecAsm(op, out, s, b) {
+		return
+	}
 	switch op {
 	case ir.OpAdd:
 		for i := range out {
@@ -144,59 +153,73 @@ func scalarVec[T number](op ir.Op, out []T, s T, b []T) {
 // buildNeg builds neg. Integer negation wraps (-MinInt32 is MinInt32).
 func buildNeg[T number](*kernels.Node) (kernels.Func, error) {
 	return func(out kernels.Tensor, args []kernels.Tensor) error {
-		o, x := kernels.View[T](out), kernels.View[T](args[0])
-		x = x[:len(o)]
-		for i := range o {
-			o[i] = -x[i]
-		}
+		o := kernels.View[T](out)
+		negRow(o, kernels.View[T](args[0]))
 		return nil
 	}, nil
 }
 
-// buildUnaryFloat builds exp, log, sqrt, tanh, sigmoid or relu. relu is
-// x > 0 ? x : 0, so it maps NaN and -0 to 0.
+// negRow computes o[i] = -x[i]: neg's code, shared by its kernel and the
+// fused elementwise interpreter.
+func negRow[T number](o, x []T) {
+	x = x[:len(o)]
+	for i := range o {
+		o[i] = -x[i]
+	}
+}
+
+// buildUnaryFloat builds exp, log, sqrt, tanh, sigmoid or relu.
 func buildUnaryFloat[T float](n *kernels.Node) (kernels.Func, error) {
-	op := n.Op
-	switch op {
-	case ir.OpExp, ir.OpLog, ir.OpSqrt, ir.OpTanh, ir.OpSigmoid, ir.OpRelu:
-	default:
-		return nil, fmt.Errorf("%s is not a unary float op", op)
+	f := unaryFloatRow[T](n.Op)
+	if f == nil {
+		return nil, fmt.Errorf("%s is not a unary float op", n.Op)
 	}
 	return func(out kernels.Tensor, args []kernels.Tensor) error {
-		o, x := kernels.View[T](out), kernels.View[T](args[0])
-		x = x[:len(o)]
-		switch op {
-		case ir.OpExp:
-			for i, v := range x {
-				o[i] = T(math.Exp(float64(v)))
-			}
-		case ir.OpLog:
-			for i, v := range x {
-				o[i] = T(logF64(float64(v))) // math.Log is wrong for subnormals
-			}
-		case ir.OpSqrt:
-			for i, v := range x {
-				o[i] = T(math.Sqrt(float64(v)))
-			}
-		case ir.OpTanh:
-			for i, v := range x {
-				o[i] = T(math.Tanh(float64(v)))
-			}
-		case ir.OpSigmoid:
-			for i, v := range x {
-				o[i] = T(sigmoid(float64(v)))
-			}
-		case ir.OpRelu:
-			for i, v := range x {
-				if v > 0 {
-					o[i] = v
-				} else {
-					o[i] = 0
-				}
-			}
-		}
+		f(kernels.View[T](out), kernels.View[T](args[0]))
 		return nil
 	}, nil
+}
+
+// unaryFloatRow returns the code of exp, log, sqrt, tanh, sigmoid or relu,
+// o[i] = f(x[i]), shared by their kernels and the fused elementwise
+// interpreter; nil for any other op. relu is x > 0 ? x : 0, so it maps NaN
+// and -0 to 0.
+func unaryFloatRow[T float](op ir.Op) func(o, x []T) {
+	switch op {
+	case ir.OpExp:
+		return func(o, x []T) {
+			for i, v := range x[:len(o)] {
+				o[i] = T(math.Exp(float64(v)))
+			}
+		}
+	case ir.OpLog:
+		return func(o, x []T) {
+			for i, v := range x[:len(o)] {
+				o[i] = T(logF64(float64(v))) // math.Log is wrong for subnormals
+			}
+		}
+	case ir.OpSqrt:
+		return func(o, x []T) {
+			for i, v := range x[:len(o)] {
+				o[i] = T(math.Sqrt(float64(v)))
+			}
+		}
+	case ir.OpTanh:
+		return func(o, x []T) {
+			for i, v := range x[:len(o)] {
+				o[i] = T(math.Tanh(float64(v)))
+			}
+		}
+	case ir.OpSigmoid:
+		return func(o, x []T) {
+			for i, v := range x[:len(o)] {
+				o[i] = T(sigmoid(float64(v)))
+			}
+		}
+	case ir.OpRelu:
+		return func(o, x []T) { reluGradRow(o, x, x) }
+	}
+	return nil
 }
 
 // sigmoid returns 1/(1+e^-x) in a form that never overflows: e^-|x| is at
@@ -212,15 +235,36 @@ func sigmoid(x float64) float64 {
 // buildReluGrad builds relu_grad(dy, x): dy where x > 0, else 0.
 func buildReluGrad[T float](*kernels.Node) (kernels.Func, error) {
 	return func(out kernels.Tensor, args []kernels.Tensor) error {
-		o, dy, x := kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1])
-		dy, x = dy[:len(o)], x[:len(o)]
-		for i := range o {
-			if x[i] > 0 {
-				o[i] = dy[i]
-			} else {
-				o[i] = 0
-			}
-		}
+		reluGradRow(kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1]))
 		return nil
 	}, nil
+}
+
+// reluGradRow computes o[i] = x[i] > 0 ? dy[i] : 0: relu_grad's code, and
+// relu's (relu(x) = relu_grad(x, x)), shared by their kernels and the fused
+// elementwise interpreter. The test and the choice are done on the bits,
+// without a branch, which random signs would mispredict half the time:
+// x > 0 exactly when its bits, read as a signed integer, lie in [1, bits of
+// +Inf] (negative values and -0 have the sign bit, NaNs lie above +Inf).
+func reluGradRow[T float](o, dy, x []T) {
+	switch o := any(o).(type) {
+	case []float32:
+		dy, x := any(dy).([]float32)[:len(o)], any(x).([]float32)[:len(o)]
+		for i := range o {
+			d, r := math.Float32bits(dy[i]), uint32(0)
+			if uint32(int32(math.Float32bits(x[i]))-1) < 0x7f800000 {
+				r = d
+			}
+			o[i] = math.Float32frombits(r)
+		}
+	case []float64:
+		dy, x := any(dy).([]float64)[:len(o)], any(x).([]float64)[:len(o)]
+		for i := range o {
+			d, r := math.Float64bits(dy[i]), uint64(0)
+			if uint64(int64(math.Float64bits(x[i]))-1) < 0x7ff0000000000000 {
+				r = d
+			}
+			o[i] = math.Float64frombits(r)
+		}
+	}
 }

@@ -59,40 +59,53 @@ func logicCompare[T number](n *kernels.Node) kernels.Func {
 	if op == ir.OpEqual || op == ir.OpNotEqual {
 		return logicEquality[T](n)
 	}
+	f := logicCompareRow[T](op)
 	w := logicWalk(n)
 	return func(out kernels.Tensor, args []kernels.Tensor) error {
 		o, a, b := kernels.View[bool](out), kernels.View[T](args[0]), kernels.View[T](args[1])
-		inner, ia, ib := w.inner, w.ia, w.ib
 		w.each(func(oo, ao, bo int) {
-			row := o[oo : oo+inner]
-			switch op {
-			case ir.OpGreater:
-				for j := range row {
-					row[j] = a[ao] > b[bo]
-					ao += ia
-					bo += ib
-				}
-			case ir.OpGreaterEqual:
-				for j := range row {
-					row[j] = a[ao] >= b[bo]
-					ao += ia
-					bo += ib
-				}
-			case ir.OpLess:
-				for j := range row {
-					row[j] = a[ao] < b[bo]
-					ao += ia
-					bo += ib
-				}
-			default: // ir.OpLessEqual
-				for j := range row {
-					row[j] = a[ao] <= b[bo]
-					ao += ia
-					bo += ib
-				}
-			}
+			f(o[oo:oo+w.inner], a, b, ao, bo, w.ia, w.ib)
 		})
 		return nil
+	}
+}
+
+// logicCompareRow returns the row code of greater, greater_equal, less or
+// less_equal (less_equal for any other op), o[j] = a[ao+j*ia] > b[bo+j*ib],
+// shared by their kernels and the fused elementwise interpreter.
+func logicCompareRow[T number](op ir.Op) func(o []bool, a, b []T, ao, bo, ia, ib int) {
+	switch op {
+	case ir.OpGreater:
+		return func(o []bool, a, b []T, ao, bo, ia, ib int) {
+			for j := range o {
+				o[j] = a[ao] > b[bo]
+				ao += ia
+				bo += ib
+			}
+		}
+	case ir.OpGreaterEqual:
+		return func(o []bool, a, b []T, ao, bo, ia, ib int) {
+			for j := range o {
+				o[j] = a[ao] >= b[bo]
+				ao += ia
+				bo += ib
+			}
+		}
+	case ir.OpLess:
+		return func(o []bool, a, b []T, ao, bo, ia, ib int) {
+			for j := range o {
+				o[j] = a[ao] < b[bo]
+				ao += ia
+				bo += ib
+			}
+		}
+	}
+	return func(o []bool, a, b []T, ao, bo, ia, ib int) {
+		for j := range o {
+			o[j] = a[ao] <= b[bo]
+			ao += ia
+			bo += ib
+		}
 	}
 }
 
@@ -102,16 +115,21 @@ func logicEquality[T kernels.Elem](n *kernels.Node) kernels.Func {
 	w := logicWalk(n)
 	return func(out kernels.Tensor, args []kernels.Tensor) error {
 		o, a, b := kernels.View[bool](out), kernels.View[T](args[0]), kernels.View[T](args[1])
-		inner, ia, ib := w.inner, w.ia, w.ib
 		w.each(func(oo, ao, bo int) {
-			row := o[oo : oo+inner]
-			for j := range row {
-				row[j] = (a[ao] == b[bo]) != ne
-				ao += ia
-				bo += ib
-			}
+			logicEqualityRow(ne, o[oo:oo+w.inner], a, b, ao, bo, w.ia, w.ib)
 		})
 		return nil
+	}
+}
+
+// logicEqualityRow computes one row of equal (or, with ne, not_equal),
+// o[j] = a[ao+j*ia] == b[bo+j*ib]: their code, shared by their kernels and
+// the fused elementwise interpreter.
+func logicEqualityRow[T kernels.Elem](ne bool, o []bool, a, b []T, ao, bo, ia, ib int) {
+	for j := range o {
+		o[j] = (a[ao] == b[bo]) != ne
+		ao += ia
+		bo += ib
 	}
 }
 
@@ -128,33 +146,42 @@ func logicBuildBinary(n *kernels.Node) (kernels.Func, error) {
 	w := logicWalk(n)
 	return func(out kernels.Tensor, args []kernels.Tensor) error {
 		o, a, b := kernels.View[bool](out), kernels.View[bool](args[0]), kernels.View[bool](args[1])
-		inner, ia, ib := w.inner, w.ia, w.ib
 		w.each(func(oo, ao, bo int) {
-			row := o[oo : oo+inner]
-			for j := range row {
-				if and {
-					row[j] = a[ao] && b[bo]
-				} else {
-					row[j] = a[ao] || b[bo]
-				}
-				ao += ia
-				bo += ib
-			}
+			logicAndOrRow(and, o[oo:oo+w.inner], a, b, ao, bo, w.ia, w.ib)
 		})
 		return nil
 	}, nil
 }
 
+// logicAndOrRow computes one row of logical_and (or, without and,
+// logical_or): their code, shared by their kernels and the fused
+// elementwise interpreter.
+func logicAndOrRow(and bool, o, a, b []bool, ao, bo, ia, ib int) {
+	for j := range o {
+		if and {
+			o[j] = a[ao] && b[bo]
+		} else {
+			o[j] = a[ao] || b[bo]
+		}
+		ao += ia
+		bo += ib
+	}
+}
+
 // logicBuildNot builds logical_not.
 func logicBuildNot(*kernels.Node) (kernels.Func, error) {
 	return func(out kernels.Tensor, args []kernels.Tensor) error {
-		o, x := kernels.View[bool](out), kernels.View[bool](args[0])
-		x = x[:len(o)]
-		for i, v := range x {
-			o[i] = !v
-		}
+		logicNotRow(kernels.View[bool](out), kernels.View[bool](args[0]))
 		return nil
 	}, nil
+}
+
+// logicNotRow computes o[i] = !x[i]: logical_not's code, shared by its
+// kernel and the fused elementwise interpreter.
+func logicNotRow(o, x []bool) {
+	for i, v := range x[:len(o)] {
+		o[i] = !v
+	}
 }
 
 // logicBuildWhere builds where(cond, a, b) for a and b of type T.
@@ -168,23 +195,28 @@ func logicBuildWhere[T kernels.Elem](n *kernels.Node) (kernels.Func, error) {
 	return func(out kernels.Tensor, args []kernels.Tensor) error {
 		o, c := kernels.View[T](out), kernels.View[bool](args[0])
 		a, b := kernels.View[T](args[1]), kernels.View[T](args[2])
-		inner, st := w.inner, w.in
 		w.each(func(oo int, off [3]int) {
-			co, ao, bo := off[0], off[1], off[2]
-			row := o[oo : oo+inner]
-			for j := range row {
-				if c[co] {
-					row[j] = a[ao]
-				} else {
-					row[j] = b[bo]
-				}
-				co += st[0]
-				ao += st[1]
-				bo += st[2]
-			}
+			logicWhereRow(o[oo:oo+w.inner], c, a, b, off, w.in)
 		})
 		return nil
 	}, nil
+}
+
+// logicWhereRow computes one row of where, o[j] = c[off[0]+j*st[0]] ?
+// a[off[1]+j*st[1]] : b[off[2]+j*st[2]]: where's code, shared by its kernel
+// and the fused elementwise interpreter.
+func logicWhereRow[T kernels.Elem](o []T, c []bool, a, b []T, off, st [3]int) {
+	co, ao, bo := off[0], off[1], off[2]
+	for j := range o {
+		if c[co] {
+			o[j] = a[ao]
+		} else {
+			o[j] = b[bo]
+		}
+		co += st[0]
+		ao += st[1]
+		bo += st[2]
+	}
 }
 
 // logicWalk3 is walk for three strided operands: a row-major traversal of a

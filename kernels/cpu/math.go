@@ -88,46 +88,58 @@ func buildMathUnary[T float](n *kernels.Node) (kernels.Func, error) {
 		return nil, fmt.Errorf("%s is not a unary math op", n.Op)
 	}
 	return func(out kernels.Tensor, args []kernels.Tensor) error {
-		o, x := kernels.View[T](out), kernels.View[T](args[0])
-		x = x[:len(o)]
-		for i, v := range x {
-			o[i] = T(f(float64(v)))
-		}
+		mathUnaryRow(f, kernels.View[T](out), kernels.View[T](args[0]))
 		return nil
 	}, nil
 }
 
-// buildNumericUnary builds abs, sign or square for any numeric type. Integer
-// abs and square wrap like Go arithmetic (abs(MinInt32) = MinInt32); sign
-// of a float NaN is NaN and sign of ±0 is 0.
-func buildNumericUnary[T number](n *kernels.Node) (kernels.Func, error) {
-	op := n.Op
-	switch op {
-	case ir.OpAbs, ir.OpSign, ir.OpSquare:
-	default:
-		return nil, fmt.Errorf("%s is not abs, sign or square", op)
+// mathUnaryRow computes o[i] = f(x[i]) in float64, rounded to T: the code of
+// the ops of mathFunc, shared by their kernels and the fused elementwise
+// interpreter.
+func mathUnaryRow[T float](f func(float64) float64, o, x []T) {
+	for i, v := range x[:len(o)] {
+		o[i] = T(f(float64(v)))
 	}
-	isFloat := n.Out.DType.IsFloat()
+}
+
+// buildNumericUnary builds abs, sign or square for any numeric type.
+func buildNumericUnary[T number](n *kernels.Node) (kernels.Func, error) {
+	f := numericUnaryRow[T](n.Op, n.Out.DType.IsFloat())
+	if f == nil {
+		return nil, fmt.Errorf("%s is not abs, sign or square", n.Op)
+	}
 	return func(out kernels.Tensor, args []kernels.Tensor) error {
-		o, x := kernels.View[T](out), kernels.View[T](args[0])
-		x = x[:len(o)]
-		switch op {
-		case ir.OpAbs:
-			if isFloat {
-				for i, v := range x {
+		f(kernels.View[T](out), kernels.View[T](args[0]))
+		return nil
+	}, nil
+}
+
+// numericUnaryRow returns the code of abs, sign or square (nil for another
+// op), shared by their kernels and the fused elementwise interpreter.
+// Integer abs and square wrap like Go arithmetic (abs(MinInt32) = MinInt32);
+// sign of a float NaN is NaN and sign of ±0 is 0.
+func numericUnaryRow[T number](op ir.Op, isFloat bool) func(o, x []T) {
+	switch op {
+	case ir.OpAbs:
+		if isFloat {
+			return func(o, x []T) {
+				for i, v := range x[:len(o)] {
 					o[i] = T(math.Abs(float64(v))) // clears the sign bit: no branch
 				}
-				break
 			}
-			for i, v := range x {
+		}
+		return func(o, x []T) {
+			for i, v := range x[:len(o)] {
 				if v < 0 {
 					o[i] = -v
 				} else {
 					o[i] = v
 				}
 			}
-		case ir.OpSign:
-			for i, v := range x {
+		}
+	case ir.OpSign:
+		return func(o, x []T) {
+			for i, v := range x[:len(o)] {
 				switch {
 				case v > 0:
 					o[i] = 1
@@ -139,43 +151,55 @@ func buildNumericUnary[T number](n *kernels.Node) (kernels.Func, error) {
 					o[i] = v
 				}
 			}
-		case ir.OpSquare:
-			for i, v := range x {
+		}
+	case ir.OpSquare:
+		return func(o, x []T) {
+			for i, v := range x[:len(o)] {
 				o[i] = v * v
 			}
 		}
+	}
+	return nil
+}
+
+// buildClip builds clip {min, max}.
+func buildClip[T number](n *kernels.Node) (kernels.Func, error) {
+	f := clipRow[T](n.Attrs)
+	return func(out kernels.Tensor, args []kernels.Tensor) error {
+		f(kernels.View[T](out), kernels.View[T](args[0]))
 		return nil
 	}, nil
 }
 
-// buildClip builds clip {min, max}: each bound, converted to T (exactly, for
+// clipRow returns the code of clip {min, max}, shared by its kernel and the
+// fused elementwise interpreter: each bound, converted to T (exactly, for
 // integers, which ir requires to be whole and in range), limits x with the
 // builtin max and min, which keep a NaN x NaN.
-func buildClip[T number](n *kernels.Node) (kernels.Func, error) {
-	lo, hasLo := n.Attrs.Get("min")
-	hi, hasHi := n.Attrs.Get("max")
+func clipRow[T number](attrs ir.Attrs) func(o, x []T) {
+	lo, hasLo := attrs.Get("min")
+	hi, hasHi := attrs.Get("max")
 	lf, _ := lo.AsFloat()
 	hf, _ := hi.AsFloat()
 	l, h := T(lf), T(hf)
-	return func(out kernels.Tensor, args []kernels.Tensor) error {
-		o, x := kernels.View[T](out), kernels.View[T](args[0])
-		x = x[:len(o)]
-		switch {
-		case hasLo && hasHi:
-			for i, v := range x {
+	switch {
+	case hasLo && hasHi:
+		return func(o, x []T) {
+			for i, v := range x[:len(o)] {
 				o[i] = min(max(v, l), h)
 			}
-		case hasLo:
-			for i, v := range x {
+		}
+	case hasLo:
+		return func(o, x []T) {
+			for i, v := range x[:len(o)] {
 				o[i] = max(v, l)
 			}
-		default:
-			for i, v := range x {
-				o[i] = min(v, h)
-			}
 		}
-		return nil
-	}, nil
+	}
+	return func(o, x []T) {
+		for i, v := range x[:len(o)] {
+			o[i] = min(v, h)
+		}
+	}
 }
 
 // buildPow builds pow: a^b with NumPy broadcasting, or a^exponent. Both use
@@ -184,49 +208,69 @@ func buildClip[T number](n *kernels.Node) (kernels.Func, error) {
 // pow(x, 0) is 1 for every x, NaN included.
 func buildPow[T float](n *kernels.Node) (kernels.Func, error) {
 	if len(n.Args) == 1 {
-		ex := n.Attrs.Float("exponent", math.NaN())
+		f := powExpRow[T](n.Attrs.Float("exponent", math.NaN()))
 		return func(out kernels.Tensor, args []kernels.Tensor) error {
-			o, x := kernels.View[T](out), kernels.View[T](args[0])
-			x = x[:len(o)]
-			// The exponents PyTorch computes by multiplication or sqrt
-			// (pow_tensor_scalar_optimized_kernel), the same way.
-			switch ex {
-			case 2:
-				for i, v := range x {
-					f := float64(v)
-					o[i] = T(f * f) // exact in float64 for f32 values
-				}
-			case 3:
-				for i, v := range x {
-					f := float64(v)
-					o[i] = T(f * f * f)
-				}
-			case 0.5:
-				for i, v := range x {
-					o[i] = T(math.Sqrt(float64(v)))
-				}
-			case -0.5:
-				for i, v := range x {
-					o[i] = T(1 / math.Sqrt(float64(v)))
-				}
-			case -1:
-				for i, v := range x {
-					o[i] = T(1 / float64(v))
-				}
-			case -2:
-				for i, v := range x {
-					f := float64(v)
-					o[i] = T(1 / (f * f))
-				}
-			default:
-				for i, v := range x {
-					o[i] = T(powF64(float64(v), ex))
-				}
-			}
+			f(kernels.View[T](out), kernels.View[T](args[0]))
 			return nil
 		}, nil
 	}
-	return buildBinaryMath(ir.OpPow, func(x, y T) T { return T(powF64(float64(x), float64(y))) })(n)
+	return buildBinaryMath(ir.OpPow, powElem[T])(n)
+}
+
+// powElem is pow(a, b) for one pair of elements.
+func powElem[T float](x, y T) T { return T(powF64(float64(x), float64(y))) }
+
+// powExpRow returns the code of pow {exponent}, o[i] = x[i]^ex, shared by its
+// kernel and the fused elementwise interpreter. The exponents PyTorch
+// computes by multiplication or sqrt (pow_tensor_scalar_optimized_kernel)
+// are computed the same way.
+func powExpRow[T float](ex float64) func(o, x []T) {
+	switch ex {
+	case 2:
+		return func(o, x []T) {
+			for i, v := range x[:len(o)] {
+				f := float64(v)
+				o[i] = T(f * f) // exact in float64 for f32 values
+			}
+		}
+	case 3:
+		return func(o, x []T) {
+			for i, v := range x[:len(o)] {
+				f := float64(v)
+				o[i] = T(f * f * f)
+			}
+		}
+	case 0.5:
+		return func(o, x []T) {
+			for i, v := range x[:len(o)] {
+				o[i] = T(math.Sqrt(float64(v)))
+			}
+		}
+	case -0.5:
+		return func(o, x []T) {
+			for i, v := range x[:len(o)] {
+				o[i] = T(1 / math.Sqrt(float64(v)))
+			}
+		}
+	case -1:
+		return func(o, x []T) {
+			for i, v := range x[:len(o)] {
+				o[i] = T(1 / float64(v))
+			}
+		}
+	case -2:
+		return func(o, x []T) {
+			for i, v := range x[:len(o)] {
+				f := float64(v)
+				o[i] = T(1 / (f * f))
+			}
+		}
+	}
+	return func(o, x []T) {
+		for i, v := range x[:len(o)] {
+			o[i] = T(powF64(float64(v), ex))
+		}
+	}
 }
 
 // Go's math.Log on amd64 (and s390x) is wrong for subnormal arguments
@@ -277,15 +321,21 @@ func buildBinaryMath[T number](op ir.Op, f func(x, y T) T) kernels.Builder {
 		return func(out kernels.Tensor, args []kernels.Tensor) error {
 			o, a, b := kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1])
 			w.each(func(oo, ao, bo int) {
-				row := o[oo : oo+w.inner]
-				for j := range row {
-					row[j] = f(a[ao], b[bo])
-					ao += w.ia
-					bo += w.ib
-				}
+				binaryMathRow(f, o[oo:oo+w.inner], a, b, ao, bo, w.ia, w.ib)
 			})
 			return nil
 		}, nil
+	}
+}
+
+// binaryMathRow computes one row, o[j] = f(a[ao+j*ia], b[bo+j*ib]): the code
+// of the ops built by buildBinaryMath (pow, float floor_div and mod), shared
+// by their kernels and the fused elementwise interpreter.
+func binaryMathRow[T number](f func(x, y T) T, o, a, b []T, ao, bo, ia, ib int) {
+	for j := range o {
+		o[j] = f(a[ao], b[bo])
+		ao += ia
+		bo += ib
 	}
 }
 
@@ -334,38 +384,63 @@ func binaryWalk(op ir.Op, n *kernels.Node) (*walk, error) {
 	return newWalk(n.Out.Shape, broadcastStrides(n.Args[0].Shape, n.Out.Shape), broadcastStrides(n.Args[1].Shape, n.Out.Shape)), nil
 }
 
-// buildMaxMin builds maximum or minimum with NumPy broadcasting, with the
-// builtin max and min inline: NaN if either element is NaN (as
-// torch.maximum), and max(-0, +0) = +0.
+// buildMaxMin builds maximum or minimum with NumPy broadcasting.
 func buildMaxMin[T number](n *kernels.Node) (kernels.Func, error) {
-	op := n.Op
-	if op != ir.OpMaximum && op != ir.OpMinimum {
-		return nil, fmt.Errorf("%s is not maximum or minimum", op)
+	f := maxMinRow[T](n.Op)
+	if f == nil {
+		return nil, fmt.Errorf("%s is not maximum or minimum", n.Op)
 	}
-	w, err := binaryWalk(op, n)
+	w, err := binaryWalk(n.Op, n)
 	if err != nil {
 		return nil, err
 	}
 	return func(out kernels.Tensor, args []kernels.Tensor) error {
 		o, a, b := kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1])
 		w.each(func(oo, ao, bo int) {
-			row := o[oo : oo+w.inner]
-			if op == ir.OpMaximum {
-				for j := range row {
-					row[j] = max(a[ao], b[bo])
-					ao += w.ia
-					bo += w.ib
-				}
-				return
-			}
-			for j := range row {
-				row[j] = min(a[ao], b[bo])
-				ao += w.ia
-				bo += w.ib
-			}
+			f(o[oo:oo+w.inner], a, b, ao, bo, w.ia, w.ib)
 		})
 		return nil
 	}, nil
+}
+
+// maxMinRow returns the row code of maximum or minimum (nil for another
+// op), o[j] = max(a[ao+j*ia], b[bo+j*ib]), shared by their kernels and the
+// fused elementwise interpreter. The builtin max and min give NaN if either
+// element is NaN (as torch.maximum), and max(-0, +0) = +0.
+func maxMinRow[T number](op ir.Op) func(o, a, b []T, ao, bo, ia, ib int) {
+	switch op {
+	case ir.OpMaximum:
+		return func(o, a, b []T, ao, bo, ia, ib int) {
+			if ia == 1 && ib == 1 {
+				a, b := a[ao:ao+len(o)], b[bo:bo+len(o)]
+				for j := range o {
+					o[j] = max(a[j], b[j])
+				}
+				return
+			}
+			for j := range o {
+				o[j] = max(a[ao], b[bo])
+				ao += ia
+				bo += ib
+			}
+		}
+	case ir.OpMinimum:
+		return func(o, a, b []T, ao, bo, ia, ib int) {
+			if ia == 1 && ib == 1 {
+				a, b := a[ao:ao+len(o)], b[bo:bo+len(o)]
+				for j := range o {
+					o[j] = min(a[j], b[j])
+				}
+				return
+			}
+			for j := range o {
+				o[j] = min(a[ao], b[bo])
+				ao += ia
+				bo += ib
+			}
+		}
+	}
+	return nil
 }
 
 // floorDivFloat is torch.floor_divide (and Python's float //) computed in

@@ -41,7 +41,23 @@ func gemmOf[T float]() gemmFunc[T] {
 // output) across goroutines, which allocates inside gonum; each output
 // block is still summed in one fixed order, so results are deterministic.
 func buildMatmul[T float](n *kernels.Node) (kernels.Func, error) {
-	as, bs := n.Args[0].Shape, n.Args[1].Shape
+	mp := newMatmulPlan[T](n.Args[0].Shape, n.Args[1].Shape)
+	return func(out kernels.Tensor, args []kernels.Tensor) error {
+		mp.run(kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1]), nil)
+		return nil
+	}, nil
+}
+
+// matmulPlan is buildMatmul's plan for given operand shapes: the product's
+// sizes, the offsets of each batch element's operands, and the gemm.
+type matmulPlan[T float] struct {
+	m, n, k    int
+	aOff, bOff []int
+	gemm       gemmFunc[T]
+}
+
+// newMatmulPlan plans matmul(a, b) for a of shape as and b of shape bs.
+func newMatmulPlan[T float](as, bs ir.Shape) *matmulPlan[T] {
 	a2, b2 := as, bs
 	if len(as) == 1 {
 		a2 = ir.Shape{1, as[0]}
@@ -59,22 +75,30 @@ func buildMatmul[T float](n *kernels.Node) (kernels.Func, error) {
 		aOff[i] *= m * k
 		bOff[i] *= k * nn
 	}
-	gemm := gemmOf[T]()
+	return &matmulPlan[T]{m: m, n: nn, k: k, aOff: aOff, bOff: bOff, gemm: gemmOf[T]()}
+}
+
+// run computes the product of a and b into c with one gemm per batch
+// element. after, when not nil, is called with the range of c each gemm
+// (or, for k = 0, the clearing of c) has just written.
+func (mp *matmulPlan[T]) run(c, a, b []T, after func(lo, hi int)) {
+	m, nn, k := mp.m, mp.n, mp.k
 	mk, kn, mn := m*k, k*nn, m*nn
-	return func(out kernels.Tensor, args []kernels.Tensor) error {
-		c := kernels.View[T](out)
-		if mn == 0 || len(aOff) == 0 {
-			return nil
+	if mn == 0 || len(mp.aOff) == 0 {
+		return
+	}
+	if k == 0 {
+		clear(c) // an empty sum; BLAS rejects k = 0 with these strides
+		if after != nil {
+			after(0, len(c))
 		}
-		if k == 0 {
-			clear(c) // an empty sum; BLAS rejects k = 0 with these strides
-			return nil
+		return
+	}
+	for i, ao := range mp.aOff {
+		bo := mp.bOff[i]
+		mp.gemm(m, nn, k, a[ao:ao+mk], k, b[bo:bo+kn], nn, c[i*mn:(i+1)*mn], nn)
+		if after != nil {
+			after(i*mn, (i+1)*mn)
 		}
-		a, b := kernels.View[T](args[0]), kernels.View[T](args[1])
-		for i, ao := range aOff {
-			bo := bOff[i]
-			gemm(m, nn, k, a[ao:ao+mk], k, b[bo:bo+kn], nn, c[i*mn:(i+1)*mn], nn)
-		}
-		return nil
-	}, nil
+	}
 }

@@ -50,26 +50,38 @@ func buildReduce[T number](n *kernels.Node) (kernels.Func, error) {
 		clear(o)
 		inner, ia := w.inner, w.ia
 		w.each(func(xo, oo, _ int) {
-			row := x[xo : xo+inner]
-			switch ia {
-			case 0:
-				s := o[oo]
-				for _, v := range row {
-					s += v
-				}
-				o[oo] = s
-			default: // 1: the innermost axis is kept
-				dst := o[oo : oo+inner]
-				for i, v := range row {
-					dst[i] += v
-				}
-			}
+			reduceAddRow(o, x[xo:xo+inner], oo, ia)
 		})
 		if mean {
-			for i := range o {
-				o[i] /= div
-			}
+			reduceDivide(o, div)
 		}
 		return nil
 	}, nil
+}
+
+// reduceAddRow adds the elements of row, in order, into o: all into o[oo]
+// when ia is 0 (the row's axis is reduced), else row[i] into o[oo+i] (the
+// row's axis is kept). It is the summation of sum and mean, shared by their
+// kernel and fused_reduce, so both add in the same order.
+func reduceAddRow[T number](o, row []T, oo, ia int) {
+	switch ia {
+	case 0:
+		s := o[oo]
+		for _, v := range row {
+			s += v
+		}
+		o[oo] = s
+	default: // 1: the innermost axis is kept
+		dst := o[oo : oo+len(row)]
+		for i, v := range row {
+			dst[i] += v
+		}
+	}
+}
+
+// reduceDivide divides every element of o by div: mean's last step.
+func reduceDivide[T number](o []T, div T) {
+	for i := range o {
+		o[i] /= div
+	}
 }

@@ -1,0 +1,549 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/kilnml/kiln/ir"
+	"github.com/kilnml/kiln/kernels"
+)
+
+// Kernels of the fused elementwise ops (ir/ops_fused_elementwise.go):
+// fused_elementwise, fused_matmul and fused_reduce, which carry an
+// elementwise program.
+//
+// The program runs in one loop over its result in blocks of fuseewBlock
+// elements. For each block every input's row is found (a slice of the input
+// itself when it has the result's layout, a row filled once per call for a
+// scalar, a row gathered with precomputed strides for any other broadcast),
+// then each instruction computes its row into a small scratch row allocated
+// by the builder, and the last instruction writes into the output (or, for
+// fused_reduce, into a scratch row that is added into the sums). So the
+// intermediates stay in cache and each input and the output are touched
+// once. Each instruction is computed by the row code of its op's own kernel
+// (negRow, binaryRow, unaryFloatRow, logicWhereRow, ...), element for
+// element, so a fused op's result is bitwise the unfused chain's.
+
+func init() {
+	register(ir.OpFusedElementwise, ir.F32, buildFusedElementwise[float32])
+	register(ir.OpFusedElementwise, ir.F64, buildFusedElementwise[float64])
+	register(ir.OpFusedMatmul, ir.F32, buildFusedMatmul[float32])
+	register(ir.OpFusedMatmul, ir.F64, buildFusedMatmul[float64])
+	register(ir.OpFusedReduce, ir.F32, buildFusedReduce[float32])
+	register(ir.OpFusedReduce, ir.F64, buildFusedReduce[float64])
+}
+
+// fuseewBlock is the number of elements a program computes per block: a
+// scratch row is 2 KiB (f32) or 4 KiB (f64), so the rows of a program of the
+// fuse pass's longest length stay in a core's L1 and L2 caches, and the
+// per-block dispatch (one indirect call per instruction) is spread over
+// enough elements to cost nothing measurable.
+const fuseewBlock = 512
+
+// How a program input's row is found for a block.
+const (
+	fuseewModeDirect = iota // a slice of the input: it has the result's layout
+	fuseewModeSplat         // one element, filled into a row once per call
+	fuseewModeGather        // any other broadcast: gathered per block
+)
+
+// fuseewIn is one program input of element type E.
+type fuseewIn[E any] struct {
+	arg  int // the argument it is; -1 for the product of fused_matmul
+	slot int // its row slot
+	mode int
+	buf  []E // the splat or gathered row
+	cur  fuseewCursor
+	src  []E // its elements, during a run
+}
+
+// fuseewCursor walks a strided operand (or, for fused_reduce, the sums)
+// along a row-major output from any position: the walk of newWalk, with the
+// position inside the current row kept between blocks.
+type fuseewCursor struct {
+	inner, ia int   // row length and the operand's stride along a row
+	dims, st  []int // the outer dimensions and the operand's strides along them
+	idx       []int // odometer
+	j, row    int   // position in the current row, operand offset of its start
+}
+
+// newFuseewCursor plans the cursor over shape out of an operand with
+// strides along out's dimensions.
+func newFuseewCursor(out ir.Shape, strides []int) fuseewCursor {
+	w := newWalk(out, strides, nil)
+	return fuseewCursor{inner: w.inner, ia: w.ia, dims: w.dims, st: w.sa, idx: make([]int, len(w.dims))}
+}
+
+// seek moves the cursor to element pos of the output.
+func (c *fuseewCursor) seek(pos int) {
+	r := pos / c.inner
+	c.j, c.row = pos%c.inner, 0
+	for k := len(c.dims) - 1; k >= 0; k-- {
+		c.idx[k] = r % c.dims[k]
+		r /= c.dims[k]
+		c.row += c.idx[k] * c.st[k]
+	}
+}
+
+// advance takes n elements from the current row (n <= inner - j).
+func (c *fuseewCursor) advance(n int) {
+	c.j += n
+	if c.j < c.inner {
+		return
+	}
+	c.j = 0
+	for k := len(c.idx) - 1; k >= 0; k-- {
+		c.idx[k]++
+		c.row += c.st[k]
+		if c.idx[k] < c.dims[k] {
+			return
+		}
+		c.row -= c.st[k] * c.dims[k]
+		c.idx[k] = 0
+	}
+}
+
+// fuseewGather fills dst with the next len(dst) elements of the broadcast
+// operand src.
+func fuseewGather[E any](c *fuseewCursor, dst, src []E) {
+	for len(dst) > 0 {
+		n := min(len(dst), c.inner-c.j)
+		gatherRow(dst[:n], src, c.row+c.j*c.ia, c.ia)
+		dst = dst[n:]
+		c.advance(n)
+	}
+}
+
+// fuseewAccumulate adds the next len(src) elements of the reduced operand
+// into the sums o, in order, as buildReduce does.
+func fuseewAccumulate[T number](c *fuseewCursor, o, src []T) {
+	for len(src) > 0 {
+		n := min(len(src), c.inner-c.j)
+		reduceAddRow(o, src[:n], c.row+c.j*c.ia, c.ia)
+		src = src[n:]
+		c.advance(n)
+	}
+}
+
+// fuseewMachine runs one program over T values (and bool intermediates).
+type fuseewMachine[T float] struct {
+	n     int      // elements of the program's result
+	fs    [][]T    // float row slots for the current block
+	bs    [][]bool // bool row slots
+	fin   []fuseewIn[T]
+	bin   []fuseewIn[bool]
+	steps []func(m int) // instruction k over the first m elements of its rows
+	res   int           // the result's float slot
+	rbuf  []T           // the result row when it is not the output (fused_reduce)
+}
+
+// fuseewValue is where a program value lives: a float or bool row slot.
+type fuseewValue struct {
+	isBool bool
+	slot   int
+	scalar bool // one value repeated (an immediate, a scalar input): its row is filled, and ops that take strides read element 0 with stride 0, as the unfused kernels read a scalar operand
+}
+
+// newFuseewMachine compiles prog over inputs of types in for a result of
+// shape out (the program's own result shape). Program input i is kernel
+// argument argOf[i]; -1 stands for the output itself, which holds the
+// product of fused_matmul when its epilogue runs.
+func newFuseewMachine[T float](prog ir.EwProgram, in []ir.Type, argOf []int, out ir.Shape) (*fuseewMachine[T], error) {
+	types, err := prog.Types(in)
+	if err != nil {
+		return nil, err
+	}
+	dt := kernels.DTypeOf[T]()
+	for i, t := range in {
+		if t.DType != dt && t.DType != ir.Bool {
+			return nil, fmt.Errorf("input i%d is %s; a %s program takes %s and bool values only", i, t, dt, dt)
+		}
+	}
+	for k, t := range types {
+		if t.DType != dt && t.DType != ir.Bool {
+			return nil, fmt.Errorf("t%d is %s; a %s program takes %s and bool values only", k, t, dt, dt)
+		}
+	}
+	if last := types[len(types)-1]; last.DType != dt {
+		return nil, fmt.Errorf("the program gives %s, expected %s", last, dt)
+	}
+	mc := &fuseewMachine[T]{n: out.NumElements()}
+	newF := func(row []T) int { mc.fs = append(mc.fs, row); return len(mc.fs) - 1 }
+	newB := func(row []bool) int { mc.bs = append(mc.bs, row); return len(mc.bs) - 1 }
+
+	// Inputs.
+	vals := make([]fuseewValue, len(in))
+	n := out.NumElements()
+	for i, t := range in {
+		c := t.Shape.NumElements()
+		mode := fuseewModeGather
+		switch {
+		case c == n:
+			mode = fuseewModeDirect // broadcasting adds only size-1 axes: same layout
+		case c == 1:
+			mode = fuseewModeSplat
+		}
+		st := broadcastStrides(t.Shape, out)
+		if t.DType == ir.Bool {
+			fi := fuseewIn[bool]{arg: argOf[i], mode: mode}
+			if mode != fuseewModeDirect {
+				fi.buf = make([]bool, fuseewBlock)
+				fi.cur = newFuseewCursor(out, st)
+			}
+			fi.slot = newB(fi.buf)
+			vals[i] = fuseewValue{isBool: true, slot: fi.slot, scalar: mode == fuseewModeSplat}
+			mc.bin = append(mc.bin, fi)
+			continue
+		}
+		fi := fuseewIn[T]{arg: argOf[i], mode: mode}
+		if mode != fuseewModeDirect {
+			fi.buf = make([]T, fuseewBlock)
+			fi.cur = newFuseewCursor(out, st)
+		}
+		fi.slot = newF(fi.buf)
+		vals[i] = fuseewValue{slot: fi.slot, scalar: mode == fuseewModeSplat}
+		mc.fin = append(mc.fin, fi)
+	}
+
+	// Instructions: each result gets a scratch row, reused once its last
+	// reader has run; the last result gets the output slot.
+	lastUse := make([]int, len(prog))
+	for k, instr := range prog {
+		for _, a := range instr.Args {
+			if a.Kind == ir.EwTemp {
+				lastUse[a.Index] = k
+			}
+		}
+	}
+	var freeF, freeB []int
+	temps := make([]fuseewValue, len(prog))
+	for k, instr := range prog {
+		ops := make([]fuseewValue, len(instr.Args))
+		for j, a := range instr.Args {
+			switch a.Kind {
+			case ir.EwInput:
+				ops[j] = vals[a.Index]
+			case ir.EwTemp:
+				ops[j] = temps[a.Index]
+			default:
+				row := make([]T, fuseewBlock)
+				v := T(a.Imm) // as the const kernel converts its value
+				for i := range row {
+					row[i] = v
+				}
+				ops[j] = fuseewValue{slot: newF(row), scalar: true}
+			}
+		}
+		var d fuseewValue
+		switch {
+		case k == len(prog)-1:
+			mc.rbuf = make([]T, fuseewBlock)
+			d = fuseewValue{slot: newF(mc.rbuf)}
+			mc.res = d.slot
+		case types[k].DType == ir.Bool && len(freeB) > 0:
+			d, freeB = fuseewValue{isBool: true, slot: freeB[len(freeB)-1]}, freeB[:len(freeB)-1]
+		case types[k].DType == ir.Bool:
+			d = fuseewValue{isBool: true, slot: newB(make([]bool, fuseewBlock))}
+		case len(freeF) > 0:
+			d, freeF = fuseewValue{slot: freeF[len(freeF)-1]}, freeF[:len(freeF)-1]
+		default:
+			d = fuseewValue{slot: newF(make([]T, fuseewBlock))}
+		}
+		temps[k] = d
+		step, err := fuseewStep(mc, instr, types[k], in, types, d, ops)
+		if err != nil {
+			return nil, fmt.Errorf("t%d = %s: %v", k, instr.Op, err)
+		}
+		mc.steps = append(mc.steps, step)
+		for _, a := range instr.Args {
+			if a.Kind == ir.EwTemp && lastUse[a.Index] == k {
+				lastUse[a.Index] = -1 // free once, even when read twice
+				if v := temps[a.Index]; v.isBool {
+					freeB = append(freeB, v.slot)
+				} else {
+					freeF = append(freeF, v.slot)
+				}
+			}
+		}
+	}
+	return mc, nil
+}
+
+// fuseewStep returns the step computing instr into d from operands ops, with
+// the row code of the op's own kernel.
+func fuseewStep[T float](mc *fuseewMachine[T], instr ir.EwInstr, t ir.Type, in, types []ir.Type, d fuseewValue, ops []fuseewValue) (func(m int), error) {
+	argType := func(j int) ir.DType {
+		switch a := instr.Args[j]; a.Kind {
+		case ir.EwInput:
+			return in[a.Index].DType
+		case ir.EwTemp:
+			return types[a.Index].DType
+		}
+		return t.DType // an immediate: the program's float dtype
+	}
+	unary := func(row func(o, x []T)) func(int) {
+		o, x := d.slot, ops[0].slot
+		return func(m int) { row(mc.fs[o][:m], mc.fs[x][:m]) }
+	}
+	binary := func(row func(o, a, b []T)) func(int) {
+		o, x, y := d.slot, ops[0].slot, ops[1].slot
+		return func(m int) { row(mc.fs[o][:m], mc.fs[x][:m], mc.fs[y][:m]) }
+	}
+	// stride is an operand's stride: 0 for a scalar, read at element 0.
+	stride := func(v fuseewValue) int {
+		if v.scalar {
+			return 0
+		}
+		return 1
+	}
+	x, y := ops[0], ops[len(ops)-1]
+	ia, ib := stride(x), stride(y)
+	strided := func(row func(o, a, b []T, ao, bo, ia, ib int)) func(int) {
+		o := d.slot
+		return func(m int) { row(mc.fs[o][:m], mc.fs[x.slot][:m], mc.fs[y.slot][:m], 0, 0, ia, ib) }
+	}
+	op, attrs := instr.Op, instr.Attrs
+	switch op {
+	case ir.OpNeg:
+		return unary(negRow[T]), nil
+	case ir.OpExp, ir.OpLog, ir.OpSqrt, ir.OpTanh, ir.OpSigmoid, ir.OpRelu:
+		return unary(unaryFloatRow[T](op)), nil
+	case ir.OpAbs, ir.OpSign, ir.OpSquare:
+		return unary(numericUnaryRow[T](op, true)), nil
+	case ir.OpRsqrt, ir.OpReciprocal, ir.OpLog2, ir.OpLog10, ir.OpLog1p, ir.OpExpm1,
+		ir.OpSin, ir.OpCos, ir.OpErf, ir.OpFloor, ir.OpCeil, ir.OpRound:
+		fn := mathFunc(op)
+		return unary(func(o, x []T) { mathUnaryRow(fn, o, x) }), nil
+	case ir.OpClip:
+		return unary(clipRow[T](attrs)), nil
+	case ir.OpLeakyRelu, ir.OpElu, ir.OpGelu, ir.OpSilu, ir.OpSoftplus:
+		row, err := activationRow[T](op, attrs)
+		if err != nil {
+			return nil, err
+		}
+		return unary(row), nil
+	case ir.OpPow:
+		if len(ops) == 1 {
+			return unary(powExpRow[T](attrs.Float("exponent", math.NaN()))), nil
+		}
+		return strided(func(o, a, b []T, ao, bo, ia, ib int) { binaryMathRow(powElem[T], o, a, b, ao, bo, ia, ib) }), nil
+	case ir.OpAdd, ir.OpSub, ir.OpMul, ir.OpDiv:
+		return strided(func(o, a, b []T, ao, bo, ia, ib int) { binaryRow(op, o, a, b, ao, bo, ia, ib) }), nil
+	case ir.OpMaximum, ir.OpMinimum:
+		return strided(maxMinRow[T](op)), nil
+	case ir.OpFloorDiv:
+		return strided(func(o, a, b []T, ao, bo, ia, ib int) { binaryMathRow(floorDivFloat[T], o, a, b, ao, bo, ia, ib) }), nil
+	case ir.OpMod:
+		return strided(func(o, a, b []T, ao, bo, ia, ib int) { binaryMathRow(modFloat[T], o, a, b, ao, bo, ia, ib) }), nil
+	case ir.OpReluGrad:
+		return binary(reluGradRow[T]), nil
+	case ir.OpGeluGrad:
+		row, err := activationGeluGradRow[T](attrs)
+		if err != nil {
+			return nil, err
+		}
+		return binary(row), nil
+	case ir.OpGreater, ir.OpGreaterEqual, ir.OpLess, ir.OpLessEqual, ir.OpEqual, ir.OpNotEqual:
+		o := d.slot
+		ne := op == ir.OpNotEqual
+		if argType(0) == ir.Bool {
+			return func(m int) { logicEqualityRow(ne, mc.bs[o][:m], mc.bs[x.slot][:m], mc.bs[y.slot][:m], 0, 0, ia, ib) }, nil
+		}
+		if op == ir.OpEqual || op == ir.OpNotEqual {
+			return func(m int) { logicEqualityRow(ne, mc.bs[o][:m], mc.fs[x.slot][:m], mc.fs[y.slot][:m], 0, 0, ia, ib) }, nil
+		}
+		row := logicCompareRow[T](op)
+		return func(m int) { row(mc.bs[o][:m], mc.fs[x.slot][:m], mc.fs[y.slot][:m], 0, 0, ia, ib) }, nil
+	case ir.OpLogicalAnd, ir.OpLogicalOr:
+		o := d.slot
+		and := op == ir.OpLogicalAnd
+		return func(m int) { logicAndOrRow(and, mc.bs[o][:m], mc.bs[x.slot][:m], mc.bs[y.slot][:m], 0, 0, ia, ib) }, nil
+	case ir.OpLogicalNot:
+		o := d.slot
+		return func(m int) { logicNotRow(mc.bs[o][:m], mc.bs[x.slot][:m]) }, nil
+	case ir.OpWhere:
+		o, c := d.slot, ops[0].slot
+		a, b := ops[1], ops[2]
+		st := [3]int{stride(ops[0]), stride(a), stride(b)}
+		if t.DType == ir.Bool {
+			return func(m int) {
+				logicWhereRow(mc.bs[o][:m], mc.bs[c][:m], mc.bs[a.slot][:m], mc.bs[b.slot][:m], [3]int{}, st)
+			}, nil
+		}
+		return func(m int) {
+			logicWhereRow(mc.fs[o][:m], mc.bs[c][:m], mc.fs[a.slot][:m], mc.fs[b.slot][:m], [3]int{}, st)
+		}, nil
+	}
+	return nil, fmt.Errorf("%s has no row code for fused programs", op)
+}
+
+// run evaluates the program over elements [lo, hi) of its result, block by
+// block. self is the output the program's result is written into (and, for
+// fused_matmul, input -1, the product); with sums set the result is instead
+// added into sums along the cursor red.
+func (mc *fuseewMachine[T]) run(self []T, args []kernels.Tensor, lo, hi int, sums []T, red *fuseewCursor) {
+	if lo >= hi {
+		return
+	}
+	for i := range mc.fin {
+		fuseewStart(&mc.fin[i], self, args, lo, hi)
+	}
+	for i := range mc.bin {
+		fuseewStart(&mc.bin[i], nil, args, lo, hi)
+	}
+	if red != nil {
+		red.seek(lo)
+	}
+	for s := lo; s < hi; s += fuseewBlock {
+		m := min(fuseewBlock, hi-s)
+		for i := range mc.fin {
+			fuseewRow(&mc.fin[i], mc.fs, s, m)
+		}
+		for i := range mc.bin {
+			fuseewRow(&mc.bin[i], mc.bs, s, m)
+		}
+		if red == nil {
+			mc.fs[mc.res] = self[s : s+m]
+		}
+		for _, step := range mc.steps {
+			step(m)
+		}
+		if red != nil {
+			fuseewAccumulate(red, sums, mc.rbuf[:m])
+		}
+	}
+}
+
+// fuseewStart prepares input in for a run over elements [lo, hi): its
+// elements are found, a scalar is filled into as much of its row as a block
+// uses, a broadcast operand's cursor is placed.
+func fuseewStart[E kernels.Elem](in *fuseewIn[E], self []E, args []kernels.Tensor, lo, hi int) {
+	if in.arg < 0 {
+		in.src = self
+	} else {
+		in.src = kernels.View[E](args[in.arg])
+	}
+	switch in.mode {
+	case fuseewModeSplat:
+		v := in.src[0]
+		row := in.buf[:min(len(in.buf), hi-lo)]
+		for i := range row {
+			row[i] = v
+		}
+	case fuseewModeGather:
+		in.cur.seek(lo)
+	}
+}
+
+// fuseewRow sets input in's row slot for the block of m elements at s.
+func fuseewRow[E kernels.Elem](in *fuseewIn[E], slots [][]E, s, m int) {
+	switch in.mode {
+	case fuseewModeDirect:
+		slots[in.slot] = in.src[s : s+m]
+	case fuseewModeGather:
+		fuseewGather(&in.cur, in.buf[:m], in.src)
+	}
+}
+
+// fuseewArgs returns 0, 1, ..., n-1 shifted by off: the kernel argument of
+// each program input.
+func fuseewArgs(n, off int) []int {
+	a := make([]int, n)
+	for i := range a {
+		a[i] = i + off
+	}
+	return a
+}
+
+// buildFusedElementwise builds fused_elementwise: the program over the
+// arguments, written into the output.
+func buildFusedElementwise[T float](n *kernels.Node) (kernels.Func, error) {
+	prog, err := ir.EwProgramOf(n.Attrs)
+	if err != nil {
+		return nil, err
+	}
+	mc, err := newFuseewMachine[T](prog, n.Args, fuseewArgs(len(n.Args), 0), n.Out.Shape)
+	if err != nil {
+		return nil, err
+	}
+	return func(out kernels.Tensor, args []kernels.Tensor) error {
+		mc.run(kernels.View[T](out), args, 0, mc.n, nil, nil)
+		return nil
+	}, nil
+}
+
+// buildFusedMatmul builds fused_matmul: the product as matmul computes it,
+// each gemm call (one per batch element) followed at once by the epilogue
+// over the part of the output it wrote, in place.
+func buildFusedMatmul[T float](n *kernels.Node) (kernels.Func, error) {
+	prog, err := ir.EwProgramOf(n.Attrs)
+	if err != nil {
+		return nil, err
+	}
+	product, err := ir.OpMatmul.Info().Infer(n.Args[:2], nil)
+	if err != nil {
+		return nil, err
+	}
+	in := append([]ir.Type{product}, n.Args[2:]...)
+	mc, err := newFuseewMachine[T](prog, in, append([]int{-1}, fuseewArgs(len(n.Args)-2, 2)...), n.Out.Shape)
+	if err != nil {
+		return nil, err
+	}
+	mp := newMatmulPlan[T](n.Args[0].Shape, n.Args[1].Shape)
+	return func(out kernels.Tensor, args []kernels.Tensor) error {
+		o := kernels.View[T](out)
+		mp.run(o, kernels.View[T](args[0]), kernels.View[T](args[1]), func(lo, hi int) {
+			mc.run(o, args, lo, hi, nil, nil)
+		})
+		return nil
+	}, nil
+}
+
+// buildFusedReduce builds fused_reduce: the program's result, block by
+// block, added into the sums in the order of buildReduce (each sum from
+// zero, its elements in increasing index order, in T), then divided by the
+// count for mean.
+func buildFusedReduce[T float](n *kernels.Node) (kernels.Func, error) {
+	prog, err := ir.EwProgramOf(n.Attrs)
+	if err != nil {
+		return nil, err
+	}
+	types, err := prog.Types(n.Args)
+	if err != nil {
+		return nil, err
+	}
+	xs := types[len(types)-1].Shape
+	mc, err := newFuseewMachine[T](prog, n.Args, fuseewArgs(len(n.Args), 0), xs)
+	if err != nil {
+		return nil, err
+	}
+	axes, err := ir.ReduceAxes(n.Attrs, len(xs))
+	if err != nil {
+		return nil, err
+	}
+	var mean bool
+	switch op := n.Attrs.Str("op", "sum"); op {
+	case "sum":
+	case "mean":
+		mean = true
+	default:
+		return nil, fmt.Errorf(`op must be "sum" or "mean", found %q`, op)
+	}
+	dst := ir.ReducedShape(xs, axes, true).Strides()
+	count := 1
+	for _, ax := range axes {
+		dst[ax] = 0
+		count *= xs[ax]
+	}
+	red := newFuseewCursor(xs, dst)
+	div := T(count)
+	return func(out kernels.Tensor, args []kernels.Tensor) error {
+		o := kernels.View[T](out)
+		clear(o)
+		mc.run(nil, args, 0, mc.n, o, &red)
+		if mean {
+			reduceDivide(o, div)
+		}
+		return nil
+	}, nil
+}
