@@ -13,4 +13,3 @@ func Fuse(g *ir.Graph) error {
 	}
 	return fuseElementwise(g)
 }
-
