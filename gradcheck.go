@@ -22,6 +22,8 @@ type GradCheckOptions struct {
 	// Native computes the analytic gradient in the graph's own dtype instead
 	// of in float64; the numeric reference is always float64.
 	Native bool
+	// O0 compiles both graphs without the optimizing passes.
+	O0 bool
 }
 
 // ParamCheck is the result of GradCheck for one param: its worst element.
@@ -69,7 +71,7 @@ func GradCheck(g *ir.Graph, feeds map[string][]float64, opts GradCheckOptions) (
 	if opts.Step == 0 {
 		opts.Step = 1e-3
 	}
-	check := Options{Debug: debugCheck()}
+	check := Options{Debug: debugCheck(), O0: opts.O0}
 	check.Grad = true
 	ap, err := Compile(analyticGraph, check)
 	if err != nil {

@@ -23,6 +23,9 @@ type Options struct {
 	// Inference compiles for evaluation: every dropout is replaced by its
 	// input (the inference pass).
 	Inference bool
+	// O0 compiles without the optimizing passes (simplify, fuse), as kiln's
+	// -O0 flag does; by default they run.
+	O0 bool
 	// Debug switches (check, dump, time); see passes.DebugFromEnv.
 	Debug passes.Debug
 	// After, when set, sees the graph after every pass.
@@ -35,7 +38,7 @@ type Options struct {
 // returns the transformed graph; g itself is not changed.
 func Transform(g *ir.Graph, opts Options) (*ir.Graph, error) {
 	out := g.Clone()
-	ps := passes.Pipeline(passes.Options{Grad: opts.Grad, Optimizer: opts.Optimizer, Inference: opts.Inference})
+	ps := passes.Pipeline(passes.Options{Grad: opts.Grad, Optimizer: opts.Optimizer, Inference: opts.Inference, O0: opts.O0})
 	if err := passes.Run(out, ps, opts.Debug, opts.After); err != nil {
 		return nil, fmt.Errorf("%s: %w", where(g), err)
 	}

@@ -34,7 +34,10 @@ type Trainer struct {
 // NewTrainer compiles g twice, as a training step with opt's update and as a
 // forward-only graph for evaluation (with the inference pass, so without
 // dropout), and initializes the params from seed.
-func NewTrainer(g *ir.Graph, opt passes.OptimizerConfig, seed uint64, debug passes.Debug) (*Trainer, error) {
+//
+// opts carries what the two compiles share (O0, Debug, Plan); NewTrainer
+// sets Optimizer and Inference itself.
+func NewTrainer(g *ir.Graph, opt passes.OptimizerConfig, seed uint64, opts Options) (*Trainer, error) {
 	t := &Trainer{}
 	ins := g.Inputs()
 	if len(ins) != 2 {
@@ -55,16 +58,19 @@ func NewTrainer(g *ir.Graph, opt passes.OptimizerConfig, seed uint64, debug pass
 		}
 	}
 	var err error
-	if t.Plan, err = Compile(g, Options{Optimizer: &opt, Debug: debug}); err != nil {
+	train, eval := opts, opts
+	train.Optimizer, train.Grad, train.Inference = &opt, true, false
+	eval.Optimizer, eval.Grad, eval.Inference = nil, false, true
+	if t.Plan, err = Compile(g, train); err != nil {
 		return nil, err
 	}
-	if t.EvalPlan, err = Compile(g, Options{Inference: true}); err != nil {
+	if t.EvalPlan, err = Compile(g, eval); err != nil {
 		return nil, err
 	}
-	if t.train, err = cpu.New(t.Plan, cpu.Options{Seed: seed, CheckNaN: debug.NaN}); err != nil {
+	if t.train, err = cpu.New(t.Plan, cpu.Options{Seed: seed, CheckNaN: opts.Debug.NaN}); err != nil {
 		return nil, err
 	}
-	if t.eval, err = cpu.New(t.EvalPlan, cpu.Options{Seed: seed, CheckNaN: debug.NaN}); err != nil {
+	if t.eval, err = cpu.New(t.EvalPlan, cpu.Options{Seed: seed, CheckNaN: opts.Debug.NaN}); err != nil {
 		return nil, err
 	}
 	t.x = make([]float64, t.batch*t.width)

@@ -149,6 +149,11 @@ const (
 	OpBspline
 	OpLogicGate
 
+	// Fused patterns (ops_fused_patterns.go).
+
+	// Fused elementwise chains, epilogues and prologues
+	// (ops_fused_elementwise.go).
+
 	numOps
 )
 
@@ -409,7 +414,7 @@ type opRow struct {
 }
 
 func init() {
-	families := [][]opRow{coreOps(), mathOps(), activationOps(), lossOps(), reduceOps(), movementOps(), nnOps(), kanOps()}
+	families := [][]opRow{coreOps(), mathOps(), activationOps(), lossOps(), reduceOps(), movementOps(), nnOps(), kanOps(), fusedPatternOps(), fusedElementwiseOps()}
 	for _, rows := range families {
 		for _, r := range rows {
 			if opTable[r.op].Name != "" {

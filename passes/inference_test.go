@@ -66,7 +66,7 @@ func TestPipelineWithInference(t *testing.T) {
 	for _, p := range passes.Pipeline(passes.Options{Inference: true}) {
 		names = append(names, p.Name)
 	}
-	if got := strings.Join(names, " "); got != "verify inference shapes dce" {
-		t.Errorf("Pipeline(Inference) = %q, want %q", got, "verify inference shapes dce")
+	if got := strings.Join(names, " "); got != "verify inference shapes simplify fuse dce" {
+		t.Errorf("Pipeline(Inference) = %q, want %q", got, "verify inference shapes simplify fuse dce")
 	}
 }

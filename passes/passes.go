@@ -21,7 +21,7 @@ type Pass struct {
 }
 
 // Order is the order in which passes run when they run at all.
-var Order = []string{"verify", "inference", "shapes", "autodiff", "optimizer", "dce"}
+var Order = []string{"verify", "inference", "shapes", "autodiff", "optimizer", "simplify", "fuse", "dce"}
 
 // Constraint says that pass Before must run before pass After, and why.
 type Constraint struct {
@@ -38,6 +38,9 @@ var Constraints = []Constraint{
 	{"autodiff", "optimizer", "the optimizer update reads the gradients"},
 	{"autodiff", "dce", "autodiff leaves gradients of non-params that only DCE removes"},
 	{"optimizer", "dce", "the update decides which gradients stay live"},
+	{"optimizer", "simplify", "the update's arithmetic is simplified with the rest"},
+	{"simplify", "fuse", "fusion matches the simplified, deduplicated graph; simplification does not know fused ops"},
+	{"fuse", "dce", "fusion leaves the ops it replaced unused"},
 }
 
 // Doc describes each pass for users (kiln dump -after lists these).
@@ -47,6 +50,8 @@ var Doc = map[string]string{
 	"shapes":    "re-infer every value's type from its op and arguments",
 	"autodiff":  "append the backward graph: the gradient of the first output (the loss) for every param",
 	"optimizer": "append the optimizer update of every param (SGD with momentum, Adam)",
+	"simplify":  "algebraic simplification, constant folding, common-subexpression and dead-code elimination, to a fixed point (not at -O0)",
+	"fuse":      "fuse softmax and max backward, softmax with cross-entropy, elementwise chains, matmul epilogues and reduction prologues into single ops (not at -O0)",
 	"dce":       "remove values that no output, gradient or update needs",
 }
 
@@ -59,6 +64,8 @@ type Options struct {
 	// Inference compiles the graph for evaluation: the inference pass
 	// replaces every dropout by its input.
 	Inference bool
+	// O0 runs no optimizing pass (simplify, fuse); the default runs them.
+	O0 bool
 }
 
 // Pipeline returns the passes that opts selects, in Order.
@@ -82,6 +89,14 @@ func Pipeline(opts Options) []Pass {
 			if opts.Optimizer != nil {
 				cfg := *opts.Optimizer
 				ps = append(ps, Pass{name, func(g *ir.Graph) error { return Optimize(g, cfg) }})
+			}
+		case "simplify":
+			if !opts.O0 {
+				ps = append(ps, Pass{name, Simplify})
+			}
+		case "fuse":
+			if !opts.O0 {
+				ps = append(ps, Pass{name, Fuse})
 			}
 		case "dce":
 			ps = append(ps, Pass{name, DCE})

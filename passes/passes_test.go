@@ -47,9 +47,11 @@ func TestPipelineSelection(t *testing.T) {
 		opts passes.Options
 		want string
 	}{
-		{passes.Options{}, "verify shapes dce"},
-		{passes.Options{Grad: true}, "verify shapes autodiff dce"},
-		{passes.Options{Optimizer: &adam}, "verify shapes autodiff optimizer dce"},
+		{passes.Options{}, "verify shapes simplify fuse dce"},
+		{passes.Options{O0: true}, "verify shapes dce"},
+		{passes.Options{Grad: true}, "verify shapes autodiff simplify fuse dce"},
+		{passes.Options{Grad: true, O0: true}, "verify shapes autodiff dce"},
+		{passes.Options{Optimizer: &adam}, "verify shapes autodiff optimizer simplify fuse dce"},
 	}
 	for _, tc := range tests {
 		if got := names(passes.Pipeline(tc.opts)); got != tc.want {

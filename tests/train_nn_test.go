@@ -53,7 +53,7 @@ func TestTrainDigitsCNN(t *testing.T) {
 	train, held := data.Split(0.2, 1)
 	mean, std := train.Standardize()
 	held.ApplyStandardize(mean, std)
-	tr, err := kiln.NewTrainer(nnDigitsCNN(t, 32), *optimizer(t, "adam", 0.01), 1, passes.Debug{Check: true})
+	tr, err := kiln.NewTrainer(nnDigitsCNN(t, 32), *optimizer(t, "adam", 0.01), 1, kiln.Options{Debug: passes.Debug{Check: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ func trainDigits(t *testing.T, epochs int, opt *passes.OptimizerConfig) ([]float
 	train, held := data.Split(0.2, 1)
 	mean, std := train.Standardize()
 	held.ApplyStandardize(mean, std)
-	tr, err := kiln.NewTrainer(g, *opt, 1, passes.Debug{Check: true})
+	tr, err := kiln.NewTrainer(g, *opt, 1, kiln.Options{Debug: passes.Debug{Check: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

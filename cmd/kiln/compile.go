@@ -74,10 +74,16 @@ func debugSwitches() (passes.Debug, error) {
 	return d, nil
 }
 
+// addO0Flag adds -O0, taken by every command that compiles.
+func addO0Flag(fs *flag.FlagSet) *bool {
+	return fs.Bool("O0", false, "compile without the optimizing passes (simplify, fuse)")
+}
+
 // load reads the debug switches and the graph at path and returns the
 // compile options of commands that build a plan: the gradient is taken when
-// the graph has params, and opt (if any) appends the update.
-func load(path string, opt *passes.OptimizerConfig) (*ir.Graph, kiln.Options, error) {
+// the graph has params, opt (if any) appends the update, and o0 turns the
+// optimizing passes off.
+func load(path string, opt *passes.OptimizerConfig, o0 bool) (*ir.Graph, kiln.Options, error) {
 	dbg, err := debugSwitches()
 	if err != nil {
 		return nil, kiln.Options{}, err
@@ -86,7 +92,7 @@ func load(path string, opt *passes.OptimizerConfig) (*ir.Graph, kiln.Options, er
 	if err != nil {
 		return nil, kiln.Options{}, err
 	}
-	return g, kiln.Options{Grad: len(g.Params()) > 0, Optimizer: opt, Debug: dbg}, nil
+	return g, kiln.Options{Grad: len(g.Params()) > 0, Optimizer: opt, Debug: dbg, O0: o0}, nil
 }
 
 func fail(path string, format string, args ...any) error {

@@ -47,14 +47,14 @@ func TestDebugCheckTime(t *testing.T) {
 		t.Errorf("unexpected stderr from run:\n%s", r.stderr)
 	}
 	containsAll(t, "plan output", r.stdout, "arena ", "steps:")
-	for _, p := range []string{"verify", "shapes", "autodiff", "dce"} {
+	for _, p := range []string{"verify", "shapes", "autodiff", "simplify", "fuse", "dce"} {
 		containsAll(t, "debug output", debug, "pass "+p+" ")
 	}
 	if strings.Contains(debug, "pass optimizer") {
 		t.Errorf("the optimizer pass ran without -optimizer:\n%s", debug)
 	}
-	if n := strings.Count(debug, "\n"); n != 4 {
-		t.Errorf("%d lines of timings, want one per pass (4):\n%s", n, debug)
+	if n := strings.Count(debug, "\n"); n != 6 {
+		t.Errorf("%d lines of timings, want one per pass (6):\n%s", n, debug)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 func runDump(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("dump", flag.ContinueOnError)
+	o0 := addO0Flag(fs)
 	after := fs.String("after", "", "print the IR after this pass, or after every pass with all (passes: "+strings.Join(passes.Order, ", ")+")")
 	dot := fs.Bool("dot", false, "write Graphviz dot instead of .kir text")
 	of := addOptimizerFlags(fs, "")
@@ -37,7 +38,7 @@ func runDump(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	g, opts, err := load(path, opt)
+	g, opts, err := load(path, opt, *o0)
 	if err != nil {
 		return err
 	}

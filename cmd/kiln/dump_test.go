@@ -99,9 +99,9 @@ func TestDumpAfterAll(t *testing.T) {
 		args   []string
 		passes []string
 	}{
-		{"grad", []string{digitsMLP}, []string{"verify", "shapes", "autodiff", "dce"}},
-		{"adam", []string{"-optimizer", "adam", digitsMLP}, []string{"verify", "shapes", "autodiff", "optimizer", "dce"}},
-		{"no params", []string{writeFile(t, "forward.kir", noParamsKir)}, []string{"verify", "shapes", "dce"}},
+		{"grad", []string{digitsMLP}, []string{"verify", "shapes", "autodiff", "simplify", "fuse", "dce"}},
+		{"adam", []string{"-optimizer", "adam", digitsMLP}, []string{"verify", "shapes", "autodiff", "optimizer", "simplify", "fuse", "dce"}},
+		{"no params", []string{writeFile(t, "forward.kir", noParamsKir)}, []string{"verify", "shapes", "simplify", "fuse", "dce"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -177,8 +177,8 @@ func TestDumpDot(t *testing.T) {
 	}
 	r = runKiln(t, "dump", "-dot", "-after", "all", digitsMLP)
 	r.want(t, 0)
-	if n := strings.Count(r.stdout, "digraph"); n != 4 {
-		t.Errorf("-dot -after all printed %d graphs, want 4 (one per pass)", n)
+	if n := strings.Count(r.stdout, "digraph"); n != 6 {
+		t.Errorf("-dot -after all printed %d graphs, want 6 (one per pass)", n)
 	}
 	if strings.Contains(r.stdout, "# after") {
 		t.Errorf("-dot -after all prints # headers, which are not dot")
@@ -240,7 +240,7 @@ func TestDumpErrors(t *testing.T) {
 		code int
 		msg  []string
 	}{
-		{"unknown pass", []string{"-after", "nosuch", digitsMLP}, 2, []string{`unknown pass "nosuch"`, "verify, inference, shapes, autodiff, optimizer, dce"}},
+		{"unknown pass", []string{"-after", "nosuch", digitsMLP}, 2, []string{`unknown pass "nosuch"`, "verify, inference, shapes, autodiff, optimizer, simplify, fuse, dce"}},
 		{"missing file", []string{missing}, 1, []string{missing, "no such file"}},
 		{"parse error", []string{parseErr}, 1, []string{parseErr + ":3:6: ", `unknown op "bogus"`}},
 		{"shape error", []string{shapeErr}, 1, []string{shapeErr + ":4:6: ", "matmul", "[4,3]", "[4]"}},

@@ -19,6 +19,7 @@ import (
 // tensors from a safetensors file, writing every output and grad/PARAM.
 func runGrad(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("grad", flag.ContinueOnError)
+	o0 := addO0Flag(fs)
 	inPath := fs.String("inputs", "", "safetensors file with a tensor for every input and param (named without %)")
 	outPath := fs.String("out", "", "safetensors file to write: every output by name and grad/PARAM for every param")
 	pos, err := parseFlags(fs, args, stdout)
@@ -32,7 +33,7 @@ func runGrad(args []string, stdout io.Writer) error {
 	if *inPath == "" || *outPath == "" {
 		return usagef("both -inputs and -out are required")
 	}
-	g, opts, err := load(path, nil)
+	g, opts, err := load(path, nil, *o0)
 	if err != nil {
 		return err
 	}

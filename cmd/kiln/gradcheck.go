@@ -13,6 +13,7 @@ import (
 // param of a graph against central differences in float64.
 func runGradcheck(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("gradcheck", flag.ContinueOnError)
+	o0 := addO0Flag(fs)
 	inPath := fs.String("inputs", "", "safetensors file with values for inputs and params (default: random values from -seed)")
 	seed := fs.Uint64("seed", 1, "seed of the random values")
 	rtol := fs.Float64("rtol", 1e-7, "relative tolerance")
@@ -26,7 +27,7 @@ func runGradcheck(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	g, _, err := load(path, nil)
+	g, opts, err := load(path, nil, *o0)
 	if err != nil {
 		return err
 	}
@@ -50,7 +51,7 @@ func runGradcheck(args []string, stdout io.Writer) error {
 			feeds[t.Name] = t.Float64s()
 		}
 	}
-	res, err := kiln.GradCheck(g, feeds, kiln.GradCheckOptions{RTol: *rtol, ATol: *atol, Step: *step})
+	res, err := kiln.GradCheck(g, feeds, kiln.GradCheckOptions{RTol: *rtol, ATol: *atol, Step: *step, O0: opts.O0})
 	if err != nil {
 		return fail(path, "%v", err)
 	}

@@ -27,9 +27,9 @@ var commands []command
 
 func init() {
 	commands = []command{
-		{"dump", "[-after PASS|all] [-dot] [-optimizer sgd|adam] FILE.kir", "print the IR after a pass (default: after the whole pipeline)", runDump},
+		{"dump", "[-after PASS|all] [-dot] [-O0] [-optimizer sgd|adam] FILE.kir", "print the IR after a pass (default: after the whole pipeline)", runDump},
 		{"grad", "FILE.kir -inputs IN.safetensors -out OUT.safetensors", "run the graph and its backward; write the outputs and grad/PARAM for every param", runGrad},
-		{"plan", "[-optimizer sgd|adam] FILE.kir", "print the execution plan: steps, buffers with offsets, peak and lower bound", runPlan},
+		{"plan", "[-O0] [-optimizer sgd|adam] FILE.kir", "print the execution plan: steps, buffers with offsets, peak and lower bound", runPlan},
 		{"train", "[MODEL.kir -data FILE.csv] [-epochs N] [-optimizer adam] ...", "train a model (with no arguments: the built-in digits MLP)", runTrain},
 		{"gradcheck", "[-inputs IN.safetensors] [-seed N] FILE.kir", "check every param's analytic gradient against central differences in float64", runGradcheck},
 		{"ops", "[-md]", "list every op: arguments, attributes with defaults, gradient", runOps},

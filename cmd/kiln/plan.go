@@ -9,6 +9,7 @@ import (
 
 func runPlan(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
+	o0 := addO0Flag(fs)
 	of := addOptimizerFlags(fs, "")
 	pos, err := parseFlags(fs, args, stdout)
 	if err != nil {
@@ -22,7 +23,7 @@ func runPlan(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	g, opts, err := load(path, opt)
+	g, opts, err := load(path, opt, *o0)
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 // the embedded digits data; otherwise MODEL.kir on -data FILE.csv.
 func runTrain(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("train", flag.ContinueOnError)
+	o0 := addO0Flag(fs)
 	dataPath := fs.String("data", "", "CSV file (optionally gzipped): features then an integer label per row")
 	epochs := fs.Int("epochs", 30, "passes over the training data")
 	seed := fs.Uint64("seed", 1, "seed of the param initialization, the split and the shuffles")
@@ -80,7 +81,7 @@ func runTrain(args []string, stdout io.Writer) error {
 		mean, std := trainSet.Standardize()
 		heldOut.ApplyStandardize(mean, std)
 	}
-	t, err := kiln.NewTrainer(g, *opt, *seed, dbg)
+	t, err := kiln.NewTrainer(g, *opt, *seed, kiln.Options{Debug: dbg, O0: *o0})
 	if err != nil {
 		return err
 	}
