@@ -10,8 +10,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
+
+	"github.com/kilnml/kiln/internal/atomicfile"
 
 	"github.com/kilnml/kiln/ir"
 )
@@ -32,7 +33,7 @@ const headerSize = 8 + 4 + 4 + 8 + sha256.Size
 // evaluation), optional initial values for params, and free-form metadata.
 type File struct {
 	Plans  map[string]*Plan
-	Params []Tensor         // optional initial values of params, by name
+	Params []Tensor          // optional initial values of params, by name
 	Meta   map[string]string // e.g. the optimizer, the source file, the seed
 }
 
@@ -344,31 +345,12 @@ func roleOf(op ir.Op) Role {
 // Save writes f to path atomically: to a temporary file in the same
 // directory, synced, then renamed over path, so a failure never leaves a
 // half-written plan file.
-func Save(path string, f *File) (err error) {
+func Save(path string, f *File) error {
 	var buf bytes.Buffer
 	if err := Encode(&buf, f); err != nil {
 		return fmt.Errorf("%s: %v", path, err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".kplan-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.Write(buf.Bytes()); err != nil {
-		return err
-	}
-	if err = tmp.Sync(); err != nil {
-		return err
-	}
-	if err = tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return atomicfile.WriteFile(path, buf.Bytes())
 }
 
 // Load reads the plan file at path; its errors start with the path.

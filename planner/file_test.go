@@ -145,3 +145,27 @@ func TestSaveLoad(t *testing.T) {
 		t.Errorf("Load of a short file: %v, want an error starting with the path", err)
 	}
 }
+
+// FuzzDecode checks that no input makes Decode panic, and that what it
+// accepts encodes back to the same bytes.
+func FuzzDecode(f *testing.F) {
+	var buf bytes.Buffer
+	g, _ := ir.Parse("t", []byte("graph t\ninput %x: f32[2]\n%y = exp %x\noutput %y\n"))
+	p, err := kiln.Compile(g, kiln.Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	planner.Encode(&buf, &planner.File{Plans: map[string]*planner.Plan{"p": p}})
+	f.Add(buf.Bytes())
+	f.Add([]byte("KILNPLAN"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		file, err := planner.Decode(bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		var out bytes.Buffer
+		if err := planner.Encode(&out, file); err != nil {
+			t.Fatalf("re-encoding an accepted file: %v", err)
+		}
+	})
+}

@@ -31,6 +31,8 @@ func init() {
 		{"grad", "FILE.kir -inputs IN.safetensors -out OUT.safetensors", "run the graph and its backward; write the outputs and grad/PARAM for every param", runGrad},
 		{"plan", "[-O0] [-optimizer sgd|adam] FILE.kir", "print the execution plan: steps, buffers with offsets, peak and lower bound", runPlan},
 		{"train", "[MODEL.kir -data FILE.csv] [-epochs N] [-optimizer adam] ...", "train a model (with no arguments: the built-in digits MLP)", runTrain},
+		{"compile", "MODEL.kir -o OUT.kplan [-optimizer adam] [-lr LR] [-O0] [-init P.safetensors]", "compile the training step into a plan file that kiln run trains from", runCompile},
+		{"run", "FILE.kplan [-data FILE.csv] [-epochs N] ...", "train from a plan file alone (with no -data: the digits data)", runRun},
 		{"gradcheck", "[-inputs IN.safetensors] [-seed N] FILE.kir", "check every param's analytic gradient against central differences in float64", runGradcheck},
 		{"ops", "[-md]", "list every op: arguments, attributes with defaults, gradient", runOps},
 	}
