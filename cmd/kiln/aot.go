@@ -118,4 +118,3 @@ func runRun(args []string, stdout io.Writer) error {
 	}
 	return lf.train(stdout, t, train.Graph.Name, fmt.Sprintf("%s lr %s (from %s)", f.Meta["optimizer"], f.Meta["lr"], path), data, dataName)
 }
-
