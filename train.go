@@ -38,39 +38,70 @@ type Trainer struct {
 // opts carries what the two compiles share (O0, Debug, Plan); NewTrainer
 // sets Optimizer and Inference itself.
 func NewTrainer(g *ir.Graph, opt passes.OptimizerConfig, seed uint64, opts Options) (*Trainer, error) {
-	t := &Trainer{}
-	ins := g.Inputs()
-	if len(ins) != 2 {
-		return nil, fmt.Errorf("%s: a trained graph takes two inputs (features [B,D] and targets [B]), found %d", where(g), len(ins))
+	if _, _, err := trainSignature(g); err != nil {
+		return nil, fmt.Errorf("%s: %w", where(g), err)
 	}
-	fx, ty := g.Type(ins[0]), g.Type(ins[1])
-	if !fx.DType.IsFloat() || len(fx.Shape) != 2 {
-		return nil, fmt.Errorf("%s: the first input %s must be float features [B,D], found %s", where(g), g.NameOf(ins[0]), fx)
-	}
-	if len(ty.Shape) != 1 || ty.Shape[0] != fx.Shape[0] || !ty.DType.IsInt() {
-		return nil, fmt.Errorf("%s: the second input %s must be integer labels [%d], found %s", where(g), g.NameOf(ins[1]), fx.Shape[0], ty)
-	}
-	t.features, t.target = g.Value(ins[0]).Name, g.Value(ins[1]).Name
-	t.batch, t.width = fx.Shape[0], fx.Shape[1]
-	if len(g.Outputs) > 1 {
-		if lt := g.Type(g.Outputs[1]); len(lt.Shape) == 2 && lt.Shape[0] == t.batch && lt.DType.IsFloat() {
-			t.logits = g.Value(g.Outputs[1]).Name
-		}
-	}
-	var err error
 	train, eval := opts, opts
 	train.Optimizer, train.Grad, train.Inference = &opt, true, false
 	eval.Optimizer, eval.Grad, eval.Inference = nil, false, true
-	if t.Plan, err = Compile(g, train); err != nil {
+	tp, err := Compile(g, train)
+	if err != nil {
 		return nil, err
 	}
-	if t.EvalPlan, err = Compile(g, eval); err != nil {
+	ep, err := Compile(g, eval)
+	if err != nil {
 		return nil, err
 	}
-	if t.train, err = cpu.New(t.Plan, cpu.Options{Seed: seed, CheckNaN: opts.Debug.NaN}); err != nil {
+	return NewTrainerFromPlans(tp, ep, seed, opts.Debug.NaN)
+}
+
+// trainSignature checks the convention of a trained graph and returns its
+// features and labels inputs.
+func trainSignature(g *ir.Graph) (features, labels ir.ID, err error) {
+	ins := g.Inputs()
+	if len(ins) != 2 {
+		return 0, 0, fmt.Errorf("a trained graph takes two inputs (features [B,D] and targets [B]), found %d", len(ins))
+	}
+	fx, ty := g.Type(ins[0]), g.Type(ins[1])
+	if !fx.DType.IsFloat() || len(fx.Shape) != 2 {
+		return 0, 0, fmt.Errorf("the first input %s must be float features [B,D], found %s", g.NameOf(ins[0]), fx)
+	}
+	if len(ty.Shape) != 1 || ty.Shape[0] != fx.Shape[0] || !ty.DType.IsInt() {
+		return 0, 0, fmt.Errorf("the second input %s must be integer labels [%d], found %s", g.NameOf(ins[1]), fx.Shape[0], ty)
+	}
+	return ins[0], ins[1], nil
+}
+
+// NewTrainerFromPlans builds a trainer from compiled plans, as a plan file
+// holds them: train is the training step, eval the forward graph for
+// evaluation; both must follow the convention of NewTrainer and share their
+// params by name. It needs no compiler.
+func NewTrainerFromPlans(train, eval *planner.Plan, seed uint64, checkNaN bool) (*Trainer, error) {
+	t := &Trainer{Plan: train, EvalPlan: eval}
+	g := train.Graph
+	fid, lid, err := trainSignature(g)
+	if err != nil {
+		return nil, fmt.Errorf("plan %s: %w", g.Name, err)
+	}
+	fx := g.Type(fid)
+	t.features, t.target = g.Value(fid).Name, g.Value(lid).Name
+	t.batch, t.width = fx.Shape[0], fx.Shape[1]
+	if len(train.Outputs) > 1 {
+		if lt := train.Buffers[train.Outputs[1].Buffer].Type; len(lt.Shape) == 2 && lt.Shape[0] == t.batch && lt.DType.IsFloat() {
+			t.logits = train.Outputs[1].Name
+		}
+	}
+	for _, i := range train.Params {
+		b := train.Buffers[i]
+		j, ok := findBuffer(eval, b.Name)
+		if !ok || !eval.Buffers[j].Type.Equal(b.Type) {
+			return nil, fmt.Errorf("the evaluation plan lacks param %%%s: %s of the training plan", b.Name, b.Type)
+		}
+	}
+	if t.train, err = cpu.New(train, cpu.Options{Seed: seed, CheckNaN: checkNaN}); err != nil {
 		return nil, err
 	}
-	if t.eval, err = cpu.New(t.EvalPlan, cpu.Options{Seed: seed, CheckNaN: opts.Debug.NaN}); err != nil {
+	if t.eval, err = cpu.New(eval, cpu.Options{Seed: seed, CheckNaN: checkNaN}); err != nil {
 		return nil, err
 	}
 	t.x = make([]float64, t.batch*t.width)
@@ -248,4 +279,13 @@ func (t *Trainer) Evaluate(ctx context.Context, d *dataset.Dataset) (loss, acc f
 		batches++
 	}
 	return loss / float64(batches), t.accuracy(correct, d.N), nil
+}
+
+func findBuffer(p *planner.Plan, name string) (int, bool) {
+	for i, b := range p.Buffers {
+		if b.Name == name && b.Role != planner.Temp {
+			return i, true
+		}
+	}
+	return 0, false
 }

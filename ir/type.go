@@ -156,3 +156,27 @@ func (t Type) String() string { return t.DType.String() + t.Shape.String() }
 
 // TensorOf is shorthand for a Type value.
 func TensorOf(d DType, dims ...int) Type { return Type{DType: d, Shape: Shape(dims).Clone()} }
+
+// ParseType parses a type as the text format writes it, such as f32[2,3]
+// or i64[] (a scalar).
+func ParseType(s string) (Type, error) {
+	open := strings.IndexByte(s, '[')
+	if open < 0 || !strings.HasSuffix(s, "]") {
+		return Type{}, fmt.Errorf("type %q: expected DTYPE[dims]", s)
+	}
+	dt, ok := ParseDType(s[:open])
+	if !ok {
+		return Type{}, fmt.Errorf("type %q: unknown dtype %q", s, s[:open])
+	}
+	shape := Shape{}
+	if inner := s[open+1 : len(s)-1]; inner != "" {
+		for _, f := range strings.Split(inner, ",") {
+			d, err := strconv.Atoi(f)
+			if err != nil || d < 0 {
+				return Type{}, fmt.Errorf("type %q: bad dimension %q", s, f)
+			}
+			shape = append(shape, d)
+		}
+	}
+	return Type{dt, shape}, nil
+}

@@ -32,6 +32,8 @@ func init() {
 		{"plan", "[-O0] [-optimizer sgd|adam] FILE.kir", "print the execution plan: steps, buffers with offsets, peak and lower bound", runPlan},
 		{"bench", "[-O0] [-batch N] [-steps N] [-warmup N] [-optimizer sgd|adam] [-seed N] FILE.kir", "time training steps on random inputs: median step time, samples/s, memory traffic", runBench},
 		{"train", "[MODEL.kir -data FILE.csv] [-epochs N] [-optimizer adam] ...", "train a model (with no arguments: the built-in digits MLP)", runTrain},
+		{"compile", "MODEL.kir -o OUT.kplan [-optimizer adam] [-lr LR] [-O0] [-init P.safetensors]", "compile the training step into a plan file that kiln run trains from", runCompile},
+		{"run", "FILE.kplan [-data FILE.csv] [-epochs N] ...", "train from a plan file alone (with no -data: the digits data)", runRun},
 		{"gradcheck", "[-inputs IN.safetensors] [-seed N] FILE.kir", "check every param's analytic gradient against central differences in float64", runGradcheck},
 		{"ops", "[-md]", "list every op: arguments, attributes with defaults, gradient", runOps},
 	}

@@ -16,28 +16,110 @@ import (
 	"github.com/kilnml/kiln/kernels"
 )
 
+// loopFlags are the flags of the training loop, shared by kiln train and
+// kiln run.
+type loopFlags struct {
+	dataPath           string
+	epochs             int
+	seed               uint64
+	holdout            float64
+	standardize        bool
+	initPath, savePath string
+}
+
+func addLoopFlags(fs *flag.FlagSet) *loopFlags {
+	l := &loopFlags{}
+	fs.StringVar(&l.dataPath, "data", "", "CSV file (optionally gzipped): features then an integer label per row")
+	fs.IntVar(&l.epochs, "epochs", 30, "passes over the training data")
+	fs.Uint64Var(&l.seed, "seed", 1, "seed of the param initialization, the split and the shuffles")
+	fs.Float64Var(&l.holdout, "holdout", 0.2, "fraction of the rows held out for evaluation")
+	fs.BoolVar(&l.standardize, "standardize", true, "scale each feature to mean 0, std 1 (statistics of the training rows)")
+	fs.StringVar(&l.initPath, "init", "", "safetensors file with initial values for some or all params")
+	fs.StringVar(&l.savePath, "save", "", "write the trained params to this safetensors file")
+	return l
+}
+
+func (l *loopFlags) check() error {
+	if l.epochs < 1 {
+		return usagef("-epochs must be at least 1, found %d", l.epochs)
+	}
+	if !(l.holdout > 0 && l.holdout < 1) {
+		return usagef("-holdout must be in (0,1), found %g", l.holdout)
+	}
+	return nil
+}
+
+// data loads -data, or the embedded digits data when it is not given and
+// builtin is set; it returns the data and its name for messages.
+func (l *loopFlags) data(builtin bool) (*dataset.Dataset, string, error) {
+	if l.dataPath == "" {
+		if !builtin {
+			return nil, "", usagef("missing -data FILE.csv")
+		}
+		d, err := dataset.Digits()
+		return d, "the digits data", err
+	}
+	d, err := dataset.LoadCSV(l.dataPath)
+	return d, l.dataPath, err
+}
+
+// train splits data, applies -init, runs the epochs with a progress line
+// each, reports the held-out accuracy and applies -save.
+func (l *loopFlags) train(stdout io.Writer, t *kiln.Trainer, model, optDesc string, data *dataset.Dataset, dataName string) error {
+	trainSet, heldOut := data.Split(l.holdout, l.seed)
+	if l.standardize {
+		mean, std := trainSet.Standardize()
+		heldOut.ApplyStandardize(mean, std)
+	}
+	if l.initPath != "" {
+		if err := loadParams(t, l.initPath); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(stdout, "model %s: %d params (%d values), batch %d, %s; %d training rows, %d held out\n",
+		model, len(t.Plan.Params), countParams(t), t.BatchSize(), optDesc, trainSet.N, heldOut.N)
+	ctx := context.Background()
+	for e := 1; e <= l.epochs; e++ {
+		start := time.Now()
+		trainSet.Shuffle(l.seed + uint64(e))
+		loss, acc, err := t.Epoch(ctx, trainSet)
+		if err != nil {
+			return fmt.Errorf("training on %s: %v", dataName, err)
+		}
+		hl, hacc, err := t.Evaluate(ctx, heldOut)
+		if err != nil {
+			return fmt.Errorf("evaluating on %s: %v", dataName, err)
+		}
+		fmt.Fprintf(stdout, "epoch %3d/%d  loss %.4f  train acc %s  held-out loss %.4f  acc %s  (%s)\n",
+			e, l.epochs, loss, pct(acc), hl, pct(hacc), time.Since(start).Round(time.Millisecond))
+	}
+	_, hacc, err := t.Evaluate(ctx, heldOut)
+	if err != nil {
+		return fmt.Errorf("evaluating on %s: %v", dataName, err)
+	}
+	fmt.Fprintf(stdout, "held-out accuracy %s on %d rows\n", pct(hacc), heldOut.N)
+	if l.savePath != "" {
+		if err := saveParams(t, l.savePath, model); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "saved the trained params to %s\n", l.savePath)
+	}
+	return nil
+}
+
 // runTrain implements kiln train: with no model, the built-in digits MLP on
 // the embedded digits data; otherwise MODEL.kir on -data FILE.csv.
 func runTrain(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("train", flag.ContinueOnError)
 	o0 := addO0Flag(fs)
-	dataPath := fs.String("data", "", "CSV file (optionally gzipped): features then an integer label per row")
-	epochs := fs.Int("epochs", 30, "passes over the training data")
-	seed := fs.Uint64("seed", 1, "seed of the param initialization, the split and the shuffles")
-	holdout := fs.Float64("holdout", 0.2, "fraction of the rows held out for evaluation")
-	standardize := fs.Bool("standardize", true, "scale each feature to mean 0, std 1 (statistics of the training rows)")
-	initPath := fs.String("init", "", "safetensors file with initial values for some or all params")
-	savePath := fs.String("save", "", "write the trained params to this safetensors file")
+	lf := addLoopFlags(fs)
 	of := addOptimizerFlags(fs, "adam")
 	pos, err := parseFlags(fs, args, stdout)
 	if err != nil {
 		return err
 	}
-	if *epochs < 1 {
-		return usagef("-epochs must be at least 1, found %d", *epochs)
-	}
-	if !(*holdout > 0 && *holdout < 1) {
-		return usagef("-holdout must be in (0,1), found %g", *holdout)
+	if err := lf.check(); err != nil {
+		return err
 	}
 	opt, err := of.config()
 	if err != nil {
@@ -48,77 +130,36 @@ func runTrain(args []string, stdout io.Writer) error {
 		return err
 	}
 	var g *ir.Graph
-	var data *dataset.Dataset
-	dataName := *dataPath
 	switch len(pos) {
 	case 0:
-		if *dataPath != "" {
+		if lf.dataPath != "" {
 			return usagef("-data needs a MODEL.kir to train")
 		}
 		if g, err = ir.Parse(examples.DigitsMLPFile, examples.DigitsMLP); err != nil {
 			return err
 		}
-		if data, err = dataset.Digits(); err != nil {
-			return err
-		}
-		dataName = "the digits data"
-		fmt.Fprintf(stdout, "training the built-in example %s on the digits data (%d rows; UCI, CC BY 4.0)\n", examples.DigitsMLPFile, data.N)
 	case 1:
-		if *dataPath == "" {
+		if lf.dataPath == "" {
 			return usagef("missing -data FILE.csv for %s", pos[0])
 		}
 		if g, err = loadGraph(pos[0]); err != nil {
 			return err
 		}
-		if data, err = dataset.LoadCSV(*dataPath); err != nil {
-			return err
-		}
 	default:
 		return usagef("expected at most one MODEL.kir, found %d arguments", len(pos))
 	}
-	trainSet, heldOut := data.Split(*holdout, *seed)
-	if *standardize {
-		mean, std := trainSet.Standardize()
-		heldOut.ApplyStandardize(mean, std)
-	}
-	t, err := kiln.NewTrainer(g, *opt, *seed, kiln.Options{Debug: dbg, O0: *o0})
+	data, dataName, err := lf.data(len(pos) == 0)
 	if err != nil {
 		return err
 	}
-	if *initPath != "" {
-		if err := loadParams(t, *initPath); err != nil {
-			return err
-		}
+	if len(pos) == 0 {
+		fmt.Fprintf(stdout, "training the built-in example %s on the digits data (%d rows; UCI, CC BY 4.0)\n", examples.DigitsMLPFile, data.N)
 	}
-	fmt.Fprintf(stdout, "model %s: %d params (%d values), batch %d, %s lr %g; %d training rows, %d held out\n",
-		g.Name, len(t.Plan.Params), countParams(t), t.BatchSize(), opt.Kind, opt.LR, trainSet.N, heldOut.N)
-	ctx := context.Background()
-	for e := 1; e <= *epochs; e++ {
-		start := time.Now()
-		trainSet.Shuffle(*seed + uint64(e))
-		loss, acc, err := t.Epoch(ctx, trainSet)
-		if err != nil {
-			return fmt.Errorf("training on %s: %v", dataName, err)
-		}
-		hl, hacc, err := t.Evaluate(ctx, heldOut)
-		if err != nil {
-			return fmt.Errorf("evaluating on %s: %v", dataName, err)
-		}
-		fmt.Fprintf(stdout, "epoch %3d/%d  loss %.4f  train acc %s  held-out loss %.4f  acc %s  (%s)\n",
-			e, *epochs, loss, pct(acc), hl, pct(hacc), time.Since(start).Round(time.Millisecond))
-	}
-	_, hacc, err := t.Evaluate(ctx, heldOut)
+	t, err := kiln.NewTrainer(g, *opt, lf.seed, kiln.Options{Debug: dbg, O0: *o0})
 	if err != nil {
-		return fmt.Errorf("evaluating on %s: %v", dataName, err)
+		return err
 	}
-	fmt.Fprintf(stdout, "held-out accuracy %s on %d rows\n", pct(hacc), heldOut.N)
-	if *savePath != "" {
-		if err := saveParams(t, *savePath, g.Name); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "saved the trained params to %s\n", *savePath)
-	}
-	return nil
+	return lf.train(stdout, t, g.Name, fmt.Sprintf("%s lr %g", opt.Kind, opt.LR), data, dataName)
 }
 
 func pct(v float64) string {

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/kilnml/kiln"
+	"github.com/kilnml/kiln/kernels"
+	"github.com/kilnml/kiln/planner"
+)
+
+// runCompile implements kiln compile: the training step and the evaluation
+// graph of a model, compiled and written as a plan file that kiln run
+// trains from without the compiler.
+func runCompile(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("compile", flag.ContinueOnError)
+	o0 := addO0Flag(fs)
+	out := fs.String("o", "", "the plan file to write (conventionally NAME.kplan)")
+	initPath := fs.String("init", "", "safetensors file with initial values of params, stored in the plan file")
+	seed := fs.Uint64("seed", 1, "seed of the param initialization, recorded in the plan file as kiln run's default")
+	of := addOptimizerFlags(fs, "adam")
+	pos, err := parseFlags(fs, args, stdout)
+	if err != nil {
+		return err
+	}
+	path, err := oneFile(pos, "MODEL.kir")
+	if err != nil {
+		return err
+	}
+	if *out == "" {
+		return usagef("missing -o FILE.kplan")
+	}
+	opt, err := of.config()
+	if err != nil {
+		return err
+	}
+	g, opts, err := load(path, nil, *o0)
+	if err != nil {
+		return err
+	}
+	t, err := kiln.NewTrainer(g, *opt, *seed, opts)
+	if err != nil {
+		return err
+	}
+	f := &planner.File{
+		Plans: map[string]*planner.Plan{"train": t.Plan, "eval": t.EvalPlan},
+		Meta: map[string]string{
+			"source": path, "optimizer": opt.Kind, "lr": strconv.FormatFloat(opt.LR, 'g', -1, 64),
+			"seed": strconv.FormatUint(*seed, 10), "O0": strconv.FormatBool(*o0),
+		},
+	}
+	if *initPath != "" {
+		if err := loadParams(t, *initPath); err != nil {
+			return err
+		}
+		for _, i := range t.Plan.Params {
+			b := t.Plan.Buffers[i]
+			v, _ := t.Executor().Get(b.Name)
+			f.Params = append(f.Params, planner.Tensor{Name: b.Name, Type: b.Type, Data: append([]byte(nil), v.Data...)})
+		}
+	}
+	if err := planner.Save(*out, f); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s: training step of %s (%d steps, arena %d bytes) and its evaluation graph (%d steps, arena %d bytes)\n",
+		*out, g.Name, len(t.Plan.Steps), t.Plan.ArenaBytes, len(t.EvalPlan.Steps), t.EvalPlan.ArenaBytes)
+	return nil
+}
+
+// runRun implements kiln run: training from a plan file alone.
+func runRun(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	lf := addLoopFlags(fs)
+	pos, err := parseFlags(fs, args, stdout)
+	if err != nil {
+		return err
+	}
+	path, err := oneFile(pos, "FILE.kplan")
+	if err != nil {
+		return err
+	}
+	if err := lf.check(); err != nil {
+		return err
+	}
+	seedSet := false
+	fs.Visit(func(f *flag.Flag) { seedSet = seedSet || f.Name == "seed" })
+	dbg, err := debugSwitches()
+	if err != nil {
+		return err
+	}
+	f, err := planner.Load(path)
+	if err != nil {
+		return err
+	}
+	train, eval := f.Plans["train"], f.Plans["eval"]
+	if train == nil || eval == nil {
+		return fmt.Errorf("%s: a trainable plan file holds the plans \"train\" and \"eval\"; this one has %d plans", path, len(f.Plans))
+	}
+	if s, ok := f.Meta["seed"]; ok && !seedSet {
+		if lf.seed, err = strconv.ParseUint(s, 10, 64); err != nil {
+			return fmt.Errorf("%s: bad seed %q in the metadata", path, s)
+		}
+	}
+	t, err := kiln.NewTrainerFromPlans(train, eval, lf.seed, dbg.NaN)
+	if err != nil {
+		return fmt.Errorf("%s: %v", path, err)
+	}
+	for _, p := range f.Params {
+		if err := t.Executor().Set(p.Name, kernels.Tensor{Type: p.Type, Data: p.Data}); err != nil {
+			return fmt.Errorf("%s: %v", path, err)
+		}
+	}
+	data, dataName, err := lf.data(true)
+	if err != nil {
+		return err
+	}
+	return lf.train(stdout, t, train.Graph.Name, fmt.Sprintf("%s lr %s (from %s)", f.Meta["optimizer"], f.Meta["lr"], path), data, dataName)
+}

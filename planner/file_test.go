@@ -1,0 +1,171 @@
+package planner_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/kilnml/kiln"
+	"github.com/kilnml/kiln/examples"
+	"github.com/kilnml/kiln/ir"
+	"github.com/kilnml/kiln/passes"
+	"github.com/kilnml/kiln/planner"
+)
+
+// examplePlans compiles every example model for training (Adam) and for
+// evaluation.
+func examplePlans(t *testing.T) map[string]*planner.File {
+	t.Helper()
+	srcs := map[string][]byte{examples.DigitsMLPFile: examples.DigitsMLP}
+	lin, err := os.ReadFile("../examples/linreg/linreg.kir")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srcs["linreg"] = lin
+	srcs["mlp"] = []byte(mlpSrc)
+	out := map[string]*planner.File{}
+	adam, _ := passes.DefaultOptimizer("adam")
+	for name, src := range srcs {
+		g, err := ir.Parse(name, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		train, err := kiln.Compile(g, kiln.Options{Optimizer: &adam})
+		if err != nil {
+			t.Fatal(err)
+		}
+		eval, err := kiln.Compile(g, kiln.Options{Inference: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := train.Buffers[train.Params[0]]
+		params := []planner.Tensor{{Name: w.Name, Type: w.Type, Data: bytes.Repeat([]byte{1}, int(w.Size))}}
+		out[name] = &planner.File{Plans: map[string]*planner.Plan{"train": train, "eval": eval}, Params: params, Meta: map[string]string{"optimizer": "adam"}}
+	}
+	return out
+}
+
+var planCmp = cmp.Options{
+	cmpopts.IgnoreFields(ir.Value{}, "Pos"),
+	cmpopts.IgnoreFields(ir.Graph{}, "File"),
+	cmpopts.IgnoreUnexported(ir.Graph{}),
+	cmpopts.EquateEmpty(),
+	cmp.Comparer(func(a, b ir.AttrValue) bool { return a.Equal(b) }),
+}
+
+// TestFileRoundTrip writes and reads back the plans of every example model
+// and compares them field by field; writing twice gives the same bytes.
+func TestFileRoundTrip(t *testing.T) {
+	for name, f := range examplePlans(t) {
+		t.Run(name, func(t *testing.T) {
+			var a, b bytes.Buffer
+			if err := planner.Encode(&a, f); err != nil {
+				t.Fatal(err)
+			}
+			if err := planner.Encode(&b, f); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(a.Bytes(), b.Bytes()) {
+				t.Error("two encodings of one plan differ")
+			}
+			got, err := planner.Decode(bytes.NewReader(a.Bytes()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(f, got, planCmp); d != "" {
+				t.Errorf("round trip changed the file (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func encoded(t *testing.T) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := planner.Encode(&buf, examplePlans(t)["linreg"]); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestFileRefusesBadFiles checks each way a file can be wrong.
+func TestFileRefusesBadFiles(t *testing.T) {
+	good := encoded(t)
+	mutate := func(f func(b []byte) []byte) []byte { return f(append([]byte(nil), good...)) }
+	tests := []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"empty", nil, "too short for the 56-byte header"},
+		{"not a plan", []byte(strings.Repeat("x", 100)), `does not start with "KILNPLAN"`},
+		{"truncated", good[:len(good)-10], "truncated plan file"},
+		{"trailing", append(append([]byte(nil), good...), 0), "data after the"},
+		{"corrupted", mutate(func(b []byte) []byte { b[len(b)/2] ^= 0x40; return b }), "checksum mismatch"},
+		{"newer", mutate(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[8:], planner.FileVersion+1); return b }), "is newer than this kiln reads"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := planner.Decode(bytes.NewReader(tc.data))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Decode = %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestSaveLoad writes a plan file atomically and reads it back; errors
+// name the file.
+func TestSaveLoad(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "m.kplan")
+	f := examplePlans(t)["mlp"]
+	if err := planner.Save(path, f); err != nil {
+		t.Fatal(err)
+	}
+	got, err := planner.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(f, got, planCmp); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Errorf("Save left %d files, want 1", len(entries))
+	}
+	os.WriteFile(path, []byte("KILNPLAN"), 0o644)
+	if _, err := planner.Load(path); err == nil || !strings.HasPrefix(err.Error(), path+": ") {
+		t.Errorf("Load of a short file: %v, want an error starting with the path", err)
+	}
+}
+
+// FuzzDecode checks that no input makes Decode panic, and that what it
+// accepts encodes back to the same bytes.
+func FuzzDecode(f *testing.F) {
+	var buf bytes.Buffer
+	g, _ := ir.Parse("t", []byte("graph t\ninput %x: f32[2]\n%y = exp %x\noutput %y\n"))
+	p, err := kiln.Compile(g, kiln.Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	planner.Encode(&buf, &planner.File{Plans: map[string]*planner.Plan{"p": p}})
+	f.Add(buf.Bytes())
+	f.Add([]byte("KILNPLAN"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		file, err := planner.Decode(bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		var out bytes.Buffer
+		if err := planner.Encode(&out, file); err != nil {
+			t.Fatalf("re-encoding an accepted file: %v", err)
+		}
+	})
+}
