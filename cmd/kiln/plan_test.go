@@ -16,7 +16,7 @@ import (
 var (
 	planHeader  = regexp.MustCompile(`(?m)^plan (\S+): (\d+) steps, (\d+) buffers$`)
 	arenaLine   = regexp.MustCompile(`(?m)^arena (\d+) bytes, lower bound (\d+) bytes, ratio (\d+\.\d+)$`)
-	bufferLine  = regexp.MustCompile(`^  %(\S+)\s+(\S+)\s+(temp|input|param|state)\s+offset\s+(\d+) size\s+(\d+) live (\d+)\.\.(\d+)$`)
+	bufferLine  = regexp.MustCompile(`^  %(\S+)\s+(\S+)\s+(temp|input|param|state)\s+offset\s+(\d+) size\s+(\d+) live (\d+)\.\.(\d+)(?: in place of %(\S+))?$`)
 	stepLine    = regexp.MustCompile(`^\s+(\d+)  (.*)$`)
 	copyStep    = regexp.MustCompile(`^copy %(\S+) <- %(\S+)$`)
 	kernelStep  = regexp.MustCompile(`^%(\S+): \S+ = [a-z_]+`)
@@ -30,6 +30,7 @@ type printedPlan struct {
 	ratio                float64
 	bufs                 []planner.Buffer // Name, Offset, Size, Start and End
 	types, roles         []string         // each buffer's type and role as printed
+	inPlaceOf            []string         // the buffer whose memory each takes in place, or ""
 	stepLines, copyLines []string
 	sections             []string
 }
@@ -72,6 +73,7 @@ func parsePlanOutput(t *testing.T, out string) printedPlan {
 			pp.bufs = append(pp.bufs, planner.Buffer{Name: m[1], Offset: n(4), Size: n(5), Start: int(n(6)), End: int(n(7))})
 			pp.types = append(pp.types, m[2])
 			pp.roles = append(pp.roles, m[3])
+			pp.inPlaceOf = append(pp.inPlaceOf, m[8])
 		case "steps":
 			m := stepLine.FindStringSubmatch(line)
 			if m == nil || m[1] != strconv.Itoa(len(pp.stepLines)) {
@@ -144,15 +146,21 @@ func TestPlan(t *testing.T) {
 					t.Errorf("ratio %.3f, want arena/lower bound = %.4f", pp.ratio, want)
 				}
 			}
+			// A buffer that takes another's memory in place is live at
+			// the step where that one dies: the memory counts once.
 			var lower int64
 			for s := 0; s < max(pp.steps, 1); s++ {
 				var live int64
-				for _, b := range pp.bufs {
-					if b.Start <= s && s <= b.End {
+				for i, b := range pp.bufs {
+					if b.Start <= s && s <= b.End && !(pp.inPlaceOf[i] != "" && b.Start == s) {
 						live += alignedSize(b.Size)
 					}
 				}
 				lower = max(lower, live)
+			}
+			index := map[string]int{}
+			for i, b := range pp.bufs {
+				index[b.Name] = i
 			}
 			if lower != pp.lower {
 				t.Errorf("the printed live ranges give a lower bound of %d bytes, the plan says %d", lower, pp.lower)
@@ -161,7 +169,13 @@ func TestPlan(t *testing.T) {
 				if b.Offset%planner.Align != 0 || b.Offset+b.Size > pp.arena {
 					t.Errorf("buffer %%%s at offset %d size %d: unaligned or outside the %d-byte arena", b.Name, b.Offset, b.Size, pp.arena)
 				}
-				for _, c := range pp.bufs[i+1:] {
+				for j, c := range pp.bufs[i+1:] {
+					if pp.inPlaceOf[i+1+j] == b.Name || pp.inPlaceOf[i] == c.Name {
+						if b.Offset != c.Offset || b.End != c.Start && c.End != b.Start {
+							t.Errorf("%%%s and %%%s share memory in place, but not their offset or the step one dies and the other is written", b.Name, c.Name)
+						}
+						continue
+					}
 					if b.Size > 0 && c.Size > 0 && b.Start <= c.End && c.Start <= b.End &&
 						b.Offset < c.Offset+c.Size && c.Offset < b.Offset+b.Size {
 						t.Errorf("buffers %%%s and %%%s are live together and overlap in memory", b.Name, c.Name)
@@ -176,6 +190,13 @@ func TestPlan(t *testing.T) {
 			}
 			for i, want := range p.Buffers {
 				got := pp.bufs[i]
+				alias := -1
+				if pp.inPlaceOf[i] != "" {
+					alias = index[pp.inPlaceOf[i]]
+				}
+				if alias != want.Alias {
+					t.Errorf("buffer line %d: %%%s in place of buffer %d, want %d", i, got.Name, alias, want.Alias)
+				}
 				if got.Name != want.Name || pp.types[i] != want.Type.String() || pp.roles[i] != want.Role.String() ||
 					got.Offset != want.Offset || got.Size != want.Size || got.Start != want.Start || got.End != want.End {
 					t.Errorf("buffer line %d: %%%s %s %s offset %d size %d live %d..%d, want %%%s %s %s offset %d size %d live %d..%d",
