@@ -448,16 +448,13 @@ func (p *Plan) Check() error {
 	return nil
 }
 
-// Format prints the plan for people: a summary line, the buffers with their
-// offsets and live ranges, and the steps.
+// Format prints the plan for people: a summary line, the arena, lower bound
+// and ratio, the buffers with their offsets and live ranges (and the buffer
+// each takes in place), the steps and the signature.
 func (p *Plan) Format() string {
 	var b strings.Builder
-	ratio := 0.0
-	if p.LowerBound > 0 {
-		ratio = float64(p.ArenaBytes) / float64(p.LowerBound)
-	}
 	fmt.Fprintf(&b, "plan %s: %d steps, %d buffers\n", p.Graph.Name, len(p.Steps), len(p.Buffers))
-	fmt.Fprintf(&b, "arena %d bytes, lower bound %d bytes, ratio %.3f\n", p.ArenaBytes, p.LowerBound, ratio)
+	fmt.Fprintf(&b, "arena %d bytes, lower bound %d bytes, ratio %.3f\n", p.ArenaBytes, p.LowerBound, p.Ratio())
 	b.WriteString("\nbuffers:\n")
 	for _, buf := range p.Buffers {
 		fmt.Fprintf(&b, "  %-24s %-18s %-6s offset %10d size %10d live %d..%d",

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -217,6 +218,66 @@ func TestPlan(t *testing.T) {
 			}
 			if t.Failed() {
 				t.Logf("output:\n%s", r.stdout)
+			}
+		})
+	}
+}
+
+// TestPlanReport checks kiln plan -report: the summary lines agree with the
+// plan, the largest buffers come largest first, and the in-place count is
+// the plan's.
+func TestPlanReport(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		args      []string
+		optimizer string
+	}{
+		{[]string{"-report", "-optimizer", "adam", digitsMLP}, "adam"},
+		{[]string{"-report", digitsMLP}, ""},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			r := runKiln(t, append([]string{"plan"}, tt.args...)...)
+			r.want(t, 0)
+			if r.stderr != "" {
+				t.Errorf("unexpected stderr:\n%s", r.stderr)
+			}
+			p := compileLike(t, digitsMLP, tt.optimizer, 0)
+			kernels := 0
+			for _, st := range p.Steps {
+				if st.Kind == planner.Kernel {
+					kernels++
+				}
+			}
+			inPlace := 0
+			for _, b := range p.Buffers {
+				if b.Alias >= 0 {
+					inPlace++
+				}
+			}
+			var params int64
+			for _, i := range p.Params {
+				params += p.Buffers[i].Size
+			}
+			containsAll(t, "report", r.stdout,
+				fmt.Sprintf("plan digits_mlp: %d steps (%d kernels, %d copies), %d buffers\n", len(p.Steps), kernels, len(p.Steps)-kernels, len(p.Buffers)),
+				fmt.Sprintf("arena %d bytes, lower bound %d bytes, ratio %.3f\n", p.ArenaBytes, p.LowerBound, p.Ratio()),
+				fmt.Sprintf("params %d bytes (%d), ", params, len(p.Params)),
+				"\nlargest buffers:\n",
+				fmt.Sprintf("\nin place: %d results take the memory of an argument that dies there", inPlace))
+			if strings.Contains(r.stdout, "\nsteps:\n") {
+				t.Errorf("the report lists the steps:\n%s", r.stdout)
+			}
+			if inPlace == 0 {
+				t.Errorf("no result computed in place in the digits MLP")
+			}
+			var sizes []int64
+			largest := regexp.MustCompile(`(?m)^  %\S+\s+\S+\s+(?:temp|input|param|state)\s+(\d+) bytes  offset`)
+			for _, m := range largest.FindAllStringSubmatch(r.stdout, -1) {
+				n, _ := strconv.ParseInt(m[1], 10, 64)
+				sizes = append(sizes, n)
+			}
+			if len(sizes) == 0 || !slices.IsSortedFunc(sizes, func(a, b int64) int { return int(b - a) }) {
+				t.Errorf("largest buffers %v: not listed largest first\n%s", sizes, r.stdout)
 			}
 		})
 	}
