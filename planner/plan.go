@@ -266,8 +266,6 @@ func (p *Plan) liveness() {
 	}
 }
 
-func (b *Buffer) livesWith(c *Buffer) bool { return b.Start <= c.End && c.Start <= b.End }
-
 // keptBuffers marks the outputs and gradients, which are read after the
 // step and so live until its end.
 func (p *Plan) keptBuffers() []bool {

@@ -10,6 +10,7 @@ import (
 	"github.com/kilnml/kiln/examples"
 	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/passes"
+	"github.com/kilnml/kiln/planner"
 )
 
 // deepMLP returns the .kir text of an MLP of the given depth: layers of
@@ -88,11 +89,40 @@ func TestRatio(t *testing.T) {
 			if err := p.Check(); err != nil {
 				t.Fatalf("%s %s: Check: %v", m.name, mode.name, err)
 			}
-			ratio := float64(p.ArenaBytes) / float64(p.LowerBound)
+			ratio := p.Ratio()
 			t.Logf("| %s | %s | %d | %d | %d | %.3f |", m.name, mode.name, len(p.Steps), p.ArenaBytes, p.LowerBound, ratio)
 			if ratio > 1.05 {
 				t.Errorf("%s %s: arena %d is %.3f times the lower bound %d, want at most 1.05", m.name, mode.name, p.ArenaBytes, ratio, p.LowerBound)
 			}
+		}
+	}
+}
+
+// BenchmarkPlanRatio times planner.New on every ratio model and mode and
+// reports the plan's arena, lower bound and their ratio (go test ./planner
+// -run '^$' -bench PlanRatio -benchtime 1x).
+func BenchmarkPlanRatio(b *testing.B) {
+	for _, m := range ratioModels(b) {
+		g, err := ir.Parse(m.name, []byte(m.src))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, mode := range ratioModes() {
+			tg, err := kiln.Transform(g, mode.opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Run(strings.ReplaceAll(m.name, " ", "_")+"/"+mode.name, func(b *testing.B) {
+				var p *planner.Plan
+				for b.Loop() {
+					if p, err = planner.New(tg, planner.Options{}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(p.ArenaBytes), "arena-bytes")
+				b.ReportMetric(float64(p.LowerBound), "bound-bytes")
+				b.ReportMetric(p.Ratio(), "ratio")
+			})
 		}
 	}
 }
