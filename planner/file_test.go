@@ -45,6 +45,11 @@ func examplePlans(t *testing.T) map[string]*planner.File {
 		if err != nil {
 			t.Fatal(err)
 		}
+		for _, p := range []*planner.Plan{train, eval} {
+			if err := p.Check(); err != nil {
+				t.Fatalf("%s: Check: %v", name, err)
+			}
+		}
 		w := train.Buffers[train.Params[0]]
 		params := []planner.Tensor{{Name: w.Name, Type: w.Type, Data: bytes.Repeat([]byte{1}, int(w.Size))}}
 		out[name] = &planner.File{Plans: map[string]*planner.Plan{"train": train, "eval": eval}, Params: params, Meta: map[string]string{"optimizer": "adam"}}
@@ -206,6 +211,11 @@ func TestFileAliases(t *testing.T) {
 	withAlias, err := kiln.Compile(g, kiln.Options{Grad: true})
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, p := range []*planner.Plan{noAlias, withAlias} {
+		if err := p.Check(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	enc := func(p *planner.Plan) []byte {
 		var buf bytes.Buffer

@@ -119,6 +119,9 @@ func BenchmarkPlanRatio(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
+				if err := p.Check(); err != nil {
+					b.Fatal(err)
+				}
 				b.ReportMetric(float64(p.ArenaBytes), "arena-bytes")
 				b.ReportMetric(float64(p.LowerBound), "bound-bytes")
 				b.ReportMetric(p.Ratio(), "ratio")

@@ -250,9 +250,8 @@ func (x *Executor) PeakBytes() int64 { return x.mem.peak }
 
 // HighWater returns the highest arena address in use during the steps run
 // since New or Reset (the end of the highest buffer in use, its size
-// rounded up to planner.Align), as observed while running. The plan's
-// arena is exactly as large as it must be when this equals
-// Plan.ArenaBytes; it is never more.
+// rounded up to planner.Align), as observed while running. It is at most
+// Plan.ArenaBytes, and equal to it unless the top of the arena goes unused.
 func (x *Executor) HighWater() int64 { return x.mem.high }
 
 func (m *memory) init(x *Executor) {
