@@ -214,6 +214,18 @@ type OpInfo struct {
 	// autodiff then refuses to differentiate through it instead of
 	// treating it as constant.
 	NoGrad string
+
+	// NoInPlace, when set on an elementwise op, says why its kernels may
+	// not write their result over an argument of the same type; the
+	// planner then never gives the result an argument's memory (see
+	// Op.InPlace).
+	NoInPlace string
+
+	// ElementwiseKernel marks an op outside ClassElementwise whose kernel
+	// still computes element i of the result from element i of each
+	// (broadcast) argument, reading before writing, so that it may run in
+	// place like an elementwise op (fused_elementwise).
+	ElementwiseKernel bool
 }
 
 // Info returns the op's table row.
@@ -234,6 +246,17 @@ func (op Op) String() string {
 
 // IsLeaf reports whether op declares a value rather than computing one.
 func (op Op) IsLeaf() bool { return op.Info().Class == ClassLeaf }
+
+// InPlace reports whether op's result may take the memory of an argument of
+// the same type (dtype and shape) whose last use is op: op is elementwise
+// and its kernels read element i of every argument before they write
+// element i of the result, and of no other element after that. A test in
+// exec/cpu runs every such op with the result over each argument it may
+// take.
+func (op Op) InPlace() bool {
+	info := op.Info()
+	return (info.Class == ClassElementwise || info.ElementwiseKernel) && info.NoInPlace == ""
+}
 
 // Differentiable reports whether gradients flow through op.
 func (op Op) Differentiable() bool { return op.Info().Grad != nil }

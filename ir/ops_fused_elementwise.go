@@ -290,7 +290,7 @@ func fusedElementwiseOps() []opRow {
 	reduceAttrs := append(append([]AttrSpec{}, axesAttrs...), from,
 		AttrSpec{Name: "op", Kind: AttrString, Default: defString("sum"), Doc: `"sum" or "mean"`}, program)
 	return []opRow{
-		{OpFusedElementwise, OpInfo{Name: "fused_elementwise", Args: []string{"in"}, Variadic: true, Class: ClassOther,
+		{OpFusedElementwise, OpInfo{Name: "fused_elementwise", Args: []string{"in"}, Variadic: true, Class: ClassOther, ElementwiseKernel: true,
 			Attrs:  []AttrSpec{from, program},
 			Doc:    "an elementwise program run in one pass over the result: each input broadcast to the result shape, each instruction computed with its op's own per-element code, so the result is bitwise that of the ops it replaced (made by the fuse pass)",
 			Infer:  fuseewInferElementwise,

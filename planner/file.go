@@ -18,8 +18,10 @@ import (
 )
 
 // FileVersion is the version of the plan file format this package writes.
-// Load refuses files of a newer version.
-const FileVersion = 1
+// Load refuses files of a newer version. Version 2 added a buffer's
+// "alias" (Buffer.Alias, in-place reuse); version 1 files, which have none,
+// still load.
+const FileVersion = 2
 
 // fileMagic starts every plan file.
 var fileMagic = [8]byte{'K', 'I', 'L', 'N', 'P', 'L', 'A', 'N'}
@@ -71,6 +73,7 @@ type bufferJSON struct {
 	Size   int64  `json:"size"`
 	Start  int    `json:"start"`
 	End    int    `json:"end"`
+	Alias  *int   `json:"alias,omitempty"` // Buffer.Alias; absent for -1
 }
 
 type stepJSON struct {
@@ -148,7 +151,11 @@ func encodePlan(p *Plan) planJSON {
 		Outputs: p.Outputs, Grads: p.Grads,
 	}
 	for _, b := range p.Buffers {
-		j.Buffers = append(j.Buffers, bufferJSON{b.Name, b.Type.String(), b.Role.String(), b.Offset, b.Size, b.Start, b.End})
+		bj := bufferJSON{b.Name, b.Type.String(), b.Role.String(), b.Offset, b.Size, b.Start, b.End, nil}
+		if b.Alias >= 0 {
+			bj.Alias = &b.Alias
+		}
+		j.Buffers = append(j.Buffers, bj)
 	}
 	for _, s := range p.Steps {
 		sj := stepJSON{Kind: "kernel", Args: s.Args, Out: s.Out}
@@ -210,13 +217,18 @@ func Decode(r io.Reader) (*File, error) {
 		return nil, fmt.Errorf("corrupted plan file: document length %d beyond the payload", docLen)
 	}
 	var payload filePayload
-	if err := json.Unmarshal(body[8:8+docLen], &payload); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(body[8 : 8+docLen]))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&payload); err != nil {
 		return nil, fmt.Errorf("corrupted plan file: %v", err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("corrupted plan file: data after the JSON document")
 	}
 	data := body[8+docLen:]
 	f := &File{Plans: map[string]*Plan{}, Meta: payload.Meta}
 	for name, pj := range payload.Plans {
-		p, err := decodePlan(pj)
+		p, err := decodePlan(pj, version)
 		if err != nil {
 			return nil, fmt.Errorf("plan %q: %w", name, err)
 		}
@@ -235,7 +247,7 @@ func Decode(r io.Reader) (*File, error) {
 	return f, nil
 }
 
-func decodePlan(j planJSON) (*Plan, error) {
+func decodePlan(j planJSON, version uint32) (*Plan, error) {
 	g, err := ir.Parse("plan graph", []byte(j.Graph))
 	if err != nil {
 		return nil, err
@@ -266,7 +278,16 @@ func decodePlan(j planJSON) (*Plan, error) {
 		if bj.Size != int64(t.Bytes()) {
 			return nil, fmt.Errorf("buffer %%%s: size %d, %s needs %d", bj.Name, bj.Size, t, t.Bytes())
 		}
-		p.Buffers = append(p.Buffers, Buffer{Value: ir.ID(i), Name: bj.Name, Type: t, Role: role, Offset: bj.Offset, Size: bj.Size, Start: bj.Start, End: bj.End})
+		alias := -1
+		if bj.Alias != nil {
+			if version < 2 {
+				return nil, fmt.Errorf("buffer %%%s: an alias in a version %d file, which has none", bj.Name, version)
+			}
+			if alias = *bj.Alias; alias < 0 || alias >= len(j.Buffers) {
+				return nil, fmt.Errorf("buffer %%%s: alias %d is not a buffer index (0..%d)", bj.Name, alias, len(j.Buffers)-1)
+			}
+		}
+		p.Buffers = append(p.Buffers, Buffer{Value: ir.ID(i), Name: bj.Name, Type: t, Role: role, Offset: bj.Offset, Size: bj.Size, Start: bj.Start, End: bj.End, Alias: alias})
 		switch role {
 		case Input:
 			p.Inputs = append(p.Inputs, i)

@@ -6,6 +6,7 @@ package planner
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -42,6 +43,14 @@ type Buffer struct {
 	Size   int64 // bytes the value needs
 	Start  int   // first step at which the buffer is live
 	End    int   // last step at which it is live (inclusive)
+
+	// Alias is the index of the buffer whose memory this one takes in
+	// place, or -1. The step that writes this buffer (at Start) is an
+	// elementwise op whose argument Alias, of the same type, is read for
+	// the last time there (its End is this Start); the kernel writes the
+	// result over it. The two share Offset and are both live at that one
+	// step; a buffer is taken in place by at most one other.
+	Alias int
 }
 
 // StepKind distinguishes kernel steps from the copies that apply updates.
@@ -87,12 +96,21 @@ type Plan struct {
 func alignUp(n int64) int64 { return (n + Align - 1) / Align * Align }
 
 // Options control planning. The zero value is the default plan.
-type Options struct{}
+type Options struct {
+	// Schedule selects the order of the kernel steps; the default,
+	// ScheduleAuto, keeps the better of the memory-aware and the
+	// topological order.
+	Schedule ScheduleKind
+	// NoInPlace gives every value memory of its own: no result takes an
+	// argument's memory in place.
+	NoInPlace bool
+}
 
-// New plans g, which must have passed ir.Check: it schedules the values in a
-// topological order (ties by value id), appends one copy step per update,
-// computes each buffer's live range and places the buffers in one arena.
-func New(g *ir.Graph, _ Options) (*Plan, error) {
+// New plans g, which must have passed ir.Check: it orders the kernel steps
+// (opts.Schedule), appends one copy step per update, computes each buffer's
+// live range, lets elementwise results take the memory of arguments that
+// die there (unless opts.NoInPlace) and places the buffers in one arena.
+func New(g *ir.Graph, opts Options) (*Plan, error) {
 	if err := ir.Check(g); err != nil {
 		return nil, err
 	}
@@ -105,13 +123,66 @@ func New(g *ir.Graph, _ Options) (*Plan, error) {
 			return nil, fmt.Errorf("update of %s reads %s, which is itself updated in the same step; the order of updates would matter", g.NameOf(u.Target), g.NameOf(u.Value))
 		}
 	}
-	order, err := g.TopoOrder()
-	if err != nil {
-		return nil, fmt.Errorf("scheduling %s: %v", g.Name, err)
+	var topo, mem *Plan
+	if opts.Schedule != ScheduleMemory {
+		order, err := g.TopoOrder()
+		if err != nil {
+			return nil, fmt.Errorf("scheduling %s: %v", g.Name, err)
+		}
+		topo = build(g, order, opts)
 	}
+	if opts.Schedule != ScheduleTopo {
+		order := memorySchedule(g, keptValues(g))
+		if len(order) != len(g.Values)-leaves(g) {
+			return nil, fmt.Errorf("scheduling %s: the graph has a cycle", g.Name)
+		}
+		mem = build(g, order, opts)
+	}
+	switch {
+	case topo == nil:
+		return mem, nil
+	case mem == nil:
+		return topo, nil
+	case topo.ArenaBytes < mem.ArenaBytes || topo.ArenaBytes == mem.ArenaBytes && topo.LowerBound < mem.LowerBound:
+		return topo, nil
+	}
+	return mem, nil
+}
+
+// keptValues marks the values whose memory lives to the end of the step:
+// inputs, params, state, outputs, gradients and the values updates copy.
+func keptValues(g *ir.Graph) []bool {
+	keep := make([]bool, len(g.Values))
+	for i, v := range g.Values {
+		keep[i] = v.Op.IsLeaf()
+	}
+	for _, o := range g.Outputs {
+		keep[o] = true
+	}
+	for _, gp := range g.Grads {
+		keep[gp.Grad] = true
+	}
+	for _, u := range g.Updates {
+		keep[u.Value] = true
+	}
+	return keep
+}
+
+func leaves(g *ir.Graph) int {
+	n := 0
+	for _, v := range g.Values {
+		if v.Op.IsLeaf() {
+			n++
+		}
+	}
+	return n
+}
+
+// build makes the plan that runs the computed values of g in order.
+func build(g *ir.Graph, order []ir.ID, opts Options) *Plan {
 	p := &Plan{Graph: g, Buffers: make([]Buffer, len(g.Values))}
 	for i, v := range g.Values {
-		b := Buffer{Value: ir.ID(i), Name: v.Name, Type: v.Type, Size: int64(v.Type.Bytes()), Start: -1, End: -1}
+		b := Buffer{Value: ir.ID(i), Name: v.Name, Type: v.Type, Size: int64(v.Type.Bytes()), Start: -1, End: -1, Alias: -1}
 		switch v.Op {
 		case ir.OpInput:
 			b.Role = Input
@@ -149,8 +220,11 @@ func New(g *ir.Graph, _ Options) (*Plan, error) {
 		p.Grads = append(p.Grads, Named{"grad/" + g.Values[gp.Param].Name, int(gp.Grad)})
 	}
 	p.liveness()
+	if !opts.NoInPlace {
+		p.inPlace()
+	}
 	p.place()
-	return p, nil
+	return p
 }
 
 // liveness sets each buffer's live range in step indices. Inputs, params
@@ -192,82 +266,97 @@ func (p *Plan) liveness() {
 	}
 }
 
-func (b *Buffer) livesWith(c *Buffer) bool { return b.Start <= c.End && c.Start <= b.End }
-
-// place assigns offsets: buffers by decreasing size (then by id), each at the
-// lowest aligned offset that overlaps no placed buffer live at the same time.
-func (p *Plan) place() {
-	idx := make([]int, len(p.Buffers))
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.SliceStable(idx, func(i, j int) bool { return p.Buffers[idx[i]].Size > p.Buffers[idx[j]].Size })
-	var placed []int
-	for _, i := range idx {
-		b := &p.Buffers[i]
-		size := alignUp(b.Size)
-		// Collect the intervals already taken by buffers alive with b.
-		type span struct{ lo, hi int64 }
-		var taken []span
-		for _, j := range placed {
-			c := &p.Buffers[j]
-			if c.Size > 0 && b.livesWith(c) {
-				taken = append(taken, span{c.Offset, c.Offset + alignUp(c.Size)})
-			}
+// keptBuffers marks the outputs and gradients, which are read after the
+// step and so live until its end.
+func (p *Plan) keptBuffers() []bool {
+	kept := make([]bool, len(p.Buffers))
+	for _, n := range p.Outputs {
+		if n.Buffer >= 0 && n.Buffer < len(kept) {
+			kept[n.Buffer] = true
 		}
-		sort.Slice(taken, func(x, y int) bool { return taken[x].lo < taken[y].lo })
-		off := int64(0)
-		for _, t := range taken {
-			if off+size <= t.lo {
+	}
+	for _, n := range p.Grads {
+		if n.Buffer >= 0 && n.Buffer < len(kept) {
+			kept[n.Buffer] = true
+		}
+	}
+	return kept
+}
+
+// inPlace lets the result of an elementwise kernel step take the memory of
+// an argument of the same type (dtype and shape) that dies there: a
+// temporary, not an output or gradient, whose last reader is this step and
+// whose memory no other result has taken. The first such argument wins.
+func (p *Plan) inPlace() {
+	kept := p.keptBuffers()
+	taken := make([]bool, len(p.Buffers))
+	for s, st := range p.Steps {
+		if st.Kind != Kernel || !st.Op.InPlace() {
+			continue
+		}
+		out := &p.Buffers[st.Out]
+		if out.Size == 0 {
+			continue
+		}
+		for _, a := range st.Args {
+			b := &p.Buffers[a]
+			if b.Role == Temp && !kept[a] && !taken[a] && b.End == s && b.Type.Equal(out.Type) {
+				out.Alias = a
+				taken[a] = true
 				break
 			}
-			off = max(off, t.hi)
 		}
-		b.Offset = off
-		p.ArenaBytes = max(p.ArenaBytes, off+size)
-		placed = append(placed, i)
-	}
-	steps := max(len(p.Steps), 1)
-	for s := 0; s < steps; s++ {
-		var live int64
-		for i := range p.Buffers {
-			if b := &p.Buffers[i]; b.Start <= s && s <= b.End {
-				live += alignUp(b.Size)
-			}
-		}
-		p.LowerBound = max(p.LowerBound, live)
 	}
 }
 
-// Check proves the plan sound: offsets aligned and inside the arena, no two
-// buffers that are live at the same step overlap in memory, and no step reads
-// a buffer before it is written or outside its live range.
+// Check proves the plan sound: offsets aligned and inside the arena; live
+// ranges inside the steps, with inputs, params and state live at every step
+// and outputs and gradients until the last; no step reading a buffer before
+// it is written or outside its live range; every in-place buffer
+// (Buffer.Alias) sharing the offset and type of the buffer it names, written
+// by an elementwise op that may run in place (ir.Op.InPlace) and reads that
+// buffer for the last time at that very step; no two buffers that are live
+// at the same step overlapping in memory, except a buffer and the one it
+// takes in place; and LowerBound the most bytes live at any step.
 func (p *Plan) Check() error {
+	n := len(p.Buffers)
+	last := max(len(p.Steps)-1, 0)
+	for _, nm := range append(append([]Named(nil), p.Outputs...), p.Grads...) {
+		if nm.Buffer < 0 || nm.Buffer >= n {
+			return fmt.Errorf("%s names buffer %d of %d", nm.Name, nm.Buffer, n)
+		}
+	}
+	kept := p.keptBuffers()
 	for i := range p.Buffers {
 		b := &p.Buffers[i]
 		if b.Offset%Align != 0 {
 			return fmt.Errorf("buffer %%%s: offset %d is not a multiple of %d", b.Name, b.Offset, Align)
 		}
-		if b.Offset < 0 || b.Offset+b.Size > p.ArenaBytes {
+		if b.Offset < 0 || b.Size < 0 || b.Offset+b.Size > p.ArenaBytes {
 			return fmt.Errorf("buffer %%%s: [%d,%d) lies outside the arena of %d bytes", b.Name, b.Offset, b.Offset+b.Size, p.ArenaBytes)
 		}
-		for j := i + 1; j < len(p.Buffers); j++ {
-			c := &p.Buffers[j]
-			if b.Size == 0 || c.Size == 0 || !b.livesWith(c) {
-				continue
-			}
-			if b.Offset < c.Offset+c.Size && c.Offset < b.Offset+b.Size {
-				return fmt.Errorf("buffers %%%s [%d,%d) and %%%s [%d,%d) overlap while both are live (steps %d..%d and %d..%d)",
-					b.Name, b.Offset, b.Offset+b.Size, c.Name, c.Offset, c.Offset+c.Size, b.Start, b.End, c.Start, c.End)
-			}
+		if b.Start < 0 || b.End < b.Start || b.End > last {
+			return fmt.Errorf("buffer %%%s: live range %d..%d is not inside the steps 0..%d", b.Name, b.Start, b.End, last)
+		}
+		if b.Role != Temp && (b.Start != 0 || b.End != last) {
+			return fmt.Errorf("%s %%%s: live %d..%d, but inputs, params and state live at every step (0..%d)", b.Role, b.Name, b.Start, b.End, last)
+		}
+		if kept[i] && b.End != last {
+			return fmt.Errorf("buffer %%%s: an output or gradient, but live only until step %d of 0..%d", b.Name, b.End, last)
 		}
 	}
-	written := make([]bool, len(p.Buffers))
+	written := make([]bool, n)
 	for i := range p.Buffers {
 		written[i] = p.Buffers[i].Role != Temp
 	}
 	for s, st := range p.Steps {
+		if st.Out < 0 || st.Out >= n {
+			return fmt.Errorf("step %d writes buffer %d of %d", s, st.Out, n)
+		}
 		for _, a := range st.Args {
+			if a < 0 || a >= n {
+				return fmt.Errorf("step %d reads buffer %d of %d", s, a, n)
+			}
 			b := &p.Buffers[a]
 			if !written[a] {
 				return fmt.Errorf("step %d reads %%%s before any step writes it", s, b.Name)
@@ -282,23 +371,96 @@ func (p *Plan) Check() error {
 		}
 		written[st.Out] = true
 	}
+	takenBy := make([]int, n)
+	for i := range takenBy {
+		takenBy[i] = -1
+	}
+	for i := range p.Buffers {
+		b := &p.Buffers[i]
+		if b.Alias == -1 {
+			continue
+		}
+		if b.Alias < 0 || b.Alias >= n || b.Alias == i {
+			return fmt.Errorf("buffer %%%s: alias %d is not another buffer's index (or -1)", b.Name, b.Alias)
+		}
+		c := &p.Buffers[b.Alias]
+		if j := takenBy[b.Alias]; j >= 0 {
+			return fmt.Errorf("buffer %%%s is taken in place by both %%%s and %%%s", c.Name, p.Buffers[j].Name, b.Name)
+		}
+		takenBy[b.Alias] = i
+		if b.Role != Temp || c.Role != Temp || kept[b.Alias] {
+			return fmt.Errorf("buffer %%%s (%s) takes %%%s (%s) in place, but only a computed buffer can take the memory of another that is neither an output nor a gradient", b.Name, b.Role, c.Name, c.Role)
+		}
+		if !b.Type.Equal(c.Type) || b.Size != c.Size {
+			return fmt.Errorf("buffer %%%s: %s cannot take the memory of %%%s: %s in place; the types differ", b.Name, b.Type, c.Name, c.Type)
+		}
+		if b.Offset != c.Offset {
+			return fmt.Errorf("buffer %%%s takes %%%s in place but lies at offset %d, not %d", b.Name, c.Name, b.Offset, c.Offset)
+		}
+		if b.Start >= len(p.Steps) {
+			return fmt.Errorf("buffer %%%s takes %%%s in place, but no step computes it", b.Name, c.Name)
+		}
+		st := &p.Steps[b.Start]
+		if st.Kind != Kernel || st.Out != i {
+			return fmt.Errorf("buffer %%%s takes %%%s in place, but step %d, where it becomes live, does not compute it", b.Name, c.Name, b.Start)
+		}
+		if !st.Op.InPlace() {
+			return fmt.Errorf("buffer %%%s takes %%%s in place, but %s cannot write its result over an argument", b.Name, c.Name, st.Op)
+		}
+		if !slices.Contains(st.Args, b.Alias) {
+			return fmt.Errorf("buffer %%%s takes %%%s in place, but step %d does not read it", b.Name, c.Name, b.Start)
+		}
+		if c.End != b.Start {
+			return fmt.Errorf("buffer %%%s takes %%%s in place at step %d, but %%%s is live until step %d", b.Name, c.Name, b.Start, c.Name, c.End)
+		}
+	}
+	// Sweep the buffers by start: each is compared with those that start
+	// before it ends.
+	idx := make([]int, 0, n)
+	for i := range p.Buffers {
+		if p.Buffers[i].Size > 0 {
+			idx = append(idx, i)
+		}
+	}
+	sort.SliceStable(idx, func(x, y int) bool { return p.Buffers[idx[x]].Start < p.Buffers[idx[y]].Start })
+	for x, i := range idx {
+		b := &p.Buffers[i]
+		for _, j := range idx[x+1:] {
+			c := &p.Buffers[j]
+			if c.Start > b.End {
+				break
+			}
+			if b.Alias == j || c.Alias == i {
+				continue
+			}
+			if b.Offset < c.Offset+c.Size && c.Offset < b.Offset+b.Size {
+				return fmt.Errorf("buffers %%%s [%d,%d) and %%%s [%d,%d) overlap while both are live (steps %d..%d and %d..%d)",
+					b.Name, b.Offset, b.Offset+b.Size, c.Name, c.Offset, c.Offset+c.Size, b.Start, b.End, c.Start, c.End)
+			}
+		}
+	}
+	bs, _ := p.blocks()
+	if lb := lowerBound(bs, len(p.Steps)); lb != p.LowerBound {
+		return fmt.Errorf("lower bound %d bytes, but the live ranges give %d", p.LowerBound, lb)
+	}
 	return nil
 }
 
-// Format prints the plan for people: a summary line, the buffers with their
-// offsets and live ranges, and the steps.
+// Format prints the plan for people: a summary line, the arena, lower bound
+// and ratio, the buffers with their offsets and live ranges (and the buffer
+// each takes in place), the steps and the signature.
 func (p *Plan) Format() string {
 	var b strings.Builder
-	ratio := 0.0
-	if p.LowerBound > 0 {
-		ratio = float64(p.ArenaBytes) / float64(p.LowerBound)
-	}
 	fmt.Fprintf(&b, "plan %s: %d steps, %d buffers\n", p.Graph.Name, len(p.Steps), len(p.Buffers))
-	fmt.Fprintf(&b, "arena %d bytes, lower bound %d bytes, ratio %.3f\n", p.ArenaBytes, p.LowerBound, ratio)
+	fmt.Fprintf(&b, "arena %d bytes, lower bound %d bytes, ratio %.3f\n", p.ArenaBytes, p.LowerBound, p.Ratio())
 	b.WriteString("\nbuffers:\n")
 	for _, buf := range p.Buffers {
-		fmt.Fprintf(&b, "  %-24s %-18s %-6s offset %10d size %10d live %d..%d\n",
+		fmt.Fprintf(&b, "  %-24s %-18s %-6s offset %10d size %10d live %d..%d",
 			"%"+buf.Name, buf.Type, buf.Role, buf.Offset, buf.Size, buf.Start, buf.End)
+		if buf.Alias >= 0 {
+			fmt.Fprintf(&b, " in place of %%%s", p.Buffers[buf.Alias].Name)
+		}
+		b.WriteString("\n")
 	}
 	b.WriteString("\nsteps:\n")
 	for s, st := range p.Steps {

@@ -108,6 +108,54 @@ output %d
 	if d := cmp.Diff(want, live); d != "" {
 		t.Errorf("live ranges (-want +got):\n%s", d)
 	}
+	// c takes b's memory (b dies at tanh); d takes c's (the first argument
+	// that dies at add; a dies there too). a is read after neg, so b
+	// cannot take it; x is an input.
+	inPlace := map[string]string{}
+	for _, b := range p.Buffers {
+		if b.Alias >= 0 {
+			inPlace[b.Name] = p.Buffers[b.Alias].Name
+		}
+	}
+	if d := cmp.Diff(map[string]string{"c": "b", "d": "c"}, inPlace); d != "" {
+		t.Errorf("in place (-want +got):\n%s", d)
+	}
+	if p.Buffers[2].Offset != p.Buffers[3].Offset || p.Buffers[3].Offset != p.Buffers[4].Offset {
+		t.Errorf("b, c and d at offsets %d, %d, %d: want one", p.Buffers[2].Offset, p.Buffers[3].Offset, p.Buffers[4].Offset)
+	}
+}
+
+// TestInPlaceOnlyWhereSafe: no result takes the memory of an output, of a
+// value read later, of a value of another type, or of an argument of an op
+// that is not elementwise. Here only d may: b dies at sub. Not b (softmax
+// is not elementwise, though a dies there), not c (a reduction, another
+// shape), not e (d is read after neg), not f (bool, and e is an output).
+func TestInPlaceOnlyWhereSafe(t *testing.T) {
+	p := compile(t, `graph g
+input %x: f32[4,8]
+%a = exp %x
+%b = softmax %a
+%c = sum %b {axes=[1], keepdims=true}
+%d = sub %b, %c
+%e = neg %d
+%f = greater %e, %d
+output %e, %f
+`, kiln.Options{})
+	inPlace := map[string]string{}
+	for _, b := range p.Buffers {
+		if b.Alias >= 0 {
+			inPlace[b.Name] = p.Buffers[b.Alias].Name
+		}
+	}
+	if d := cmp.Diff(map[string]string{"d": "b"}, inPlace); d != "" {
+		t.Errorf("in place (-want +got):\n%s\n%s", d, p.Format())
+	}
+	q := compile(t, mlpSrc, kiln.Options{Grad: true, Plan: planner.Options{NoInPlace: true}})
+	for _, b := range q.Buffers {
+		if b.Alias >= 0 {
+			t.Errorf("NoInPlace: %%%s takes %%%s in place", b.Name, q.Buffers[b.Alias].Name)
+		}
+	}
 }
 
 // TestCheckCatchesBrokenPlans mutates a good plan and expects Check to say
@@ -130,9 +178,75 @@ func TestCheckCatchesBrokenPlans(t *testing.T) {
 			p.Steps[0], p.Steps[1] = p.Steps[1], p.Steps[0]
 		}, "before any step writes it"},
 	}
+	aliased := func(p *planner.Plan) (b, a *planner.Buffer) {
+		for i := range p.Buffers {
+			if p.Buffers[i].Alias >= 0 {
+				return &p.Buffers[i], &p.Buffers[p.Buffers[i].Alias]
+			}
+		}
+		panic("no buffer in place")
+	}
+	index := func(p *planner.Plan, name string) int {
+		for i, b := range p.Buffers {
+			if b.Name == name {
+				return i
+			}
+		}
+		panic(name)
+	}
+	tests = append(tests, []struct {
+		name   string
+		mutate func(p *planner.Plan)
+		want   string
+	}{
+		{"alias moved", func(p *planner.Plan) {
+			b, _ := aliased(p)
+			b.Offset = p.ArenaBytes - 2048 - 2048 // aligned, inside
+		}, "in place but lies at offset"},
+		{"alias read later", func(p *planner.Plan) {
+			_, a := aliased(p)
+			a.End++
+		}, "is live until step"},
+		{"alias of a param", func(p *planner.Plan) {
+			b, _ := aliased(p)
+			b.Alias = p.Params[0]
+		}, "only a computed buffer can take the memory"},
+		{"alias of another type", func(p *planner.Plan) {
+			i := index(p, "z") // f32[32,10], computed from r: f32[32,16]
+			p.Buffers[i].Alias = index(p, "r")
+			p.Buffers[i].Offset = p.Buffers[index(p, "r")].Offset
+		}, "the types differ"},
+		{"alias by matmul", func(p *planner.Plan) {
+			// %h = matmul %x, %w1: give h the memory of a buffer of its
+			// type that the step does not read.
+			i := index(p, "h")
+			for j, b := range p.Buffers {
+				if j != i && b.Type.Equal(p.Buffers[i].Type) && b.Role == planner.Temp && b.Alias < 0 {
+					p.Buffers[i].Alias = j
+					p.Buffers[i].Offset = b.Offset
+					return
+				}
+			}
+		}, "matmul cannot write its result over an argument"},
+		{"taken twice", func(p *planner.Plan) {
+			b, a := aliased(p)
+			for i := range p.Buffers {
+				if c := &p.Buffers[i]; c != b && c.Alias < 0 && c.Type.Equal(a.Type) && c.Role == planner.Temp && c != a {
+					c.Alias = b.Alias
+					return
+				}
+			}
+		}, "is taken in place by both"},
+		{"alias out of range", func(p *planner.Plan) { p.Buffers[5].Alias = len(p.Buffers) }, "is not another buffer's index"},
+		{"lower bound", func(p *planner.Plan) { p.LowerBound -= planner.Align }, "the live ranges give"},
+		{"output dies early", func(p *planner.Plan) { p.Buffers[p.Outputs[0].Buffer].End-- }, "an output or gradient, but live only until"},
+		{"param live late", func(p *planner.Plan) { p.Buffers[p.Params[0]].Start = 1 }, "inputs, params and state live at every step"},
+	}...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p := compile(t, mlpSrc, kiln.Options{Grad: true})
+			// At -O0 the relu and the elementwise backward stay unfused, so
+			// the plan has results computed in place to break.
+			p := compile(t, mlpSrc, kiln.Options{Grad: true, O0: true})
 			tc.mutate(p)
 			err := p.Check()
 			if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -153,7 +153,7 @@ func TestCommandHelp(t *testing.T) {
 	}{
 		{"dump", []string{"-after", "-dot", "-optimizer"}},
 		{"grad", []string{"-inputs", "-out"}},
-		{"plan", []string{"-optimizer", "-lr", "-momentum"}},
+		{"plan", []string{"-optimizer", "-lr", "-momentum", "-report"}},
 		{"train", []string{"-data", "-epochs", "-init", "-save", "-seed"}},
 	}
 	for _, tt := range tests {

@@ -10,6 +10,7 @@ import (
 func runPlan(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
 	o0 := addO0Flag(fs)
+	report := fs.Bool("report", false, "print a short memory report (arena, lower bound, ratio, params/state/inputs, largest buffers, in-place reuse) instead of the whole plan")
 	of := addOptimizerFlags(fs, "")
 	pos, err := parseFlags(fs, args, stdout)
 	if err != nil {
@@ -34,6 +35,10 @@ func runPlan(args []string, stdout io.Writer) error {
 	if err := p.Check(); err != nil {
 		return fail(path, "the plan fails its check: %v", err)
 	}
-	_, err = io.WriteString(stdout, p.Format())
+	out := p.Format()
+	if *report {
+		out = p.Report()
+	}
+	_, err = io.WriteString(stdout, out)
 	return err
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,7 +17,7 @@ import (
 var (
 	planHeader  = regexp.MustCompile(`(?m)^plan (\S+): (\d+) steps, (\d+) buffers$`)
 	arenaLine   = regexp.MustCompile(`(?m)^arena (\d+) bytes, lower bound (\d+) bytes, ratio (\d+\.\d+)$`)
-	bufferLine  = regexp.MustCompile(`^  %(\S+)\s+(\S+)\s+(temp|input|param|state)\s+offset\s+(\d+) size\s+(\d+) live (\d+)\.\.(\d+)$`)
+	bufferLine  = regexp.MustCompile(`^  %(\S+)\s+(\S+)\s+(temp|input|param|state)\s+offset\s+(\d+) size\s+(\d+) live (\d+)\.\.(\d+)(?: in place of %(\S+))?$`)
 	stepLine    = regexp.MustCompile(`^\s+(\d+)  (.*)$`)
 	copyStep    = regexp.MustCompile(`^copy %(\S+) <- %(\S+)$`)
 	kernelStep  = regexp.MustCompile(`^%(\S+): \S+ = [a-z_]+`)
@@ -30,6 +31,7 @@ type printedPlan struct {
 	ratio                float64
 	bufs                 []planner.Buffer // Name, Offset, Size, Start and End
 	types, roles         []string         // each buffer's type and role as printed
+	inPlaceOf            []string         // the buffer whose memory each takes in place, or ""
 	stepLines, copyLines []string
 	sections             []string
 }
@@ -72,6 +74,7 @@ func parsePlanOutput(t *testing.T, out string) printedPlan {
 			pp.bufs = append(pp.bufs, planner.Buffer{Name: m[1], Offset: n(4), Size: n(5), Start: int(n(6)), End: int(n(7))})
 			pp.types = append(pp.types, m[2])
 			pp.roles = append(pp.roles, m[3])
+			pp.inPlaceOf = append(pp.inPlaceOf, m[8])
 		case "steps":
 			m := stepLine.FindStringSubmatch(line)
 			if m == nil || m[1] != strconv.Itoa(len(pp.stepLines)) {
@@ -144,15 +147,21 @@ func TestPlan(t *testing.T) {
 					t.Errorf("ratio %.3f, want arena/lower bound = %.4f", pp.ratio, want)
 				}
 			}
+			// A buffer that takes another's memory in place is live at
+			// the step where that one dies: the memory counts once.
 			var lower int64
 			for s := 0; s < max(pp.steps, 1); s++ {
 				var live int64
-				for _, b := range pp.bufs {
-					if b.Start <= s && s <= b.End {
+				for i, b := range pp.bufs {
+					if b.Start <= s && s <= b.End && !(pp.inPlaceOf[i] != "" && b.Start == s) {
 						live += alignedSize(b.Size)
 					}
 				}
 				lower = max(lower, live)
+			}
+			index := map[string]int{}
+			for i, b := range pp.bufs {
+				index[b.Name] = i
 			}
 			if lower != pp.lower {
 				t.Errorf("the printed live ranges give a lower bound of %d bytes, the plan says %d", lower, pp.lower)
@@ -161,7 +170,13 @@ func TestPlan(t *testing.T) {
 				if b.Offset%planner.Align != 0 || b.Offset+b.Size > pp.arena {
 					t.Errorf("buffer %%%s at offset %d size %d: unaligned or outside the %d-byte arena", b.Name, b.Offset, b.Size, pp.arena)
 				}
-				for _, c := range pp.bufs[i+1:] {
+				for j, c := range pp.bufs[i+1:] {
+					if pp.inPlaceOf[i+1+j] == b.Name || pp.inPlaceOf[i] == c.Name {
+						if b.Offset != c.Offset || b.End != c.Start && c.End != b.Start {
+							t.Errorf("%%%s and %%%s share memory in place, but not their offset or the step one dies and the other is written", b.Name, c.Name)
+						}
+						continue
+					}
 					if b.Size > 0 && c.Size > 0 && b.Start <= c.End && c.Start <= b.End &&
 						b.Offset < c.Offset+c.Size && c.Offset < b.Offset+b.Size {
 						t.Errorf("buffers %%%s and %%%s are live together and overlap in memory", b.Name, c.Name)
@@ -176,6 +191,13 @@ func TestPlan(t *testing.T) {
 			}
 			for i, want := range p.Buffers {
 				got := pp.bufs[i]
+				alias := -1
+				if pp.inPlaceOf[i] != "" {
+					alias = index[pp.inPlaceOf[i]]
+				}
+				if alias != want.Alias {
+					t.Errorf("buffer line %d: %%%s in place of buffer %d, want %d", i, got.Name, alias, want.Alias)
+				}
 				if got.Name != want.Name || pp.types[i] != want.Type.String() || pp.roles[i] != want.Role.String() ||
 					got.Offset != want.Offset || got.Size != want.Size || got.Start != want.Start || got.End != want.End {
 					t.Errorf("buffer line %d: %%%s %s %s offset %d size %d live %d..%d, want %%%s %s %s offset %d size %d live %d..%d",
@@ -196,6 +218,77 @@ func TestPlan(t *testing.T) {
 			}
 			if t.Failed() {
 				t.Logf("output:\n%s", r.stdout)
+			}
+		})
+	}
+}
+
+// TestPlanReport checks kiln plan -report: the summary lines agree with the
+// plan, the largest buffers come largest first, and the in-place count is
+// the plan's.
+func TestPlanReport(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		args      []string
+		optimizer string
+		o0        bool // -O0: elementwise ops stay unfused, so some run in place
+	}{
+		{[]string{"-report", "-optimizer", "adam", digitsMLP}, "adam", false},
+		{[]string{"-report", digitsMLP}, "", false},
+		{[]string{"-report", "-O0", digitsMLP}, "", true},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			r := runKiln(t, append([]string{"plan"}, tt.args...)...)
+			r.want(t, 0)
+			if r.stderr != "" {
+				t.Errorf("unexpected stderr:\n%s", r.stderr)
+			}
+			p := compileLike(t, digitsMLP, tt.optimizer, 0)
+			if tt.o0 {
+				g, err := loadGraph(digitsMLP)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if p, err = kiln.Compile(g, kiln.Options{Grad: true, O0: true}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			kernels := 0
+			for _, st := range p.Steps {
+				if st.Kind == planner.Kernel {
+					kernels++
+				}
+			}
+			inPlace := 0
+			for _, b := range p.Buffers {
+				if b.Alias >= 0 {
+					inPlace++
+				}
+			}
+			var params int64
+			for _, i := range p.Params {
+				params += p.Buffers[i].Size
+			}
+			containsAll(t, "report", r.stdout,
+				fmt.Sprintf("plan digits_mlp: %d steps (%d kernels, %d copies), %d buffers\n", len(p.Steps), kernels, len(p.Steps)-kernels, len(p.Buffers)),
+				fmt.Sprintf("arena %d bytes, lower bound %d bytes, ratio %.3f\n", p.ArenaBytes, p.LowerBound, p.Ratio()),
+				fmt.Sprintf("params %d bytes (%d), ", params, len(p.Params)),
+				"\nlargest buffers:\n",
+				fmt.Sprintf("\nin place: %d results take the memory of an argument that dies there", inPlace))
+			if strings.Contains(r.stdout, "\nsteps:\n") {
+				t.Errorf("the report lists the steps:\n%s", r.stdout)
+			}
+			if tt.o0 && inPlace == 0 {
+				t.Errorf("no result computed in place in the digits MLP at -O0")
+			}
+			var sizes []int64
+			largest := regexp.MustCompile(`(?m)^  %\S+\s+\S+\s+(?:temp|input|param|state)\s+(\d+) bytes  offset`)
+			for _, m := range largest.FindAllStringSubmatch(r.stdout, -1) {
+				n, _ := strconv.ParseInt(m[1], 10, 64)
+				sizes = append(sizes, n)
+			}
+			if len(sizes) == 0 || !slices.IsSortedFunc(sizes, func(a, b int64) int { return int(b - a) }) {
+				t.Errorf("largest buffers %v: not listed largest first\n%s", sizes, r.stdout)
 			}
 		})
 	}

@@ -37,6 +37,27 @@ type Executor struct {
 	args   [][]kernels.Tensor // per step
 	byName map[string]int     // every name a user may set or get -> buffer
 	step   int64              // completed steps since the last Reset; kernels read it (dropout)
+	mem    memory             // the arena memory in use, observed while running
+}
+
+// memory measures the arena memory in use while the plan runs, from what
+// the executor does: which buffers each step reads and writes, and where
+// in the arena their views lie.
+type memory struct {
+	region     []int   // per buffer: its span of the arena, by (offset, size)
+	span       []int64 // per region: its size rounded up to planner.Align
+	top        []int64 // per region: its end
+	persistent []bool  // per buffer: an input, param or state, which holds its value across steps
+	readAfter  []bool  // per buffer: an output or gradient, read after the step
+	firstWrite []int   // per buffer: the first step of this run that wrote it, or -1
+	lastRead   []int   // per buffer: the last step of this run that read it, or -1
+	peak, high int64
+
+	// Scratch for measure.
+	from, to         []int // per buffer
+	starts, ends     []int // buffers by step
+	startEnd, endEnd []int // per step
+	users            []int // per region: buffers in use there
 }
 
 // New prepares p for running: it checks the plan, allocates its arena and
@@ -79,6 +100,7 @@ func New(p *planner.Plan, opts Options) (*Executor, error) {
 	for _, n := range append(append([]planner.Named(nil), p.Outputs...), p.Grads...) {
 		x.byName[n.Name] = n.Buffer
 	}
+	x.mem.init(x)
 	if err := x.Reset(opts.Seed); err != nil {
 		return nil, err
 	}
@@ -107,6 +129,7 @@ func (x *Executor) Plan() *planner.Plan { return x.plan }
 // step count, which step-dependent kernels such as dropout read, to 0.
 func (x *Executor) Reset(seed uint64) error {
 	x.step = 0
+	x.mem.peak, x.mem.high = 0, 0
 	for k, i := range x.plan.Params {
 		if err := x.initBuffer(i, seed, k); err != nil {
 			return err
@@ -182,9 +205,19 @@ func (x *Executor) Get(name string) (kernels.Tensor, error) {
 // step's op and value. A step that completes advances the step count (see
 // kernels.Node.Step), so dropout draws a new mask for the next one.
 func (x *Executor) Step(ctx context.Context) error {
+	m := &x.mem
+	for i := range m.firstWrite {
+		m.firstWrite[i], m.lastRead[i] = -1, -1
+	}
 	for s, st := range x.plan.Steps {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		for _, a := range st.Args {
+			m.lastRead[a] = s
+		}
+		if m.firstWrite[st.Out] < 0 {
+			m.firstWrite[st.Out] = s
 		}
 		out := x.views[st.Out]
 		if st.Kind == planner.Copy {
@@ -201,7 +234,125 @@ func (x *Executor) Step(ctx context.Context) error {
 		}
 	}
 	x.step++
+	m.measure(len(x.plan.Steps))
 	return nil
+}
+
+// PeakBytes returns the most arena bytes in use at once during the steps
+// run since New or Reset, as observed while running: a buffer is in use
+// from the first step that writes it to the last step that reads it;
+// inputs, params and state, which hold their values across steps, at every
+// step; outputs and gradients, read after the step, from their write to the
+// end. Each buffer counts at its size rounded up to planner.Align (the
+// memory it keeps from others), and memory that buffers share in place
+// counts once. For a sound plan it equals Plan.LowerBound.
+func (x *Executor) PeakBytes() int64 { return x.mem.peak }
+
+// HighWater returns the highest arena address in use during the steps run
+// since New or Reset (the end of the highest buffer in use, its size
+// rounded up to planner.Align), as observed while running. It is at most
+// Plan.ArenaBytes, and equal to it unless the top of the arena goes unused.
+func (x *Executor) HighWater() int64 { return x.mem.high }
+
+func (m *memory) init(x *Executor) {
+	p := x.plan
+	n := len(p.Buffers)
+	m.region = make([]int, n)
+	m.persistent = make([]bool, n)
+	m.readAfter = make([]bool, n)
+	m.firstWrite = make([]int, n)
+	m.lastRead = make([]int, n)
+	m.from, m.to = make([]int, n), make([]int, n)
+	m.starts, m.ends = make([]int, n), make([]int, n)
+	m.startEnd, m.endEnd = make([]int, max(len(p.Steps), 1)+1), make([]int, max(len(p.Steps), 1)+1)
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(x.arena)))
+	type key struct{ off, size int64 }
+	regions := map[key]int{}
+	for i, v := range x.views {
+		off := int64(0)
+		if len(v.Data) > 0 {
+			off = int64(uintptr(unsafe.Pointer(unsafe.SliceData(v.Data))) - base)
+		}
+		k := key{off, (int64(len(v.Data)) + planner.Align - 1) / planner.Align * planner.Align}
+		r, ok := regions[k]
+		if !ok {
+			r = len(m.span)
+			regions[k] = r
+			m.span = append(m.span, k.size)
+			m.top = append(m.top, k.off+k.size)
+		}
+		m.region[i] = r
+		m.persistent[i] = p.Buffers[i].Role != planner.Temp
+	}
+	for _, nm := range append(append([]planner.Named(nil), p.Outputs...), p.Grads...) {
+		m.readAfter[nm.Buffer] = true
+	}
+	m.users = make([]int, len(m.span))
+}
+
+// measure sweeps the steps of the run just done, with the buffers' use
+// observed in firstWrite and lastRead, and raises peak and high.
+func (m *memory) measure(steps int) {
+	last := max(steps-1, 0)
+	// from[i]..to[i]: the steps buffer i was in use, or from[i] = -1.
+	from, to := m.from, m.to
+	for i := range m.region {
+		switch {
+		case m.persistent[i]:
+			from[i], to[i] = 0, last
+		case m.readAfter[i] && m.firstWrite[i] >= 0:
+			from[i], to[i] = m.firstWrite[i], last
+		case m.firstWrite[i] < 0:
+			from[i] = -1 // never written: not in use
+		default:
+			from[i], to[i] = m.firstWrite[i], max(m.lastRead[i], m.firstWrite[i])
+		}
+	}
+	// Bucket the buffers by the step their use starts and by the step it
+	// ends; then startEnd[s] and endEnd[s] are the ends of step s's buckets.
+	starts := bucket(m.starts, m.startEnd, from, from)
+	ends := bucket(m.ends, m.endEnd, from, to)
+	clear(m.users)
+	var live int64
+	si, ei := 0, 0
+	for s := 0; s <= last; s++ {
+		for ; si < m.startEnd[s]; si++ {
+			r := m.region[starts[si]]
+			if m.users[r]++; m.users[r] == 1 {
+				live += m.span[r]
+			}
+			m.high = max(m.high, m.top[r])
+		}
+		m.peak = max(m.peak, live)
+		for ; ei < m.endEnd[s]; ei++ {
+			r := m.region[ends[ei]]
+			if m.users[r]--; m.users[r] == 0 {
+				live -= m.span[r]
+			}
+		}
+	}
+}
+
+// bucket sorts the buffers i in use (from[i] >= 0) into dst by key[i], a
+// step, with a counting sort, and leaves in end[s] the end of step s's
+// bucket.
+func bucket(dst, end, from, key []int) []int {
+	clear(end)
+	for i, f := range from {
+		if f >= 0 {
+			end[key[i]+1]++
+		}
+	}
+	for s := 1; s < len(end); s++ {
+		end[s] += end[s-1]
+	}
+	for i, f := range from {
+		if f >= 0 {
+			dst[end[key[i]]] = i
+			end[key[i]]++
+		}
+	}
+	return dst[:end[len(end)-1]]
 }
 
 func firstNonFinite(t kernels.Tensor) (int, bool) {
