@@ -17,6 +17,7 @@ func runDump(args []string, stdout io.Writer) error {
 	after := fs.String("after", "", "print the IR after this pass, or after every pass with all (passes: "+strings.Join(passes.Order, ", ")+")")
 	dot := fs.Bool("dot", false, "write Graphviz dot instead of .kir text")
 	of := addOptimizerFlags(fs, "")
+	cf := addCheckpointFlags(fs)
 	pos, err := parseFlags(fs, args, stdout)
 	if err != nil {
 		return err
@@ -40,6 +41,9 @@ func runDump(args []string, stdout io.Writer) error {
 	}
 	g, opts, err := load(path, opt, *o0)
 	if err != nil {
+		return err
+	}
+	if err := cf.apply(&opts); err != nil {
 		return err
 	}
 	write := func(g *ir.Graph) {
@@ -70,7 +74,7 @@ func runDump(args []string, stdout io.Writer) error {
 	case *after == "":
 		write(tg)
 	case *after != "all" && !ran:
-		return fmt.Errorf("%s: pass %s did not run for this graph (it runs with -optimizer, or needs params)", path, *after)
+		return fmt.Errorf("%s: pass %s did not run for this graph (it runs with -optimizer, or needs params; remat with -checkpoint, -memory-budget or recompute marks)", path, *after)
 	}
 	return nil
 }

@@ -2,15 +2,18 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"io"
 
 	"github.com/kilnml/kiln"
+	"github.com/kilnml/kiln/checkpoint"
 )
 
 func runPlan(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
 	o0 := addO0Flag(fs)
 	of := addOptimizerFlags(fs, "")
+	cf := addCheckpointFlags(fs)
 	pos, err := parseFlags(fs, args, stdout)
 	if err != nil {
 		return err
@@ -27,12 +30,20 @@ func runPlan(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := cf.apply(&opts); err != nil {
+		return err
+	}
+	var report *checkpoint.Report
+	opts.OnCheckpoint = func(r *checkpoint.Report) { report = r }
 	p, err := kiln.Compile(g, opts)
 	if err != nil {
 		return err
 	}
 	if err := p.Check(); err != nil {
 		return fail(path, "the plan fails its check: %v", err)
+	}
+	if report != nil {
+		fmt.Fprint(stdout, report)
 	}
 	_, err = io.WriteString(stdout, p.Format())
 	return err
