@@ -107,10 +107,13 @@ func Run(g *ir.Graph, cfg Config) (*Report, error) {
 	r.ActivationPeak = r.KeepAllActivationPeak
 	var rec []bool
 	cutList := a.cuts()
-	switch pol.Kind {
-	case None:
+	switch {
+	case pol.Kind == None:
 		r.Method = "keep all"
-	case Manual:
+	case !anySaved(a):
+		r.Method = "keep all (no backward step reads an activation)"
+		r.IgnoredMarks = len(g.Recompute)
+	case pol.Kind == Manual:
 		r.Method = "manual"
 		rec = make([]bool, a.n)
 		need, _, _ := a.cloneSet(markSet(a, g.Recompute))
@@ -121,12 +124,8 @@ func Run(g *ir.Graph, cfg Config) (*Report, error) {
 				r.IgnoredMarks++
 			}
 		}
-	case Sqrt, Segments:
+	case pol.Kind == Sqrt || pol.Kind == Segments:
 		if len(cutList) == 0 {
-			if !anySaved(a) {
-				r.Method = "keep all (no backward reads an activation)"
-				break
-			}
 			return nil, fmt.Errorf("checkpoint %s: the graph has no chain (no activation through which the rest of the forward passes); use a memory budget", pol)
 		}
 		c := newChain(a, thin(cutList, maxBoundaries))
@@ -139,7 +138,7 @@ func Run(g *ir.Graph, cfg Config) (*Report, error) {
 		rec = c.recomputed(sg)
 		r.Method = pol.Kind.String()
 		r.Kept = c.names(sg)
-	case Budget:
+	case pol.Kind == Budget:
 		var err error
 		rec, err = solveBudget(g, a, cutList, cfg, r)
 		if err != nil {
@@ -175,7 +174,10 @@ func Run(g *ir.Graph, cfg Config) (*Report, error) {
 			return nil, err
 		}
 		r.Peak = p
-		if pol.Budget > 0 && p > pol.Budget {
+		switch {
+		case pol.Budget > 0 && p > pol.Budget && rec == nil && pol.Kind != None:
+			return nil, fmt.Errorf("memory budget %s is below the least peak recomputation reaches: %s (nothing to recompute)", FormatBytes(pol.Budget), FormatBytes(p))
+		case pol.Budget > 0 && p > pol.Budget:
 			return nil, fmt.Errorf("memory budget %s: the plan of checkpoint policy %s needs %s; give the budget alone to let the solver choose", FormatBytes(pol.Budget), pol.Kind, FormatBytes(p))
 		}
 	}
@@ -309,29 +311,38 @@ func solveBudget(g *ir.Graph, a *analysis, cuts []int, cfg Config, r *Report) ([
 		target -= max(arena-budget, Align)
 	}
 	if best == nil {
-		// Neither answer fits: find the least peak either reaches.
+		// No answer fits: find the least arena any of the solvers'
+		// answers reaches, among the chain's least-peak segmentation, the
+		// even segmentations with 1..2√n+2 boundaries and the greedy run
+		// until it is stuck.
 		least := keepAll
 		var leastChoice *choice
-		if ch != nil {
-			_, sg := ch.leastPeak()
-			rec := ch.recomputed(sg)
+		try := func(rec []bool, method string, kept []string) error {
 			arena, err := measureRec(g, rec, cfg.Measure)
 			if err != nil {
+				return err
+			}
+			if arena < least {
+				_, _, cost := a.cloneSet(rec)
+				least, leastChoice = arena, &choice{rec, cost, arena, method, kept}
+			}
+			return nil
+		}
+		if ch != nil {
+			_, sg := ch.leastPeak()
+			if err := try(ch.recomputed(sg), "least peak", ch.names(sg)); err != nil {
 				return nil, err
 			}
-			_, _, cost := a.cloneSet(rec)
-			if arena < least {
-				least, leastChoice = arena, &choice{rec, cost, arena, "least peak", ch.names(sg)}
+			for k := 1; k <= min(ch.m, 2*int(math.Sqrt(float64(ch.m)))+2); k++ {
+				sg := ch.evenly(k)
+				if err := try(ch.recomputed(sg), "least peak", ch.names(sg)); err != nil {
+					return nil, err
+				}
 			}
 		}
 		rec, _ := a.greedy(0, make([]bool, a.n))
-		arena, err := measureRec(g, rec, cfg.Measure)
-		if err != nil {
+		if err := try(rec, "least peak", nil); err != nil {
 			return nil, err
-		}
-		if arena < least {
-			_, _, cost := a.cloneSet(rec)
-			least, leastChoice = arena, &choice{rec, cost, arena, "least peak", nil}
 		}
 		r.LeastPeak = least
 		if least > budget {
