@@ -477,11 +477,17 @@ func (c *chain) modelPeak(sg segmentation) (int64, float64) {
 	return peak, cost
 }
 
+// maxStates bounds the Pareto front solve keeps per boundary. Chains whose
+// boundaries and segments have few distinct sizes (every network made of
+// repeated layers) stay far below it.
+const maxStates = 2048
+
 // solve returns the segmentation of least recompute cost whose model peak
 // is at most budget, and false when there is none. It is a dynamic
 // program over the boundaries in order whose states at boundary t are the
 // Pareto-optimal pairs (bytes kept below t, cost so far); it is exact for
-// the model: no segmentation with model peak <= budget costs less.
+// the model (no segmentation with model peak <= budget costs less) while
+// no front exceeds maxStates.
 func (c *chain) solve(budget int64) (segmentation, float64, bool) {
 	type state struct {
 		prefix int64
@@ -520,6 +526,15 @@ func (c *chain) solve(budget int64) (segmentation, float64, bool) {
 				states[t] = append(states[t], st)
 				best = st.cost
 			}
+		}
+		if n := len(states[t]); n > maxStates {
+			// Thin the front evenly, keeping both ends: the answer is
+			// then no longer guaranteed optimal.
+			thinned := make([]state, 0, maxStates)
+			for i := range maxStates {
+				thinned = append(thinned, states[t][i*(n-1)/(maxStates-1)])
+			}
+			states[t] = thinned
 		}
 		if t == c.m+1 && len(states[t]) > 1 {
 			states[t] = states[t][len(states[t])-1:] // the cheapest
@@ -577,6 +592,13 @@ func (c *chain) leastPeak() (int64, segmentation) {
 				states[t] = append(states[t], st)
 				best = st.peak
 			}
+		}
+		if n := len(states[t]); n > maxStates {
+			thinned := make([]state, 0, maxStates)
+			for i := range maxStates {
+				thinned = append(thinned, states[t][i*(n-1)/(maxStates-1)])
+			}
+			states[t] = thinned
 		}
 	}
 	least := int64(math.MaxInt64)

@@ -45,7 +45,7 @@ var Constraints = []Constraint{
 	{"autodiff", "remat", "recomputation is decided for the activations the backward graph reads"},
 	{"optimizer", "remat", "the update's steps are part of the peak that a memory budget bounds"},
 	{"simplify", "remat", "common-subexpression elimination would merge every clone back into its original"},
-	{"fuse", "remat", "the clones must be of the ops the plan runs, and fusion would merge a clone with backward ops, which changes its bits"},
+	{"fuse", "remat", "gradients stay bitwise because a clone runs the kernel its original runs; fusion after remat could fuse a clone into a different kernel"},
 	{"remat", "dce", "a forward value read only by the backward dies when its users move to its clone"},
 }
 
