@@ -57,6 +57,27 @@ func resnet(t testing.TB, blocks, width, batch int) *ir.Graph {
 	return g
 }
 
+// skip is an MLP whose first hidden layer also feeds the last one (a long
+// skip connection): the chain has no cut vertex in between, so the budget
+// mode falls to the greedy solver there.
+func skip(t testing.TB, layers, width, batch int) *ir.Graph {
+	t.Helper()
+	b := frontends.NewBuilder("skip")
+	x := b.Input("x", ir.F32, batch, width)
+	y := b.Input("y", ir.F32, batch, width)
+	first := b.Tanh(b.Matmul(x, b.Param("w0", ir.F32, width, width)))
+	h := first
+	for i := 1; i < layers; i++ {
+		h = b.Tanh(b.Matmul(h, b.Param(fmt.Sprintf("w%d", i), ir.F32, width, width)))
+	}
+	b.Output(b.MSELoss(b.Add(h, first), y))
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
 // transform runs the pipeline with the given optimizer ("" for gradients
 // only) and no recomputation.
 func transform(t testing.TB, g *ir.Graph, optimizer string) *ir.Graph {
@@ -162,7 +183,8 @@ func TestModelMatchesPlan(t *testing.T) {
 // TestDPOptimal compares the dynamic program with brute force over every
 // segmentation of small chains (all subsets of boundaries, all modes): at
 // every budget, the DP's cost is the least cost of any segmentation whose
-// model peak fits, and the least peak is the least model peak of any.
+// model peak fits, the least peak is the least model peak of any, and the
+// lower bound the budget mode reports is at most the optimum.
 func TestDPOptimal(t *testing.T) {
 	for _, tc := range chainCases(t) {
 		t.Run(tc.name, func(t *testing.T) {
@@ -200,6 +222,12 @@ func TestDPOptimal(t *testing.T) {
 				case ok:
 					if p, c2 := c.ModelPeak(sg); p > b || c2 != cost {
 						t.Errorf("budget %d: the DP's segmentation %v has peak %d and cost %g, it said %g", b, sg, p, c2, cost)
+					}
+					// The model is the plan's lower bound here
+					// (TestModelMatchesPlan), so the general lower bound
+					// holds for the optimum.
+					if lb := checkpoint.LowerBound(tc.g, b); lb > cost*(1+1e-12) {
+						t.Errorf("budget %d: lower bound %g above the optimum %g", b, lb, cost)
 					}
 				}
 			}
@@ -239,11 +267,17 @@ func TestSqrtBoundaries(t *testing.T) {
 	}
 }
 
-// TestBudgetMet compiles an MLP whose activations dominate its memory
-// under budgets across the reachable range: every plan passes its check
-// and its arena fits the budget.
+// TestBudgetMet compiles an MLP whose activations dominate its memory, and
+// a graph with a long skip connection, under budgets across the reachable
+// range: every plan passes its check, its arena fits the budget and its
+// recompute cost is at least the stated lower bound.
 func TestBudgetMet(t *testing.T) {
-	g := mlp(t, 8, 32, 512)
+	for _, g := range []*ir.Graph{mlp(t, 8, 32, 512), skip(t, 8, 32, 512)} {
+		t.Run(g.Name, func(t *testing.T) { testBudgetMet(t, g) })
+	}
+}
+
+func testBudgetMet(t *testing.T, g *ir.Graph) {
 	sgd, _ := passes.DefaultOptimizer("sgd")
 	keep, err := kiln.Compile(g, kiln.Options{Optimizer: &sgd})
 	if err != nil {

@@ -52,3 +52,7 @@ func LivePeak(g *ir.Graph) int64 {
 	_, p := analyze(g).profile()
 	return p
 }
+
+// LowerBound returns the lower bound on the recompute FLOPs of any choice
+// whose live bytes fit budget.
+func LowerBound(g *ir.Graph, budget int64) float64 { return analyze(g).lowerBound(budget) }

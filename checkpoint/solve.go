@@ -47,6 +47,11 @@ type Report struct {
 	// LeastPeak, when computed, the least arena recomputation reached.
 	LowerBoundFLOPs float64
 	LeastPeak       int64
+	// SegmentationFLOPs is, for a chain, the DP's least recompute FLOPs
+	// over one-level segmentations whose model peak fits the budget: no
+	// such segmentation whose arena fits costs less where the model is
+	// exact (the arena is at least the live bytes the model counts).
+	SegmentationFLOPs float64
 	// IgnoredMarks counts recompute marks on values that cannot be
 	// recomputed or that no backward step reads.
 	IgnoredMarks int
@@ -71,6 +76,9 @@ func (r *Report) String() string {
 		fmt.Fprintf(&b, "  budget %s", FormatBytes(r.Policy.Budget))
 		if r.Policy.Kind == Budget && r.RecomputeFLOPs > 0 {
 			fmt.Fprintf(&b, "; recompute lower bound %.4g FLOPs, gap %.4g (%.1f%%)", r.LowerBoundFLOPs, r.RecomputeFLOPs-r.LowerBoundFLOPs, pct(r.RecomputeFLOPs-r.LowerBoundFLOPs, r.LowerBoundFLOPs))
+			if r.SegmentationFLOPs > 0 {
+				fmt.Fprintf(&b, "; best one-level segmentation in the model %.4g FLOPs", r.SegmentationFLOPs)
+			}
 		}
 		b.WriteByte('\n')
 	}
@@ -266,6 +274,9 @@ func solveBudget(g *ir.Graph, a *analysis, cuts []int, cfg Config, r *Report) ([
 			sg, cost, ok := ch.solve(target)
 			if !ok {
 				break
+			}
+			if round == 0 {
+				r.SegmentationFLOPs = cost
 			}
 			rec := ch.recomputed(sg)
 			arena, err := measureRec(g, rec, cfg.Measure)
@@ -469,15 +480,18 @@ func (a *analysis) simulate(rec []bool) (int64, int, []int) {
 }
 
 // lowerBound returns a lower bound on the recompute FLOPs of any choice
-// whose live bytes stay within budget at every step: at each step of the
+// whose live bytes stay within budget at every step. At a step p of the
 // graph without recomputation that exceeds the budget by Δ, only
-// activations kept across it between their last forward and their first
-// backward use can be freed there (from its first backward use on, a
-// value or its clone is live), each for at least the price of computing
-// it once, so the fractional
-// knapsack that frees Δ bytes most cheaply bounds the cost; the bound is
-// the largest over the steps. It is +Inf when some step cannot be brought
-// under the budget at all.
+// activations live there between their last forward and their first
+// backward use can be freed (from its first backward use on, a value or
+// its clone is live). Freeing such a v costs at least its own FLOPs and
+// frees its bytes less those of its activation arguments that are not live
+// at p anyway, since its clone needs them; each such argument recomputed
+// instead of kept adds its bytes for at least its FLOPs. Treating the base
+// and each argument as independent fractional items relaxes the choice, so
+// the cheapest way to free Δ bytes with them bounds any answer; the bound
+// is the largest over the steps. It is +Inf when the activations live at
+// some step cannot free Δ at all.
 func (a *analysis) lowerBound(budget int64) float64 {
 	live, _ := a.profile()
 	best := 0.0
@@ -485,16 +499,32 @@ func (a *analysis) lowerBound(budget int64) float64 {
 		size  int64
 		flops float64
 	}
+	liveAt := func(x, p int) bool { return x <= p && p <= a.end[x] }
 	for p := 0; p <= a.n; p++ {
 		if !a.isStep[p] || live[p] <= budget {
 			continue
 		}
 		need := live[p] - budget
 		var ps []piece
+		var freeable int64
 		for v := 0; v < a.n; v++ {
-			if a.cand[v] && a.lastFwd[v] < p && p < a.firstBwd[v] {
-				ps = append(ps, piece{a.size[v], a.flops[v]})
+			if !a.cand[v] || a.lastFwd[v] >= p || p >= a.firstBwd[v] {
+				continue
 			}
+			freeable += a.size[v]
+			net := a.size[v]
+			for _, x := range a.g.Values[v].Args {
+				if a.cand[x] && !liveAt(int(x), p) {
+					net -= a.size[x]
+					ps = append(ps, piece{a.size[x], a.flops[x]})
+				}
+			}
+			if net > 0 {
+				ps = append(ps, piece{net, a.flops[v]})
+			}
+		}
+		if freeable < need {
+			return math.Inf(1)
 		}
 		sort.Slice(ps, func(i, j int) bool {
 			return ps[i].flops*float64(ps[j].size) < ps[j].flops*float64(ps[i].size)
@@ -507,9 +537,6 @@ func (a *analysis) lowerBound(budget int64) float64 {
 			take := min(need, x.size)
 			cost += x.flops * float64(take) / float64(x.size)
 			need -= take
-		}
-		if need > 0 {
-			return math.Inf(1)
 		}
 		best = max(best, cost)
 	}
