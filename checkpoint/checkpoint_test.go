@@ -151,9 +151,9 @@ func chainCases(t *testing.T) []chainCase {
 }
 
 // TestModelMatchesPlan checks the chain model against the planner: for
-// segmentations of small chains, the model's peak equals the lower bound
-// (live bytes) of the plan of the rewritten graph, and every such plan
-// passes Plan.Check.
+// segmentations of small chains, the model's peak and this package's
+// mirror of the planner's liveness equal the lower bound (live bytes) of
+// the plan of the rewritten graph, and every such plan passes Plan.Check.
 func TestModelMatchesPlan(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, tc := range chainCases(t) {
@@ -169,6 +169,11 @@ func TestModelMatchesPlan(t *testing.T) {
 					t.Fatal(err)
 				}
 				p := plan(t, h)
+				h2 := h.Clone()
+				passes.DCE(h2)
+				if live := checkpoint.LivePeak(h2); live != p.LowerBound {
+					t.Errorf("%v: the liveness mirror's peak %d, the plan's lower bound %d", sg, live, p.LowerBound)
+				}
 				if model != p.LowerBound {
 					mismatch++
 					if mismatch <= 3 {

@@ -4,6 +4,7 @@ import "github.com/kilnml/kiln/ir"
 
 // Test hooks into the chain model.
 
+// Chain is the chain model of a graph.
 type Chain struct{ c *chain }
 
 // ChainOf returns the chain model of g on at most maxBd boundaries.
@@ -12,27 +13,33 @@ func ChainOf(g *ir.Graph, maxBd int) *Chain {
 	return &Chain{newChain(a, thin(a.cuts(), maxBd))}
 }
 
+// M returns the number of boundaries.
 func (c *Chain) M() int { return c.c.m }
 
 // Segmentation is a choice of kept boundaries and segment modes (0 keep, 1 recompute).
 type Segmentation struct{ Kept, Modes []int }
 
+// Solve runs the DP at budget.
 func (c *Chain) Solve(budget int64) (Segmentation, float64, bool) {
 	sg, cost, ok := c.c.solve(budget)
 	return Segmentation{sg.kept, sg.modes}, cost, ok
 }
 
+// ModelPeak returns the model's peak and cost of s.
 func (c *Chain) ModelPeak(s Segmentation) (int64, float64) {
 	return c.c.modelPeak(segmentation{s.Kept, s.Modes})
 }
 
+// Evenly returns the segmentation with k evenly spread boundaries.
 func (c *Chain) Evenly(k int) Segmentation {
 	sg := c.c.evenly(k)
 	return Segmentation{sg.kept, sg.modes}
 }
 
+// SavedCuts returns the n of the √n rule.
 func (c *Chain) SavedCuts() int { return c.c.savedCuts() }
 
+// LeastPeak returns the least model peak and a segmentation reaching it.
 func (c *Chain) LeastPeak() (int64, Segmentation) {
 	p, sg := c.c.leastPeak()
 	return p, Segmentation{sg.kept, sg.modes}
