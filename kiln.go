@@ -7,6 +7,7 @@ package kiln
 import (
 	"fmt"
 
+	"github.com/kilnml/kiln/checkpoint"
 	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/passes"
 	"github.com/kilnml/kiln/planner"
@@ -32,13 +33,81 @@ type Options struct {
 	After func(pass string, g *ir.Graph)
 	// Plan options for the planner.
 	Plan planner.Options
+
+	// Checkpoint chooses what the backward pass recomputes instead of
+	// keeping from the forward pass (checkpoint.ParsePolicy): "" (the
+	// graph's recompute marks, if it has any, else nothing; with a
+	// MemoryBudget, the budget solver), "none" (ignore the marks),
+	// "manual" (the marks), "sqrt" or "segments=K".
+	Checkpoint string
+	// MemoryBudget, when positive, is the most bytes the plan's arena may
+	// take. Alone it lets the solver choose what to recompute so the
+	// arena fits with the least recompute cost; with a Checkpoint policy
+	// it is checked. A budget below the least peak recomputation reaches
+	// is an error that states that peak.
+	MemoryBudget int64
+	// OnCheckpoint, when set, receives the report of the remat pass.
+	OnCheckpoint func(*checkpoint.Report)
+}
+
+// checkpointPolicy resolves opts' recomputation policy for g (see
+// Options.Checkpoint).
+func checkpointPolicy(g *ir.Graph, opts Options) (checkpoint.Policy, error) {
+	pol, err := checkpoint.ParsePolicy(opts.Checkpoint)
+	if err != nil {
+		return pol, err
+	}
+	if opts.MemoryBudget < 0 {
+		return pol, fmt.Errorf("memory budget %d is negative", opts.MemoryBudget)
+	}
+	pol.Budget = opts.MemoryBudget
+	if opts.Checkpoint == "" {
+		switch {
+		case pol.Budget > 0:
+			pol.Kind = checkpoint.Budget
+		case len(g.Recompute) > 0:
+			pol.Kind = checkpoint.Manual
+		}
+	}
+	return pol, nil
+}
+
+// planOptions returns the planner options for a compile with policy pol.
+// With recomputation the planner keeps the graph's order (the clones sit
+// just before their first backward user) and reuses no memory in place,
+// which is the plan checkpoint's chain model describes exactly; without it,
+// opts as given.
+func planOptions(pol checkpoint.Policy, opts planner.Options) planner.Options {
+	if pol.Kind != checkpoint.None {
+		opts.Schedule, opts.NoInPlace = planner.ScheduleTopo, true
+	}
+	return opts
 }
 
 // Transform runs the pass pipeline that opts select over a copy of g and
 // returns the transformed graph; g itself is not changed.
 func Transform(g *ir.Graph, opts Options) (*ir.Graph, error) {
 	out := g.Clone()
-	ps := passes.Pipeline(passes.Options{Grad: opts.Grad, Optimizer: opts.Optimizer, Inference: opts.Inference, O0: opts.O0})
+	pol, err := checkpointPolicy(g, opts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", where(g), err)
+	}
+	if pol.Kind == checkpoint.None {
+		out.Recompute = nil // asked not to recompute: the marks go
+	}
+	cfg := checkpoint.Config{Policy: pol}
+	if pol.Budget > 0 || opts.OnCheckpoint != nil {
+		popts := planOptions(pol, opts.Plan)
+		cfg.Measure = func(h *ir.Graph) (int64, error) {
+			p, err := planner.New(h, popts)
+			if err != nil {
+				return 0, err
+			}
+			return p.ArenaBytes, nil
+		}
+	}
+	ps := passes.Pipeline(passes.Options{Grad: opts.Grad, Optimizer: opts.Optimizer, Inference: opts.Inference, O0: opts.O0,
+		Checkpoint: cfg, CheckpointReport: opts.OnCheckpoint})
 	if err := passes.Run(out, ps, opts.Debug, opts.After); err != nil {
 		return nil, fmt.Errorf("%s: %w", where(g), err)
 	}
@@ -46,12 +115,26 @@ func Transform(g *ir.Graph, opts Options) (*ir.Graph, error) {
 }
 
 // Compile transforms g and plans the result.
+//
+// With a memory budget, the plan without recomputation comes first: when it
+// fits, nothing is recomputed.
 func Compile(g *ir.Graph, opts Options) (*planner.Plan, error) {
+	if pol, err := checkpointPolicy(g, opts); err == nil && pol.Kind == checkpoint.Budget {
+		keep := opts
+		keep.Checkpoint, keep.MemoryBudget = "none", 0
+		if p, err := Compile(g, keep); err == nil && p.ArenaBytes <= pol.Budget {
+			if opts.OnCheckpoint != nil {
+				opts.OnCheckpoint(&checkpoint.Report{Policy: pol, Method: "keep all (fits the budget)", Peak: p.ArenaBytes, KeepAllPeak: p.ArenaBytes})
+			}
+			return p, nil
+		}
+	}
 	tg, err := Transform(g, opts)
 	if err != nil {
 		return nil, err
 	}
-	p, err := planner.New(tg, opts.Plan)
+	pol, _ := checkpointPolicy(g, opts) // Transform has checked it
+	p, err := planner.New(tg, planOptions(pol, opts.Plan))
 	if err != nil {
 		return nil, fmt.Errorf("%s: planning: %w", where(g), err)
 	}

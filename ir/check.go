@@ -8,7 +8,8 @@ import (
 // arity, attributes and argument types; every argument is defined before it
 // is used (so the graph is acyclic); every value's type is what its op infers;
 // names are unique; outputs, gradients and updates name existing values of the
-// right kinds and types. It knows nothing about passes and runs after each one
+// right kinds and types; recompute marks name computed values, sorted and
+// unique. It knows nothing about passes and runs after each one
 // under KILN_DEBUG=check and always in tests.
 func Check(g *Graph) error {
 	seen := make(map[string]ID, len(g.Values))
@@ -98,6 +99,17 @@ func Check(g *Graph) error {
 		updated[u.Target] = true
 		if tt, vt := g.Type(u.Target), g.Type(u.Value); !tt.Equal(vt) {
 			return fmt.Errorf("%s: update of %s by %s: type %s, expected %s", g.Name, g.NameOf(u.Target), g.NameOf(u.Value), vt, tt)
+		}
+	}
+	for i, id := range g.Recompute {
+		if !valid(id) {
+			return fmt.Errorf("%s: a recompute mark names a value outside the graph", g.Name)
+		}
+		if op := g.Values[id].Op; op.IsLeaf() {
+			return fmt.Errorf("%s: recompute mark on %s, which is a %s; only computed values can be recomputed", g.Name, g.NameOf(id), op)
+		}
+		if i > 0 && g.Recompute[i-1] >= id {
+			return fmt.Errorf("%s: recompute marks are not strictly increasing at %s", g.Name, g.NameOf(id))
 		}
 	}
 	return nil

@@ -30,6 +30,16 @@ func (g *Graph) Format() string {
 	for _, u := range g.Updates {
 		fmt.Fprintf(&b, "update %s = %s\n", g.NameOf(u.Target), g.NameOf(u.Value))
 	}
+	if len(g.Recompute) > 0 {
+		b.WriteString("recompute ")
+		for i, id := range g.Recompute {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(g.NameOf(id))
+		}
+		b.WriteByte('\n')
+	}
 	return b.String()
 }
 

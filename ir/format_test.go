@@ -133,6 +133,10 @@ func TestParseErrors(t *testing.T) {
 		{"negative broadcast", head + "%y = broadcast_to %x {shape=[-1,3]}\n", "t.kir:3:6: broadcast_to: shape [-1,3] has a negative dimension"},
 		{"int const not whole", head + "%k = const {value=1.5, dtype=\"i32\"}\n", "t.kir:3:6: const: value 1.5 is not an i32"},
 		{"no value after percent", head + "%y = relu %\n", "t.kir:3:11: expected a value name after %"},
+		{"recompute leaf", head + "recompute %x\n", "t.kir:3:11: recompute: %x is a input; only computed values can be recomputed"},
+		{"recompute twice", head + "%y = relu %x\nrecompute %y, %y\n", "t.kir:4:15: recompute: %y is marked twice"},
+		{"recompute undefined", head + "recompute %q\n", "t.kir:3:11: undefined value %q"},
+		{"recompute empty", head + "recompute\n", "t.kir:3:10: expected a value (%name), found end of line"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package ir
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 )
 
@@ -48,6 +49,11 @@ type Graph struct {
 	Outputs []ID
 	Grads   []GradPair
 	Updates []Update
+	// Recompute marks forward values to be recomputed in the backward pass
+	// instead of kept from the forward pass (the .kir statement
+	// `recompute %a, %b`): ids of computed values, strictly increasing. The
+	// remat pass realizes the marks and clears them.
+	Recompute []ID
 
 	names map[string]ID
 }
@@ -239,12 +245,14 @@ func (g *Graph) Clone() *Graph {
 	c.Outputs = append([]ID(nil), g.Outputs...)
 	c.Grads = append([]GradPair(nil), g.Grads...)
 	c.Updates = append([]Update(nil), g.Updates...)
+	c.Recompute = append([]ID(nil), g.Recompute...)
 	return c
 }
 
 // Retain keeps only the values with keep[id] set, renumbering ids densely
 // and in the same order. Every kept value's arguments, and every output,
-// gradient and update, must be kept.
+// gradient and update, must be kept; recompute marks of values not kept are
+// dropped.
 func (g *Graph) Retain(keep []bool) {
 	remap := make([]ID, len(g.Values))
 	n := 0
@@ -277,7 +285,76 @@ func (g *Graph) Retain(keep []bool) {
 		g.Updates[i].Target = remap[g.Updates[i].Target]
 		g.Updates[i].Value = remap[g.Updates[i].Value]
 	}
+	marks := g.Recompute[:0]
+	for _, id := range g.Recompute {
+		if remap[id] != NoID {
+			marks = append(marks, remap[id])
+		}
+	}
+	g.Recompute = marks
 	g.names = nil
+}
+
+// Permute reorders the values of g: order lists every id exactly once, in
+// the new definition order, which must define every argument before its
+// use. Ids are renumbered to positions in order, in the values' arguments,
+// the outputs, gradients, updates and recompute marks. It runs in time
+// linear in the size of the graph and is how passes insert values in the
+// middle: append them, then permute them into place.
+func (g *Graph) Permute(order []ID) error {
+	n := len(g.Values)
+	if len(order) != n {
+		return fmt.Errorf("permute: %d ids for %d values", len(order), n)
+	}
+	remap := make([]ID, n)
+	for i := range remap {
+		remap[i] = NoID
+	}
+	for pos, id := range order {
+		if id < 0 || int(id) >= n || remap[id] != NoID {
+			return fmt.Errorf("permute: id %d is out of range or repeated", id)
+		}
+		remap[id] = ID(pos)
+	}
+	vals := make([]Value, n)
+	for pos, id := range order {
+		v := g.Values[id]
+		args := make([]ID, len(v.Args))
+		for j, a := range v.Args {
+			if remap[a] >= ID(pos) {
+				return fmt.Errorf("permute: %s would come before its argument %s", g.NameOf(id), g.NameOf(a))
+			}
+			args[j] = remap[a]
+		}
+		v.Args = args
+		vals[pos] = v
+	}
+	g.Values = vals
+	for i, o := range g.Outputs {
+		g.Outputs[i] = remap[o]
+	}
+	for i := range g.Grads {
+		g.Grads[i].Param = remap[g.Grads[i].Param]
+		g.Grads[i].Grad = remap[g.Grads[i].Grad]
+	}
+	for i := range g.Updates {
+		g.Updates[i].Target = remap[g.Updates[i].Target]
+		g.Updates[i].Value = remap[g.Updates[i].Value]
+	}
+	for i, id := range g.Recompute {
+		g.Recompute[i] = remap[id]
+	}
+	slices.Sort(g.Recompute)
+	g.names = nil
+	return nil
+}
+
+// MarkRecompute adds ids to the recompute marks, keeping them sorted and
+// unique.
+func (g *Graph) MarkRecompute(ids ...ID) {
+	g.Recompute = append(g.Recompute, ids...)
+	slices.Sort(g.Recompute)
+	g.Recompute = slices.Compact(g.Recompute)
 }
 
 // GradOf returns the gradient value of param, if autodiff has recorded one.

@@ -3,6 +3,7 @@ package ir
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -251,10 +252,27 @@ func (p *parser) statement() {
 			}
 			p.g.Updates = append(p.g.Updates, Update{lhs, rhs})
 		}
+	case t.kind == tIdent && t.text == "recompute":
+		p.next()
+		for {
+			v := p.peek()
+			id := p.valueRef()
+			if op := p.g.Values[id].Op; op.IsLeaf() {
+				p.failAt(v.col, "recompute: %s is a %s; only computed values can be recomputed", p.g.NameOf(id), op)
+			}
+			if slices.Contains(p.g.Recompute, id) {
+				p.failAt(v.col, "recompute: %s is marked twice", p.g.NameOf(id))
+			}
+			p.g.MarkRecompute(id)
+			if !p.acceptPunct(",") {
+				break
+			}
+		}
+		p.expectEOL()
 	case t.kind == tIdent && t.text == "graph":
 		p.failAt(t.col, "a second 'graph' statement; one file holds one graph")
 	default:
-		p.failAt(t.col, "expected a statement (%%name = op ..., input, param, state, output, grad, update), found %s", t.describe())
+		p.failAt(t.col, "expected a statement (%%name = op ..., input, param, state, output, grad, update, recompute), found %s", t.describe())
 	}
 }
 

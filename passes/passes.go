@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kilnml/kiln/checkpoint"
 	"github.com/kilnml/kiln/ir"
 )
 
@@ -22,7 +23,7 @@ type Pass struct {
 }
 
 // Order is the order in which passes run when they run at all.
-var Order = []string{"verify", "inference", "shapes", "canonicalize", "autodiff", "optimizer", "simplify", "fuse", "dce"}
+var Order = []string{"verify", "inference", "shapes", "canonicalize", "autodiff", "optimizer", "simplify", "fuse", "remat", "dce"}
 
 // Constraint says that pass Before must run before pass After, and why.
 type Constraint struct {
@@ -44,6 +45,11 @@ var Constraints = []Constraint{
 	{"optimizer", "simplify", "the update's arithmetic is simplified with the rest"},
 	{"simplify", "fuse", "fusion matches the simplified, deduplicated graph; simplification does not know fused ops"},
 	{"fuse", "dce", "fusion leaves the ops it replaced unused"},
+	{"autodiff", "remat", "recomputation is decided for the activations the backward graph reads"},
+	{"optimizer", "remat", "the update's steps are part of the peak that a memory budget bounds"},
+	{"simplify", "remat", "common-subexpression elimination would merge every clone back into its original"},
+	{"fuse", "remat", "gradients stay bitwise because a clone runs the kernel its original runs; fusion after remat could fuse a clone into a different kernel"},
+	{"remat", "dce", "a forward value read only by the backward dies when its users move to its clone"},
 }
 
 // Doc describes each pass for users (kiln dump -after lists these).
@@ -56,6 +62,7 @@ var Doc = map[string]string{
 	"optimizer":    "append the optimizer update of every param (SGD with momentum, Adam)",
 	"simplify":     "algebraic simplification, constant folding, common-subexpression and dead-code elimination, to a fixed point (not at -O0)",
 	"fuse":         "fuse softmax and max backward, softmax with cross-entropy, elementwise chains, matmul epilogues and reduction prologues into single ops (not at -O0)",
+	"remat":        "recompute chosen forward activations in the backward pass (-checkpoint, -memory-budget, recompute marks): clone each just before its first backward user",
 	"dce":          "remove values that no output, gradient or update needs",
 }
 
@@ -71,6 +78,12 @@ type Options struct {
 	// O0 runs no optimizing pass (canonicalize, simplify, fuse); the
 	// default runs them.
 	O0 bool
+	// Checkpoint chooses what the backward recomputes; the remat pass runs
+	// when its policy is not checkpoint.None. Measure and Report as in
+	// checkpoint.Config and Remat.
+	Checkpoint checkpoint.Config
+	// CheckpointReport, when set, receives the remat pass's report.
+	CheckpointReport func(*checkpoint.Report)
 }
 
 // Pipeline returns the passes that opts selects, in Order.
@@ -106,6 +119,11 @@ func Pipeline(opts Options) []Pass {
 		case "fuse":
 			if !opts.O0 {
 				ps = append(ps, Pass{name, Fuse})
+			}
+		case "remat":
+			if opts.Checkpoint.Policy.Kind != checkpoint.None || opts.Checkpoint.Policy.Budget > 0 {
+				cfg, report := opts.Checkpoint, opts.CheckpointReport
+				ps = append(ps, Pass{name, func(g *ir.Graph) error { return Remat(g, cfg, report) }})
 			}
 		case "dce":
 			ps = append(ps, Pass{name, DCE})

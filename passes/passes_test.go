@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kilnml/kiln/checkpoint"
 	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/passes"
 )
@@ -52,6 +53,8 @@ func TestPipelineSelection(t *testing.T) {
 		{passes.Options{Grad: true}, "verify shapes canonicalize autodiff simplify fuse dce"},
 		{passes.Options{Grad: true, O0: true}, "verify shapes autodiff dce"},
 		{passes.Options{Optimizer: &adam}, "verify shapes canonicalize autodiff optimizer simplify fuse dce"},
+		{passes.Options{Optimizer: &adam, Checkpoint: checkpoint.Config{Policy: checkpoint.Policy{Kind: checkpoint.Sqrt}}}, "verify shapes canonicalize autodiff optimizer simplify fuse remat dce"},
+		{passes.Options{Grad: true, O0: true, Checkpoint: checkpoint.Config{Policy: checkpoint.Policy{Budget: 1 << 20}}}, "verify shapes autodiff remat dce"},
 	}
 	for _, tc := range tests {
 		if got := names(passes.Pipeline(tc.opts)); got != tc.want {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/kilnml/kiln"
+	"github.com/kilnml/kiln/checkpoint"
 	"github.com/kilnml/kiln/kernels"
 	"github.com/kilnml/kiln/planner"
 )
@@ -21,6 +22,7 @@ func runCompile(args []string, stdout io.Writer) error {
 	initPath := fs.String("init", "", "safetensors file with initial values of params, stored in the plan file")
 	seed := fs.Uint64("seed", 1, "seed of the param initialization, recorded in the plan file as kiln run's default")
 	of := addOptimizerFlags(fs, "adam")
+	cf := addCheckpointFlags(fs)
 	pos, err := parseFlags(fs, args, stdout)
 	if err != nil {
 		return err
@@ -40,6 +42,15 @@ func runCompile(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := cf.apply(&opts); err != nil {
+		return err
+	}
+	var report *checkpoint.Report
+	opts.OnCheckpoint = func(r *checkpoint.Report) {
+		if report == nil {
+			report = r // the training step's; the evaluation graph has no backward
+		}
+	}
 	t, err := kiln.NewTrainer(g, *opt, *seed, opts)
 	if err != nil {
 		return err
@@ -51,6 +62,7 @@ func runCompile(args []string, stdout io.Writer) error {
 			"seed": strconv.FormatUint(*seed, 10), "O0": strconv.FormatBool(*o0),
 		},
 	}
+	cf.meta(f.Meta, opts)
 	if *initPath != "" {
 		if err := loadParams(t, *initPath); err != nil {
 			return err
@@ -63,6 +75,9 @@ func runCompile(args []string, stdout io.Writer) error {
 	}
 	if err := planner.Save(*out, f); err != nil {
 		return err
+	}
+	if report != nil && cf.active() {
+		fmt.Fprint(stdout, report)
 	}
 	fmt.Fprintf(stdout, "wrote %s: training step of %s (%d steps, arena %d bytes) and its evaluation graph (%d steps, arena %d bytes)\n",
 		*out, g.Name, len(t.Plan.Steps), t.Plan.ArenaBytes, len(t.EvalPlan.Steps), t.EvalPlan.ArenaBytes)

@@ -26,6 +26,7 @@ import (
 func runBench(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	o0 := addO0Flag(fs)
+	cf := addCheckpointFlags(fs)
 	batch := fs.Int("batch", 0, "set every input's first dimension to N and re-infer the types (default: as the model says)")
 	steps := fs.Int("steps", 20, "timed steps")
 	warmup := fs.Int("warmup", 3, "untimed steps before the timed ones")
@@ -53,6 +54,9 @@ func runBench(args []string, stdout io.Writer) error {
 	}
 	g, opts, err := load(path, opt, *o0)
 	if err != nil {
+		return err
+	}
+	if err := cf.apply(&opts); err != nil {
 		return err
 	}
 	if *batch > 0 {

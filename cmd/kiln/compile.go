@@ -4,8 +4,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
 
 	"github.com/kilnml/kiln"
+	"github.com/kilnml/kiln/checkpoint"
 	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/passes"
 )
@@ -77,6 +79,50 @@ func debugSwitches() (passes.Debug, error) {
 // addO0Flag adds -O0, taken by every command that compiles.
 func addO0Flag(fs *flag.FlagSet) *bool {
 	return fs.Bool("O0", false, "compile without the optimizing passes (canonicalize, simplify, fuse)")
+}
+
+// checkpointFlags are -checkpoint and -memory-budget, taken by every
+// command that builds a plan.
+type checkpointFlags struct {
+	policy, budget string
+}
+
+func addCheckpointFlags(fs *flag.FlagSet) *checkpointFlags {
+	c := &checkpointFlags{}
+	fs.StringVar(&c.policy, "checkpoint", "", "recompute activations in the backward: sqrt, segments=K, manual (the graph's recompute marks, the default when it has any) or none")
+	fs.StringVar(&c.budget, "memory-budget", "", "most bytes the plan's arena may take (536870912, 512MiB, 1.5GB): alone, recompute what fits it most cheaply; with -checkpoint, check it")
+	return c
+}
+
+// apply checks the flags and sets them in opts; bad values are usage errors.
+func (c *checkpointFlags) apply(opts *kiln.Options) error {
+	if _, err := checkpoint.ParsePolicy(c.policy); err != nil {
+		return usageError{"-checkpoint: " + err.Error()}
+	}
+	opts.Checkpoint = c.policy
+	if c.budget != "" {
+		n, err := checkpoint.ParseBytes(c.budget)
+		if err != nil {
+			return usageError{"-memory-budget: " + err.Error()}
+		}
+		opts.MemoryBudget = n
+	}
+	return nil
+}
+
+// active reports whether the flags ask for recomputation or a budget.
+func (c *checkpointFlags) active() bool {
+	return (c.policy != "" && c.policy != "none") || c.budget != ""
+}
+
+// meta records the flags in a plan file's metadata.
+func (c *checkpointFlags) meta(m map[string]string, opts kiln.Options) {
+	if c.policy != "" {
+		m["checkpoint"] = c.policy
+	}
+	if opts.MemoryBudget > 0 {
+		m["memory_budget"] = strconv.FormatInt(opts.MemoryBudget, 10)
+	}
 }
 
 // load reads the debug switches and the graph at path and returns the

@@ -18,6 +18,7 @@ func runDump(args []string, stdout io.Writer) error {
 	dot := fs.Bool("dot", false, "write Graphviz dot instead of .kir text")
 	html := fs.String("html", "", "write an HTML page with the graph after every pass side by side to this file")
 	of := addOptimizerFlags(fs, "")
+	cf := addCheckpointFlags(fs)
 	pos, err := parseFlags(fs, args, stdout)
 	if err != nil {
 		return err
@@ -44,6 +45,9 @@ func runDump(args []string, stdout io.Writer) error {
 	}
 	g, opts, err := load(path, opt, *o0)
 	if err != nil {
+		return err
+	}
+	if err := cf.apply(&opts); err != nil {
 		return err
 	}
 	if *html != "" {
@@ -77,7 +81,7 @@ func runDump(args []string, stdout io.Writer) error {
 	case *after == "":
 		write(tg)
 	case *after != "all" && !ran:
-		return fmt.Errorf("%s: pass %s did not run for this graph (it runs with -optimizer, or needs params)", path, *after)
+		return fmt.Errorf("%s: pass %s did not run for this graph (it runs with -optimizer, or needs params; remat with -checkpoint, -memory-budget or recompute marks)", path, *after)
 	}
 	return nil
 }

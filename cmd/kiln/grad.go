@@ -20,6 +20,7 @@ import (
 func runGrad(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("grad", flag.ContinueOnError)
 	o0 := addO0Flag(fs)
+	cf := addCheckpointFlags(fs)
 	inPath := fs.String("inputs", "", "safetensors file with a tensor for every input and param (named without %)")
 	outPath := fs.String("out", "", "safetensors file to write: every output by name and grad/PARAM for every param")
 	pos, err := parseFlags(fs, args, stdout)
@@ -35,6 +36,9 @@ func runGrad(args []string, stdout io.Writer) error {
 	}
 	g, opts, err := load(path, nil, *o0)
 	if err != nil {
+		return err
+	}
+	if err := cf.apply(&opts); err != nil {
 		return err
 	}
 	p, err := kiln.Compile(g, opts)

@@ -2,16 +2,19 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"io"
 
 	"github.com/kilnml/kiln"
+	"github.com/kilnml/kiln/checkpoint"
 )
 
 func runPlan(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
 	o0 := addO0Flag(fs)
-	report := fs.Bool("report", false, "print a short memory report (arena, lower bound, ratio, params/state/inputs, largest buffers, in-place reuse) instead of the whole plan")
+	reportFlag := fs.Bool("report", false, "print a short memory report (arena, lower bound, ratio, params/state/inputs, largest buffers, in-place reuse) instead of the whole plan")
 	of := addOptimizerFlags(fs, "")
+	cf := addCheckpointFlags(fs)
 	pos, err := parseFlags(fs, args, stdout)
 	if err != nil {
 		return err
@@ -28,6 +31,11 @@ func runPlan(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := cf.apply(&opts); err != nil {
+		return err
+	}
+	var report *checkpoint.Report
+	opts.OnCheckpoint = func(r *checkpoint.Report) { report = r }
 	p, err := kiln.Compile(g, opts)
 	if err != nil {
 		return err
@@ -35,8 +43,11 @@ func runPlan(args []string, stdout io.Writer) error {
 	if err := p.Check(); err != nil {
 		return fail(path, "the plan fails its check: %v", err)
 	}
+	if report != nil {
+		fmt.Fprint(stdout, report)
+	}
 	out := p.Format()
-	if *report {
+	if *reportFlag {
 		out = p.Report()
 	}
 	_, err = io.WriteString(stdout, out)

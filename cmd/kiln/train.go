@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kilnml/kiln"
+	"github.com/kilnml/kiln/checkpoint"
 	"github.com/kilnml/kiln/examples"
 	"github.com/kilnml/kiln/frontends/dataset"
 	"github.com/kilnml/kiln/frontends/safetensors"
@@ -114,6 +115,7 @@ func runTrain(args []string, stdout io.Writer) error {
 	o0 := addO0Flag(fs)
 	lf := addLoopFlags(fs)
 	of := addOptimizerFlags(fs, "adam")
+	cf := addCheckpointFlags(fs)
 	pos, err := parseFlags(fs, args, stdout)
 	if err != nil {
 		return err
@@ -155,9 +157,22 @@ func runTrain(args []string, stdout io.Writer) error {
 	if len(pos) == 0 {
 		fmt.Fprintf(stdout, "training the built-in example %s on the digits data (%d rows; UCI, CC BY 4.0)\n", examples.DigitsMLPFile, data.N)
 	}
-	t, err := kiln.NewTrainer(g, *opt, lf.seed, kiln.Options{Debug: dbg, O0: *o0})
+	opts := kiln.Options{Debug: dbg, O0: *o0}
+	if err := cf.apply(&opts); err != nil {
+		return err
+	}
+	var report *checkpoint.Report
+	opts.OnCheckpoint = func(r *checkpoint.Report) {
+		if report == nil {
+			report = r // the training step's; the evaluation graph has no backward
+		}
+	}
+	t, err := kiln.NewTrainer(g, *opt, lf.seed, opts)
 	if err != nil {
 		return err
+	}
+	if report != nil && cf.active() {
+		fmt.Fprint(stdout, report)
 	}
 	return lf.train(stdout, t, g.Name, fmt.Sprintf("%s lr %g", opt.Kind, opt.LR), data, dataName)
 }

@@ -1,0 +1,64 @@
+package checkpoint
+
+import "github.com/kilnml/kiln/ir"
+
+// FLOPs returns the cost model's price of computing value id once: the
+// floating-point operations of its op from the static shapes. Matrix
+// products cost 2·M·N·K (per batch element), convolutions 2 per
+// multiply-add (output elements × C_in/groups × kernel size, and the same
+// for their gradients), the B-spline basis (order+1)² per output element,
+// the logic gate 16 per output element, softmax-like normalizations and
+// losses 4 per input element, layer and batch norm 8; every other op
+// (elementwise, reductions, data movement, constants) one per element of
+// its largest operand or result. Leaves cost nothing.
+func FLOPs(g *ir.Graph, id ir.ID) float64 {
+	v := &g.Values[id]
+	if v.Op.IsLeaf() {
+		return 0
+	}
+	out := float64(v.Type.Shape.NumElements())
+	elems := func(i int) float64 {
+		if i >= len(v.Args) {
+			return 0
+		}
+		return float64(g.Type(v.Args[i]).Shape.NumElements())
+	}
+	largest := out
+	for i := range v.Args {
+		largest = max(largest, elems(i))
+	}
+	switch v.Op {
+	case ir.OpMatmul:
+		a := g.Type(v.Args[0]).Shape
+		k := 1
+		if len(a) > 0 {
+			k = a[len(a)-1]
+		}
+		return 2 * out * float64(k)
+	case ir.OpConv1d, ir.OpConv2d:
+		w := g.Type(v.Args[1]).Shape
+		perOut := float64(w.NumElements()) / float64(max(w[0], 1))
+		return 2*out*perOut + out
+	case ir.OpConvInputGrad:
+		// dy [N, C_out, ...] with w [C_out, C_in/groups, k...]: the same
+		// multiply-adds as the forward convolution.
+		w := g.Type(v.Args[1]).Shape
+		return 2 * elems(0) * float64(w.NumElements()) / float64(max(w[0], 1))
+	case ir.OpConvWeightGrad:
+		// x and dy give the weight [C_out, C_in/groups, k...]: one
+		// multiply-add per output position of dy and weight element of
+		// its output channel.
+		w := v.Type.Shape
+		return 2 * elems(1) * float64(w.NumElements()) / float64(max(w[0], 1))
+	case ir.OpBspline:
+		order := float64(v.Attrs.Int("order", 3))
+		return out * (order + 1) * (order + 1)
+	case ir.OpLogicGate:
+		return 16 * out
+	case ir.OpSoftmax, ir.OpLogSoftmax, ir.OpSoftmaxCrossEntropy, ir.OpNLLLoss, ir.OpLogSumExp, ir.OpBCELoss, ir.OpBCEWithLogits:
+		return 4 * largest
+	case ir.OpLayerNorm, ir.OpBatchNorm:
+		return 8 * largest
+	}
+	return largest
+}

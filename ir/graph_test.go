@@ -1,0 +1,61 @@
+package ir_test
+
+import (
+	"testing"
+
+	"github.com/kilnml/kiln/ir"
+)
+
+const permuteSrc = `graph p
+input %x: f32[2]
+%a = relu %x
+%b = exp %x
+%c = add %a, %b
+output %c
+recompute %a, %b
+`
+
+// TestPermute moves %b before %a and checks that every reference follows.
+func TestPermute(t *testing.T) {
+	g, err := ir.Parse("t.kir", []byte(permuteSrc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Permute([]ir.ID{0, 2, 1, 3}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ir.Check(g); err != nil {
+		t.Fatal(err)
+	}
+	want := "graph p\ninput %x: f32[2]\n%b: f32[2] = exp %x\n%a: f32[2] = relu %x\n%c: f32[2] = add %a, %b\noutput %c\nrecompute %b, %a\n"
+	if got := g.Format(); got != want {
+		t.Errorf("after Permute:\n%s\nwant\n%s", got, want)
+	}
+	if id, _ := g.Lookup("a"); id != 2 {
+		t.Errorf("Lookup(a) = %d after Permute, want 2", id)
+	}
+	if err := g.Permute([]ir.ID{0, 3, 1, 2}); err == nil {
+		t.Error("Permute accepted an order that uses c before its arguments")
+	}
+	if err := g.Permute([]ir.ID{0, 1, 1, 3}); err == nil {
+		t.Error("Permute accepted a repeated id")
+	}
+}
+
+// TestRetainDropsMarks checks that Retain renumbers recompute marks and drops
+// those of removed values, and that Clone copies them.
+func TestRetainDropsMarks(t *testing.T) {
+	src := "graph r\ninput %x: f32[2]\n%a = relu %x\n%b = exp %x\noutput %b\nrecompute %a, %b\n"
+	g, err := ir.Parse("t.kir", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := g.Clone()
+	g.Retain([]bool{true, false, true})
+	if len(g.Recompute) != 1 || g.Recompute[0] != 1 {
+		t.Errorf("marks after Retain = %v, want [1]", g.Recompute)
+	}
+	if len(c.Recompute) != 2 {
+		t.Errorf("the clone lost its marks: %v", c.Recompute)
+	}
+}

@@ -1,0 +1,204 @@
+package tests
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/kilnml/kiln"
+	"github.com/kilnml/kiln/checkpoint"
+	"github.com/kilnml/kiln/frontends"
+	"github.com/kilnml/kiln/ir"
+	"github.com/kilnml/kiln/planner"
+)
+
+// ckptMLP is a 6-layer relu MLP with a softmax cross-entropy loss.
+func ckptMLP(t *testing.T) *ir.Graph {
+	b := frontends.NewBuilder("mlp6")
+	x := b.Input("x", ir.F32, 64, 24)
+	y := b.Input("y", ir.I64, 64)
+	h := x
+	for i := range 6 {
+		h = b.Add(b.Matmul(h, b.Param(fmt.Sprintf("w%d", i), ir.F32, h.Type().Shape[1], 24)), b.Param(fmt.Sprintf("b%d", i), ir.F32, 24))
+		if i < 5 {
+			h = b.Relu(h)
+		}
+	}
+	b.Output(b.SoftmaxCrossEntropy(h, y), h)
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// ckptKANLogic is a Kolmogorov-Arnold layer (B-spline bases and a linear
+// map) feeding difflogic gates, then a linear read-out with an MSE loss.
+func ckptKANLogic(t *testing.T) *ir.Graph {
+	b := frontends.NewBuilder("kan_logic")
+	x := b.Input("x", ir.F32, 32, 4)
+	y := b.Input("y", ir.F32, 32, 1)
+	bs := b.Reshape(b.BSpline(b.Tanh(b.Matmul(x, b.Param("w0", ir.F32, 4, 4))), -1, 1, 5, 3), 32, 32)
+	h := b.Sigmoid(b.Matmul(bs, b.Param("wk", ir.F32, 32, 8)))
+	g2 := b.Sigmoid(b.Matmul(h, b.Param("wg", ir.F32, 8, 8)))
+	gate := b.LogicGate(h, g2, b.ParamInit("logits", ir.F32, []int{8, 16}, "normal", 1))
+	out := b.Matmul(b.Tanh(gate), b.Param("wo", ir.F32, 8, 1))
+	b.Output(b.MSELoss(out, y))
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// ckptSkip is a tanh MLP whose first hidden layer also feeds the loss (a
+// long skip connection), so that nothing between is a cut vertex of the
+// chain and the budget mode's greedy solver decides.
+func ckptSkip(t *testing.T) *ir.Graph {
+	b := frontends.NewBuilder("skip")
+	x := b.Input("x", ir.F32, 64, 16)
+	y := b.Input("y", ir.F32, 64, 16)
+	first := b.Tanh(b.Matmul(x, b.Param("w0", ir.F32, 16, 16)))
+	h := first
+	for i := 1; i < 6; i++ {
+		h = b.Tanh(b.Matmul(h, b.Param(fmt.Sprintf("w%d", i), ir.F32, 16, 16)))
+	}
+	b.Output(b.MSELoss(b.Add(h, first), y))
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// leastPeak returns the least arena recomputation reaches for g under
+// opts, read from the error of an impossible budget.
+func leastPeak(t *testing.T, g *ir.Graph, opts kiln.Options) int64 {
+	t.Helper()
+	opts.MemoryBudget = 1
+	_, err := kiln.Compile(g, opts)
+	var least int64
+	if err == nil {
+		t.Fatal("a budget of 1 byte was met")
+	}
+	i := strings.Index(err.Error(), "reaches: ")
+	if i < 0 {
+		t.Fatalf("no least peak in %v", err)
+	}
+	fmt.Sscanf(err.Error()[i+len("reaches: "):], "%d", &least)
+	return least
+}
+
+// TestRecomputeBitwise trains each graph for a few Adam steps with and
+// without recomputation (√n, two segments, a memory budget halfway between
+// the least peak and keeping everything, and manual marks on every forward
+// value) and checks every gradient and every updated param bit for bit
+// after every step. (On the small KAN graph, whose saved activations are
+// nearly all cut vertices, and the skip-connection graph, √n and two
+// segments may find nothing to recompute.)
+func TestRecomputeBitwise(t *testing.T) {
+	cases := []struct {
+		name   string
+		g      *ir.Graph
+		labels map[string]int
+		chain  bool // √n and two segments must recompute something
+	}{
+		{"mlp", ckptMLP(t), map[string]int{"y": 24}, true},
+		{"cnn", nnDigitsCNN(t, 16), map[string]int{"y": 10}, true},
+		{"kan logic", ckptKANLogic(t), nil, false},
+		{"skip", ckptSkip(t), nil, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			adam := optimizer(t, "adam", 0.01)
+			base := kiln.Options{Optimizer: adam, Checkpoint: "none"}
+			keep, err := kiln.Compile(tc.g, base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			least := leastPeak(t, tc.g, kiln.Options{Optimizer: adam})
+			marked := tc.g.Clone()
+			for i, v := range marked.Values {
+				if !v.Op.IsLeaf() && !contains(marked.Outputs, ir.ID(i)) {
+					marked.MarkRecompute(ir.ID(i))
+				}
+			}
+			variants := []struct {
+				name string
+				g    *ir.Graph
+				opts kiln.Options
+			}{
+				{"sqrt", tc.g, kiln.Options{Checkpoint: "sqrt"}},
+				{"segments=2", tc.g, kiln.Options{Checkpoint: "segments=2"}},
+				{"budget", tc.g, kiln.Options{MemoryBudget: (least + keep.ArenaBytes) / 2}},
+				{"manual", marked, kiln.Options{}},
+			}
+			f := randomFeeds(tc.g, 3, nil, tc.labels)
+			ref := newRunner(t, tc.g, base)
+			runs := make([]*runner, len(variants))
+			for i, v := range variants {
+				var r *checkpoint.Report
+				v.opts.Optimizer = adam
+				v.opts.OnCheckpoint = func(x *checkpoint.Report) {
+					if r == nil {
+						r = x
+					}
+				}
+				runs[i] = newRunner(t, v.g, v.opts)
+				clones := countClones(runs[i].x.Plan())
+				t.Logf("%s: %d clones, arena %d (keep all %d, least %d)", v.name, clones, runs[i].x.Plan().ArenaBytes, keep.ArenaBytes, least)
+				if clones == 0 && (v.name == "manual" || tc.chain && v.name != "budget") {
+					t.Errorf("%s: nothing recomputed", v.name)
+				}
+				if r != nil && clones != r.Clones {
+					t.Errorf("%s: the report counts %d clones, the plan has %d", v.name, r.Clones, clones)
+				}
+			}
+			for step := 1; step <= 3; step++ {
+				ref.run(f)
+				for i, r := range runs {
+					r.run(f)
+					p := ref.x.Plan()
+					var names []string
+					for _, g := range p.Grads {
+						names = append(names, g.Name)
+					}
+					for _, b := range p.Params {
+						names = append(names, p.Buffers[b].Name)
+					}
+					for _, n := range append(names, p.Outputs[0].Name) {
+						a, _ := ref.x.Get(n)
+						b, err := r.x.Get(n)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if !bytes.Equal(a.Data, b.Data) {
+							t.Errorf("step %d, %s: %s differs from the plan without recomputation", step, variants[i].name, n)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+func contains(ids []ir.ID, id ir.ID) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
+// countClones counts the plan's recomputed values (named NAME.remat).
+func countClones(p *planner.Plan) int {
+	n := 0
+	for _, b := range p.Buffers {
+		if strings.Contains(b.Name, ".remat") {
+			n++
+		}
+	}
+	return n
+}
