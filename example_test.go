@@ -33,12 +33,12 @@ func ExampleCompile() {
 		log.Fatal(err)
 	}
 	fmt.Println("params:", len(p.Params))
-	fmt.Println("states:", len(p.States)) // m and v per param, and the two bias-correction powers
-	fmt.Println("gradients:", len(p.Grads))
+	fmt.Println("states:", len(p.States))        // m and v per param, and the two bias-correction powers
+	fmt.Println("gradients kept:", len(p.Grads)) // the update consumes them
 	fmt.Println("check ok:", p.Check() == nil)
 	// Output:
 	// params: 4
 	// states: 10
-	// gradients: 4
+	// gradients kept: 0
 	// check ok: true
 }

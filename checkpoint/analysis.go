@@ -114,18 +114,17 @@ func (a *analysis) recomputable(id int) bool {
 }
 
 // liveness mirrors the planner's: computed values are the steps, in value
-// order, then one copy step per update at position n; a computed buffer is
-// live from its step to its last reader; outputs and gradients live to the
-// last step; inputs, params and state live throughout.
+// order; each update's copy runs right after its new value is computed and
+// its target last read (planner.withCopies), where the new value dies; a
+// computed buffer is live from its step to its last reader; outputs (and
+// gradients, unless the graph is a training step) live to the last step; inputs, params and state live
+// throughout. (A copy step holds no more bytes than the step it follows, so
+// only the kernel steps set the peak.)
 func (a *analysis) liveness() {
 	g := a.g
 	a.always = make([]bool, a.n)
 	a.end = make([]int, a.n)
 	a.isStep = make([]bool, a.n+1)
-	copies := false
-	for _, u := range g.Updates {
-		copies = copies || u.Value != u.Target
-	}
 	a.lastPos = -1
 	for i, v := range g.Values {
 		if v.Op.IsLeaf() {
@@ -134,10 +133,6 @@ func (a *analysis) liveness() {
 		}
 		a.isStep[i] = true
 		a.lastPos = i
-	}
-	if copies {
-		a.isStep[a.n] = true
-		a.lastPos = a.n
 	}
 	for i := range g.Values {
 		a.end[i] = i
@@ -148,13 +143,20 @@ func (a *analysis) liveness() {
 	for _, o := range g.Outputs {
 		a.end[o] = a.lastPos
 	}
-	for _, gp := range g.Grads {
-		a.end[gp.Grad] = a.lastPos
+	if len(g.Updates) == 0 { // a training step's gradients are not kept (planner.build)
+		for _, gp := range g.Grads {
+			a.end[gp.Grad] = a.lastPos
+		}
 	}
 	for _, u := range g.Updates {
-		if u.Value != u.Target {
-			a.end[u.Value] = max(a.end[u.Value], a.n)
+		if u.Value == u.Target {
+			continue
 		}
+		at := int(u.Value)
+		if len(a.users[u.Target]) > 0 {
+			at = max(at, int(a.users[u.Target][len(a.users[u.Target])-1]))
+		}
+		a.end[u.Value] = max(a.end[u.Value], at)
 	}
 }
 

@@ -77,12 +77,14 @@ func TestRedirectUsesFollowsChains(t *testing.T) {
 	}
 }
 
-// TestReorder moves a value earlier and renumbers everything that refers
+// TestReorder (Permute) moves a value earlier and renumbers everything that refers
 // to values; names follow.
 func TestReorder(t *testing.T) {
 	g := replaceParse(t)
 	// Put %b before %a: p s b a c d.
-	g.Reorder([]ir.ID{0, 1, 3, 2, 4, 5})
+	if err := g.Permute([]ir.ID{0, 1, 3, 2, 4, 5}); err != nil {
+		t.Fatal(err)
+	}
 	if err := ir.Check(g); err != nil {
 		t.Fatal(err)
 	}

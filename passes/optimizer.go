@@ -2,6 +2,7 @@ package passes
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/kilnml/kiln/ir"
 )
@@ -60,6 +61,7 @@ func Optimize(g *ir.Graph, c OptimizerConfig) error {
 	if len(g.Grads) == 0 {
 		return fmt.Errorf("the graph has no gradients; run autodiff first")
 	}
+	first := ir.ID(len(g.Values)) // the update's values come after this
 	e := ir.NewEmitter(g, "u")
 	var stateErr error
 	state := func(name string, t ir.Type, init float64) ir.ID {
@@ -131,5 +133,63 @@ func Optimize(g *ir.Graph, c OptimizerConfig) error {
 			return fmt.Errorf("update of %s: %v", g.NameOf(p), err)
 		}
 	}
-	return e.Err()
+	if err := e.Err(); err != nil {
+		return err
+	}
+	return g.Permute(updatesEarly(g, first))
+}
+
+// updatesEarly returns an order of g's values in which each value the
+// optimizer appended (ids from first on) comes as early as its arguments
+// allow, keeping the order of the rest: a param's update then follows its
+// gradient, so that in graph order (the schedule of plans that keep it) the
+// gradient is consumed, and its memory freed, at once rather than after the
+// whole backward.
+func updatesEarly(g *ir.Graph, first ir.ID) []ir.ID {
+	n := len(g.Values)
+	placed := make([]bool, n)
+	waiting := make([]int, n) // unplaced arguments of each appended value
+	users := make([][]ir.ID, n)
+	order := make([]ir.ID, 0, n)
+	// An appended value without arguments (a constant, a state) waits for
+	// its first user instead of taking memory from the start.
+	sink := func(id ir.ID) bool { return id >= first && len(g.Values[id].Args) == 0 }
+	for id := first; int(id) < n; id++ {
+		for _, a := range g.Values[id].Args {
+			if !sink(a) {
+				waiting[id]++
+				users[a] = append(users[a], id)
+			}
+		}
+	}
+	var place func(id ir.ID)
+	place = func(id ir.ID) {
+		if placed[id] {
+			return
+		}
+		for _, a := range g.Values[id].Args {
+			if sink(a) {
+				place(a)
+			}
+		}
+		placed[id] = true
+		order = append(order, id)
+		var ready []ir.ID
+		for _, u := range users[id] {
+			if waiting[u]--; waiting[u] == 0 {
+				ready = append(ready, u)
+			}
+		}
+		slices.Sort(ready)
+		for _, u := range ready {
+			place(u)
+		}
+	}
+	for id := ir.ID(0); id < first; id++ {
+		place(id)
+	}
+	for id := first; int(id) < n; id++ {
+		place(id) // sinks no value uses, and anything left in order
+	}
+	return order
 }

@@ -194,7 +194,9 @@ func (s *simplifier) round() (bool, error) {
 			}
 			order = append(order, ir.ID(i))
 		}
-		g.Reorder(order)
+		if err := g.Permute(order); err != nil {
+			return false, err
+		}
 	}
 	return true, DCE(g)
 }

@@ -90,7 +90,7 @@ type Plan struct {
 	Params  []int   // trainable buffers
 	States  []int   // optimizer state buffers
 	Outputs []Named // the graph's outputs, by value name
-	Grads   []Named // each param's gradient, as grad/NAME
+	Grads   []Named // each param's gradient, as grad/NAME (not in a training step, which consumes them)
 }
 
 func alignUp(n int64) int64 { return (n + Align - 1) / Align * Align }
@@ -149,8 +149,10 @@ func New(g *ir.Graph, opts Options) (*Plan, error) {
 	return mem, nil
 }
 
-// keptValues marks the values whose memory lives to the end of the step:
-// inputs, params, state, outputs, gradients and the values updates copy.
+// keptValues marks the values the scheduler must not count on freeing:
+// inputs, params, state, outputs and, outside a training step, gradients.
+// (A training step consumes its gradients; its update values die at their
+// copies, which run as early as they can.)
 func keptValues(g *ir.Graph) []bool {
 	keep := make([]bool, len(g.Values))
 	for i, v := range g.Values {
@@ -159,11 +161,10 @@ func keptValues(g *ir.Graph) []bool {
 	for _, o := range g.Outputs {
 		keep[o] = true
 	}
-	for _, gp := range g.Grads {
-		keep[gp.Grad] = true
-	}
-	for _, u := range g.Updates {
-		keep[u.Value] = true
+	if len(g.Updates) == 0 {
+		for _, gp := range g.Grads {
+			keep[gp.Grad] = true
+		}
 	}
 	return keep
 }
@@ -207,17 +208,17 @@ func build(g *ir.Graph, order []ir.ID, opts Options) *Plan {
 		}
 		p.Steps = append(p.Steps, Step{Kind: Kernel, Op: v.Op, Attrs: v.Attrs, Args: args, Out: int(id)})
 	}
-	for _, u := range g.Updates {
-		if u.Value == u.Target {
-			continue
-		}
-		p.Steps = append(p.Steps, Step{Kind: Copy, Args: []int{int(u.Value)}, Out: int(u.Target)})
-	}
+	p.Steps = withCopies(p.Steps, g)
 	for _, o := range g.Outputs {
 		p.Outputs = append(p.Outputs, Named{g.Values[o].Name, int(o)})
 	}
-	for _, gp := range g.Grads {
-		p.Grads = append(p.Grads, Named{"grad/" + g.Values[gp.Param].Name, int(gp.Grad)})
+	// A training step consumes its gradients in the update: they are not
+	// part of its signature, so they die at their last use instead of
+	// living to the end (as much memory as the params).
+	if len(g.Updates) == 0 {
+		for _, gp := range g.Grads {
+			p.Grads = append(p.Grads, Named{"grad/" + g.Values[gp.Param].Name, int(gp.Grad)})
+		}
 	}
 	p.liveness()
 	if !opts.NoInPlace {
@@ -225,6 +226,41 @@ func build(g *ir.Graph, order []ir.ID, opts Options) *Plan {
 	}
 	p.place()
 	return p
+}
+
+// withCopies inserts one Copy step per update into the kernel steps, each
+// as early as it can run: after the step that computes the new value and
+// after the last step that reads the old one. The new value then dies at
+// its copy instead of living to the end of the step, and so, when nothing
+// else reads them, do the gradients and moments it was computed from.
+// Updates ready at the same point keep the graph's order.
+func withCopies(kernels []Step, g *ir.Graph) []Step {
+	def := make([]int, len(g.Values))      // step computing a value, -1 for leaves
+	lastRead := make([]int, len(g.Values)) // last kernel step reading a value
+	for i := range def {
+		def[i], lastRead[i] = -1, -1
+	}
+	for s, st := range kernels {
+		def[st.Out] = s
+		for _, a := range st.Args {
+			lastRead[a] = s
+		}
+	}
+	after := make([][]Step, len(kernels)+1) // copies to emit after step s-1
+	for _, u := range g.Updates {
+		if u.Value == u.Target {
+			continue
+		}
+		at := max(def[u.Value], lastRead[u.Target]) + 1
+		after[at] = append(after[at], Step{Kind: Copy, Args: []int{int(u.Value)}, Out: int(u.Target)})
+	}
+	steps := make([]Step, 0, len(kernels)+len(g.Updates))
+	steps = append(steps, after[0]...)
+	for s, st := range kernels {
+		steps = append(steps, st)
+		steps = append(steps, after[s+1]...)
+	}
+	return steps
 }
 
 // liveness sets each buffer's live range in step indices. Inputs, params

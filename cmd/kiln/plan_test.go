@@ -131,10 +131,27 @@ func TestPlan(t *testing.T) {
 			if len(pp.copyLines) != tt.copies {
 				t.Errorf("%d copy steps, want %d: %q", len(pp.copyLines), tt.copies, pp.copyLines)
 			}
-			// Copies come last: they apply the updates after every kernel ran.
+			// A copy comes after the step that computes its value and after
+			// every kernel that reads its target: no kernel sees a param
+			// half-updated.
 			for i, s := range pp.stepLines {
-				if copyStep.MatchString(s) && i < len(pp.stepLines)-len(pp.copyLines) {
-					t.Errorf("copy step %d %q before the last kernel", i, s)
+				m := copyStep.FindStringSubmatch(s)
+				if m == nil {
+					continue
+				}
+				target, value := "%"+m[1], "%"+m[2]
+				defined := false
+				for _, prev := range pp.stepLines[:i] {
+					defined = defined || strings.HasPrefix(prev, value+":")
+				}
+				if !defined {
+					t.Errorf("copy step %d %q before the step that computes %s", i, s, value)
+				}
+				for _, later := range pp.stepLines[i+1:] {
+					reads := strings.Contains(later, " "+target+",") || strings.Contains(later, " "+target+" {") || strings.HasSuffix(later, " "+target)
+					if !copyStep.MatchString(later) && reads {
+						t.Errorf("copy step %d %q before %q, which reads %s", i, s, later, target)
+					}
 				}
 			}
 
