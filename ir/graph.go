@@ -423,4 +423,3 @@ func (g *Graph) RedirectUses(to []ID) {
 		g.Updates[i].Value = find(g.Updates[i].Value)
 	}
 }
-
