@@ -114,11 +114,7 @@ func TestFuncsDoNotAllocate(t *testing.T) {
 		kernels.View[float32](pos)[i] = v*v + 0.5
 	}
 	labels := tensorOf([]int{4}, []int32{0, 3, 1, 2})
-	tests := []struct {
-		op    ir.Op
-		attrs ir.Attrs
-		args  []kernels.Tensor
-	}{
+	tests := []allocCase{
 		{ir.OpAdd, nil, []kernels.Tensor{f32(4, 5), f32(4, 5)}},
 		{ir.OpSub, nil, []kernels.Tensor{f32(4, 5), f32(5)}},
 		{ir.OpMul, nil, []kernels.Tensor{f32(), f32(4, 5)}},
@@ -144,24 +140,7 @@ func TestFuncsDoNotAllocate(t *testing.T) {
 		{ir.OpConst, ir.MakeAttrs("shape", ir.Ints(2, 2), "value", ir.Floats(1, 2, 3, 4)), nil},
 		{ir.OpOneHot, ir.MakeAttrs("classes", ir.Int(5)), []kernels.Tensor{labels}},
 	}
-	for _, tc := range tests {
-		t.Run(tc.op.String(), func(t *testing.T) {
-			n := node(t, tc.op, tc.attrs, typesOf(tc.args)...)
-			f, err := Kernels.Build(n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out := emptyOf(n.Out)
-			allocs := testing.AllocsPerRun(20, func() {
-				if err := f(out, tc.args); err != nil {
-					t.Fatal(err)
-				}
-			})
-			if allocs != 0 {
-				t.Errorf("%s allocates %v times per call", n.Op, allocs)
-			}
-		})
-	}
+	checkNoAllocs(t, tests)
 }
 
 // TestEmptyAndScalarShapes runs every op on zero-size and rank-0 shapes that
@@ -170,11 +149,7 @@ func TestEmptyAndScalarShapes(t *testing.T) {
 	f32 := func(dims ...int) kernels.Tensor {
 		return tensorOf[float32](dims, make([]float32, ir.Shape(dims).NumElements()))
 	}
-	tests := []struct {
-		op    ir.Op
-		attrs ir.Attrs
-		args  []kernels.Tensor
-	}{
+	tests := []allocCase{
 		{ir.OpAdd, nil, []kernels.Tensor{f32(0, 3), f32(3)}},
 		{ir.OpAdd, nil, []kernels.Tensor{f32(), f32()}},
 		{ir.OpSub, nil, []kernels.Tensor{f32(2, 0), f32(2, 1)}},

@@ -266,3 +266,34 @@ func bcastIndex(in ir.Shape, idx []int) int {
 	}
 	return flat
 }
+
+// allocCase is one kernel run whose Func must not allocate.
+type allocCase struct {
+	op    ir.Op
+	attrs ir.Attrs
+	args  []kernels.Tensor
+}
+
+// checkNoAllocs builds each case's kernel and checks that calling its Func
+// allocates nothing.
+func checkNoAllocs(t *testing.T, cases []allocCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.op.String(), func(t *testing.T) {
+			n := node(t, tc.op, tc.attrs, typesOf(tc.args)...)
+			f, err := Kernels.Build(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := emptyOf(n.Out)
+			allocs := testing.AllocsPerRun(20, func() {
+				if err := f(out, tc.args); err != nil {
+					t.Fatal(err)
+				}
+			})
+			if allocs != 0 {
+				t.Errorf("%s allocates %v times per call", n.Op, allocs)
+			}
+		})
+	}
+}

@@ -625,34 +625,13 @@ func TestKanFuncsDoNotAllocate(t *testing.T) {
 	f64 := func(dims ...int) kernels.Tensor {
 		return tensorOf(dims, randVals[float64](r, ir.Shape(dims).NumElements(), false))
 	}
-	tests := []struct {
-		op    ir.Op
-		attrs ir.Attrs
-		args  []kernels.Tensor
-	}{
+	tests := []allocCase{
 		{ir.OpBspline, nil, []kernels.Tensor{f64(4, 5)}},
 		{ir.OpBspline, kanGridAttrs(0, 2, 7, 6, 2), []kernels.Tensor{f64(9)}},
 		{ir.OpBspline, kanGridAttrs(0, 2, 7, 3, 3), []kernels.Tensor{f64(2, 7)}},
 		{ir.OpLogicGate, nil, []kernels.Tensor{f64(3, 1, 4), f64(2, 4), f64(4, 16)}},
 	}
-	for _, tc := range tests {
-		t.Run(tc.op.String(), func(t *testing.T) {
-			n := node(t, tc.op, tc.attrs, typesOf(tc.args)...)
-			f, err := Kernels.Build(n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out := emptyOf(n.Out)
-			allocs := testing.AllocsPerRun(20, func() {
-				if err := f(out, tc.args); err != nil {
-					t.Fatal(err)
-				}
-			})
-			if allocs != 0 {
-				t.Errorf("%s allocates %v times per call", n.Op, allocs)
-			}
-		})
-	}
+	checkNoAllocs(t, tests)
 }
 
 // TestKanBuildRejectsBadNodes checks that the kernels refuse, with ir's

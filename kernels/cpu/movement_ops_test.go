@@ -541,11 +541,7 @@ func TestMoveFuncsDoNotAllocate(t *testing.T) {
 	}
 	idx := tensorOf([]int{3, 2}, []int64{0, 1, 3, 2, 1, 1})
 	row := tensorOf([]int{4}, []int32{3, 0, 0, 2})
-	tests := []struct {
-		op    ir.Op
-		attrs ir.Attrs
-		args  []kernels.Tensor
-	}{
+	tests := []allocCase{
 		{ir.OpSqueeze, nil, []kernels.Tensor{f32(4, 1, 5)}},
 		{ir.OpUnsqueeze, moveAxes("axes", 1), []kernels.Tensor{f32(4, 5)}},
 		{ir.OpFlip, moveAxes("axes", 0, 2), []kernels.Tensor{f32(2, 3, 4)}},
@@ -559,22 +555,5 @@ func TestMoveFuncsDoNotAllocate(t *testing.T) {
 		{ir.OpScatterAdd, moveAxis(0), []kernels.Tensor{f32(4, 2), idx, f32(3, 2)}},
 		{ir.OpIndexAdd, moveAxis(0), []kernels.Tensor{f32(4, 5), row, f32(4, 5)}},
 	}
-	for _, tc := range tests {
-		t.Run(tc.op.String(), func(t *testing.T) {
-			n := node(t, tc.op, tc.attrs, typesOf(tc.args)...)
-			f, err := Kernels.Build(n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out := emptyOf(n.Out)
-			allocs := testing.AllocsPerRun(20, func() {
-				if err := f(out, tc.args); err != nil {
-					t.Fatal(err)
-				}
-			})
-			if allocs != 0 {
-				t.Errorf("%s allocates %v times per call", n.Op, allocs)
-			}
-		})
-	}
+	checkNoAllocs(t, tests)
 }
