@@ -48,9 +48,18 @@ func (g *Graph) FormatValue(id ID) string {
 	v := &g.Values[id]
 	var b strings.Builder
 	if v.Op.IsLeaf() {
-		fmt.Fprintf(&b, "%s %%%s: %s", v.Op, v.Name, v.Type)
+		b.WriteString(v.Op.String())
+		b.WriteString(" %")
+		b.WriteString(v.Name)
+		b.WriteString(": ")
+		b.WriteString(v.Type.String())
 	} else {
-		fmt.Fprintf(&b, "%%%s: %s = %s", v.Name, v.Type, v.Op)
+		b.WriteByte('%')
+		b.WriteString(v.Name)
+		b.WriteString(": ")
+		b.WriteString(v.Type.String())
+		b.WriteString(" = ")
+		b.WriteString(v.Op.String())
 		for i, a := range v.Args {
 			if i == 0 {
 				b.WriteByte(' ')

@@ -3,8 +3,10 @@ package ir
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Fused elementwise chains, matmul epilogues and reduction prologues: ops
@@ -76,7 +78,10 @@ type EwProgram []EwInstr
 // Format returns the text of instruction k: "tk = op a, b {attrs}".
 func (in EwInstr) Format(k int) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "t%d = %s", k, in.Op)
+	b.WriteByte('t')
+	b.WriteString(strconv.Itoa(k))
+	b.WriteString(" = ")
+	b.WriteString(in.Op.String())
 	for j, a := range in.Args {
 		if j == 0 {
 			b.WriteByte(' ')
@@ -124,13 +129,55 @@ func ParseEwProgram(v AttrValue) (EwProgram, error) {
 		if s.Kind != AttrString {
 			return nil, fmt.Errorf("%s[%d]: expected an instruction string, found %s", ProgramAttr, k, s)
 		}
-		in, err := fuseewParseInstr(k, s.S)
+		in, err := fuseewParseInstrCached(k, s.S)
 		if err != nil {
 			return nil, fmt.Errorf("%s[%d] %q: %v", ProgramAttr, k, s.S, err)
 		}
 		p[k] = in
 	}
 	return p, nil
+}
+
+// fuseewInstrCache holds instructions already parsed, by number and text:
+// the fuse pass and ir.Check infer the type of every fused op, and a large
+// graph's programs repeat the same few instructions thousands of times. It
+// keeps at most fuseewInstrCacheMax entries (it is emptied when full).
+var fuseewInstrCache struct {
+	sync.Mutex
+	m map[fuseewInstrKey]EwInstr
+}
+
+type fuseewInstrKey struct {
+	k int
+	s string
+}
+
+const fuseewInstrCacheMax = 1 << 12
+
+// fuseewParseInstrCached is fuseewParseInstr, remembering the instructions
+// it parsed without error. Each call returns an Args and an Attrs slice of
+// its own; the attribute values in them are shared (no one modifies an
+// attribute value in place).
+func fuseewParseInstrCached(k int, s string) (EwInstr, error) {
+	key := fuseewInstrKey{k, s}
+	c := &fuseewInstrCache
+	c.Lock()
+	in, ok := c.m[key]
+	c.Unlock()
+	if !ok {
+		var err error
+		if in, err = fuseewParseInstr(k, s); err != nil {
+			return in, err
+		}
+		c.Lock()
+		if c.m == nil || len(c.m) >= fuseewInstrCacheMax {
+			c.m = map[fuseewInstrKey]EwInstr{}
+		}
+		c.m[key] = in
+		c.Unlock()
+	}
+	in.Args, in.Attrs = slices.Clone(in.Args), slices.Clone(in.Attrs)
+	return in, nil
 }
 
 // fuseewParseInstr parses instruction k.

@@ -65,15 +65,37 @@ func lowerBound(bs []block, steps int) int64 {
 	return peak
 }
 
-// pureBudget bounds the work of the pure best-fit runs of place: they run
-// only where the blocks they place overlap in time in at most this many
-// pairs, as each block is compared with every placed block that overlaps
-// it. Beyond it (training steps of thousands of values, where hundreds of
-// gradients and update values overlap everything) only the stacked runs
-// do, which are fast there.
+// pureBudget bounds where the pure best-fit runs of place run: only where
+// the blocks they place overlap in time in at most this many pairs
+// (overlappingPairs). Beyond it, in training steps of thousands of values,
+// the pure runs differ from the stacked ones only by the few gradients and
+// update values live to the end, and cost as much: on the 10,000-value
+// benchmark model they reach the same arena and would add 40% to the
+// planner's time. (The count once bounded the gap search's work, which
+// compared each block with every placed block overlapping it; the
+// occupancy tree no longer does.)
 const pureBudget = 1 << 20
 
+// A bar is the placement a plan must beat, none when arena < 0: a plan
+// beats it with a smaller arena, or an equal one and a smaller lower bound
+// (the rule by which New keeps the better schedule).
+type bar struct {
+	arena, lowerBound int64
+}
+
+// noBar is beaten by every placement.
+var noBar = bar{arena: -1}
+
+// beaten reports whether a plan with lower bound lb whose placement has
+// reached top bytes can still beat the bar: placing more blocks only raises
+// the top.
+func (b bar) beaten(top, lb int64) bool {
+	return b.arena < 0 || top < b.arena || top == b.arena && lb < b.lowerBound
+}
+
 // place assigns every buffer its offset and sets ArenaBytes and LowerBound.
+// A placement that cannot beat the bar is abandoned: then place leaves the
+// offsets and ArenaBytes alone, returns false, and sets only LowerBound.
 //
 // Placement is XLA's heap simulator (GlobalDecreasingSizeBestFitHeap):
 // blocks are placed one at a time, each in the smallest gap that fits it
@@ -97,12 +119,22 @@ const pureBudget = 1 << 20
 //     blocks that die before they are computed.
 //
 // Of the four runs (the pure ones only within pureBudget) place keeps the
-// one with the smallest arena, the first in the order above on a tie.
-// Offsets are multiples of Align.
-func (p *Plan) place() {
+// one with the smallest arena, the first in the order above on a tie. The
+// arena a run reaches only grows as it places blocks, and it is at least
+// the lower bound and the stack's height; so a run stops as soon as its top
+// reaches the best arena so far (or can no longer beat the bar), and a run
+// whose stack or lower bound already does is not started: the result is
+// that of all four runs to the end. Offsets are multiples of Align.
+//
+// occ, if not nil, is the occupancy tree bestFit uses (place resets it),
+// so that placements of the same steps can share its memory.
+func (p *Plan) place(limit bar, occ *occupancy) bool {
 	bs, of := p.blocks()
 	steps := max(len(p.Steps), 1)
 	p.LowerBound = lowerBound(bs, steps)
+	if !limit.beaten(p.LowerBound, p.LowerBound) {
+		return false
+	}
 
 	lastKernel := -1
 	for s, st := range p.Steps {
@@ -126,7 +158,9 @@ func (p *Plan) place() {
 	}
 
 	var best []int64
-	arena := int64(-1)
+	if occ == nil || occ.n < steps {
+		occ = newOccupancy(steps)
+	}
 	for variant, stacked := range [][]bool{always, untilEnd} {
 		var stack, rest []int
 		for k, b := range bs {
@@ -141,13 +175,14 @@ func (p *Plan) place() {
 		if variant == 0 && overlappingPairs(bs, rest) > pureBudget {
 			continue
 		}
-		offset := make([]int64, len(bs))
+		// Sort the stack, then skip the variant if it cannot win.
 		slices.SortStableFunc(stack, func(x, y int) int {
 			if c := bs[x].start - bs[y].start; c != 0 {
 				return c
 			}
 			return cmpInt64(bs[y].size, bs[x].size)
 		})
+		offset := make([]int64, len(bs))
 		floor := make([]int64, steps)
 		var height int64
 		for _, k := range stack {
@@ -157,6 +192,10 @@ func (p *Plan) place() {
 		}
 		for s := 1; s < steps; s++ {
 			floor[s] = max(floor[s], floor[s-1])
+		}
+		least := max(height, p.LowerBound) // the least arena of any run
+		if !limit.beaten(least, p.LowerBound) {
+			continue
 		}
 		bySize := slices.Clone(rest)
 		slices.SortStableFunc(bySize, func(x, y int) int {
@@ -172,24 +211,25 @@ func (p *Plan) place() {
 			}
 			return cmpInt64(bs[y].size, bs[x].size)
 		})
-		tree := newIntervalTree(bs, rest)
 		for _, order := range [][]int{bySize, byLife} {
-			tree.reset()
-			offs, top := bestFit(bs, order, tree, floor)
-			top = max(top, height)
-			if arena >= 0 && top >= arena {
-				continue
+			if !limit.beaten(least, p.LowerBound) {
+				break
 			}
-			for _, k := range rest {
-				offset[k] = offs[tree.node[k]]
+			occ.reset()
+			top, ok := bestFit(bs, order, occ, floor, offset, height, p.LowerBound, limit)
+			if ok {
+				best, limit = slices.Clone(offset), bar{top, p.LowerBound}
 			}
-			best, arena = slices.Clone(offset), top
 		}
 	}
-	p.ArenaBytes = arena
+	if best == nil {
+		return false
+	}
+	p.ArenaBytes = limit.arena
 	for i := range p.Buffers {
 		p.Buffers[i].Offset = best[of[i]]
 	}
+	return true
 }
 
 // overlappingPairs counts the pairs of blocks ks that are live at a common
@@ -235,122 +275,247 @@ func cmpInt64(a, b int64) int {
 	return 0
 }
 
-// bestFit places the blocks in order, each above floor[its last step], and
-// returns their offsets, indexed like tree.blocks, and the arena's top.
-func bestFit(bs []block, order []int, tree *intervalTree, floor []int64) ([]int64, int64) {
-	offsets := make([]int64, len(tree.blocks))
-	var top int64
-	// A span of memory taken during the block's life, packed into one
-	// integer that sorts by offset: both ends in units of Align, the start
-	// in the high half. (Placement needs arenas below 2^32 * Align = 1 TiB;
-	// a larger one would lose bits, so the packing is checked below.)
-	var taken []uint64
-	var stack []int
+// bestFit places the blocks in order, each above floor[its last step],
+// writing their offsets into offset, and returns the arena's top: the
+// highest end of a block, at least top. It gives up, returning false, as
+// soon as the top cannot beat limit (for a plan of lower bound lb).
+func bestFit(bs []block, order []int, occ *occupancy, floor, offset []int64, top, lb int64, limit bar) (int64, bool) {
+	var m merger
 	for _, k := range order {
 		b := &bs[k]
-		taken = taken[:0]
-		stack = tree.overlapping(b.start, b.end, stack[:0], func(node int) {
-			lo := offsets[node]
-			taken = append(taken, uint64(lo/Align)<<32|uint64((lo+bs[tree.blocks[node]].size)/Align))
-		})
-		slices.Sort(taken)
-		at, fit := int64(-1), int64(-1)
 		cur := floor[b.end]
-		for _, t := range taken {
-			lo, hi := int64(t>>32)*Align, int64(t&(1<<32-1))*Align
-			if gap := lo - cur; gap >= b.size && (fit < 0 || gap < fit) {
+		m.reset(occ, b.start, b.end, cur)
+		// Sweep the spans taken during the block's life by offset: cur is
+		// the end of the memory taken so far, and a span starting above it
+		// leaves a gap. The first gap of exactly the block's size is the
+		// best.
+		at, fit := int64(-1), int64(-1)
+		for fit != b.size {
+			t, ok := m.next(cur)
+			if !ok {
+				break
+			}
+			if gap := t.lo - cur; gap >= b.size && (fit < 0 || gap < fit) {
 				at, fit = cur, gap
 			}
-			cur = max(cur, hi)
+			cur = max(cur, t.hi)
 		}
 		if at < 0 {
 			at = cur
 		}
-		node := tree.node[k]
-		offsets[node] = at
-		tree.insert(node)
-		top = max(top, at+b.size)
+		offset[k] = at
+		occ.insert(b.start, b.end, span{at, at + b.size})
+		if top = max(top, at+b.size); !limit.beaten(top, lb) {
+			return top, false
+		}
 	}
-	return offsets, top
+	return top, true
 }
 
-// intervalTree holds blocks by live range: a balanced binary tree laid
-// out over the blocks sorted by start (the node of a range is its middle),
-// where each node knows the latest end of the inserted blocks below it. It
-// finds the inserted blocks live during a range of steps in O(log n + k).
-type intervalTree struct {
-	blocks     []int // block per node, by increasing start
-	start, end []int
-	inserted   []bool
-	maxEnd     []int // latest end among inserted nodes of the subtree
-	node       []int // block -> node
-}
+// A span is the memory [lo, hi), in bytes.
+type span struct{ lo, hi int64 }
 
-func newIntervalTree(bs []block, ks []int) *intervalTree {
-	t := &intervalTree{blocks: slices.Clone(ks), node: make([]int, len(bs))}
-	slices.SortStableFunc(t.blocks, func(x, y int) int { return bs[x].start - bs[y].start })
-	n := len(t.blocks)
-	t.start, t.end = make([]int, n), make([]int, n)
-	for i, k := range t.blocks {
-		t.start[i], t.end[i] = bs[k].start, bs[k].end
-		t.node[k] = i
+// A spanSet is a union of spans: disjoint, not touching, by increasing lo.
+type spanSet []span
+
+// add adds s to the set, merging it with the spans it overlaps or touches,
+// and reports whether the set changed (whether s was not inside it).
+func (set *spanSet) add(s span) bool {
+	l := *set
+	// Spans i..j-1 merge with s: from the first that ends at or after s.lo
+	// to the last that starts at or before s.hi.
+	i := l.firstEndingAbove(s.lo - 1)
+	if i < len(l) && l[i].lo <= s.lo && s.hi <= l[i].hi {
+		return false
 	}
-	t.inserted = make([]bool, n)
-	t.maxEnd = make([]int, n)
-	t.reset()
-	return t
-}
-
-func (t *intervalTree) reset() {
-	clear(t.inserted)
-	for i := range t.maxEnd {
-		t.maxEnd[i] = -1
+	j := i
+	for j < len(l) && l[j].lo <= s.hi {
+		j++
 	}
+	if i < j {
+		s.lo, s.hi = min(s.lo, l[i].lo), max(s.hi, l[j-1].hi)
+	}
+	*set = slices.Replace(l, i, j, s)
+	return true
 }
 
-func (t *intervalTree) insert(node int) {
-	t.inserted[node] = true
-	lo, hi := 0, len(t.blocks)
+// firstEndingAbove returns the index of the first span whose hi is above
+// x, or len(l).
+func (l spanSet) firstEndingAbove(x int64) int {
+	lo, hi := 0, len(l)
 	for lo < hi {
-		mid := (lo + hi) / 2
-		t.maxEnd[mid] = max(t.maxEnd[mid], t.end[node])
-		switch {
-		case node == mid:
-			return
-		case node < mid:
-			hi = mid
-		default:
+		mid := int(uint(lo+hi) >> 1)
+		if l[mid].hi <= x {
 			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
+// occupancy holds the memory taken by the placed blocks over time, for the
+// gap search: a segment tree over the steps. A block's span goes into own
+// at each canonical node of its live range (the O(log n) nodes that
+// partition it) and into sub at those nodes and every node above them, as
+// unions (spanSet). The memory taken during steps [start, end] is then the
+// union of sub at the canonical nodes of [start, end] (blocks inside them)
+// and of own at every node above or at the steps start and end (blocks
+// covering one of those nodes, which contains start or end): O(log n) sets,
+// far fewer spans than the blocks they hold where neighbours in memory
+// merge.
+type occupancy struct {
+	n    int       // leaves: a power of two, at least the steps
+	sets []spanSet // sub of node x at x, own at 2n + x (nodes from 1)
+}
+
+func newOccupancy(steps int) *occupancy {
+	n := 1
+	for n < steps {
+		n *= 2
+	}
+	return &occupancy{n: n, sets: make([]spanSet, 4*n)}
+}
+
+func (o *occupancy) sub(x int) int { return x }
+func (o *occupancy) own(x int) int { return 2*o.n + x }
+
+// reset empties the tree, keeping its memory.
+func (o *occupancy) reset() {
+	for i := range o.sets {
+		o.sets[i] = o.sets[i][:0]
+	}
+}
+
+// insert records s as taken during steps [start, end].
+func (o *occupancy) insert(start, end int, s span) {
+	// Every node above a canonical node lies above start or end, so sub
+	// gains s on the way up from both. (It may also gain s at nodes below a
+	// canonical one: the block covers those, so it does overlap every range
+	// that includes them.) A node's sub holds its children's, so once one
+	// holds s already, so do all above it.
+	for x := (start + o.n) / 2; x >= 1 && o.sets[o.sub(x)].add(s); x /= 2 {
+	}
+	for y := (end + o.n) / 2; y >= 1 && o.sets[o.sub(y)].add(s); y /= 2 {
+	}
+	for l, r := start+o.n, end+1+o.n; l < r; l, r = l/2, r/2 {
+		if l&1 == 1 {
+			o.sets[o.own(l)].add(s)
+			o.sets[o.sub(l)].add(s)
+			l++
+		}
+		if r&1 == 1 {
+			r--
+			o.sets[o.own(r)].add(s)
+			o.sets[o.sub(r)].add(s)
 		}
 	}
 }
 
-// overlapping calls f with every inserted node live at some step of
-// [start, end]. stack is scratch space, returned for reuse.
-func (t *intervalTree) overlapping(start, end int, stack []int, f func(node int)) []int {
-	// Each entry is a range [lo, hi) of nodes, packed as lo<<32 | hi.
-	stack = append(stack, len(t.blocks))
-	for len(stack) > 0 {
-		r := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		lo, hi := r>>32, r&(1<<32-1)
-		for lo < hi {
-			mid := (lo + hi) / 2
-			if t.maxEnd[mid] < start {
-				break
-			}
-			if t.start[mid] > end {
-				hi = mid
-				continue
-			}
-			if t.inserted[mid] && t.end[mid] >= start {
-				f(mid)
-			}
-			if lo < mid {
-				stack = append(stack, lo<<32|mid)
-			}
-			lo = mid + 1
+// overlapping calls f with the index in sets of every set, not empty, of
+// those whose union is the memory taken at some step of [start, end].
+func (o *occupancy) overlapping(start, end int, f func(set int)) {
+	use := func(i int) {
+		if len(o.sets[i]) > 0 {
+			f(i)
 		}
 	}
-	return stack
+	for l, r := start+o.n, end+1+o.n; l < r; l, r = l/2, r/2 {
+		if l&1 == 1 {
+			use(o.sub(l))
+			l++
+		}
+		if r&1 == 1 {
+			r--
+			use(o.sub(r))
+		}
+	}
+	for x, y := start+o.n, end+o.n; x >= 1; x, y = x/2, y/2 {
+		use(o.own(x))
+		if y != x {
+			use(o.own(y))
+		}
+	}
+}
+
+// A merger yields the spans of several sets of an occupancy by increasing
+// lo: a binary heap of the sets' unread parts, by their first span's lo.
+type merger struct {
+	occ  *occupancy
+	heap []cursor
+}
+
+// A cursor is the unread part of a set: its spans from pos on, the first of
+// which starts at lo.
+type cursor struct {
+	lo       int64
+	set, pos int32
+}
+
+// reset starts the merge of the sets that hold the memory taken during
+// steps [start, end], from their first spans that end above from.
+func (m *merger) reset(occ *occupancy, start, end int, from int64) {
+	m.occ, m.heap = occ, m.heap[:0]
+	occ.overlapping(start, end, func(set int) {
+		l := occ.sets[set]
+		if i := l.firstEndingAbove(from); i < len(l) {
+			m.heap = append(m.heap, cursor{l[i].lo, int32(set), int32(i)})
+		}
+	})
+	for i := len(m.heap)/2 - 1; i >= 0; i-- {
+		m.down(i)
+	}
+}
+
+// next returns the span of least lo not yet returned, if any is left,
+// passing over the spans that end at or below cur: those lie in memory
+// already swept, so they leave no gap and do not move cur.
+func (m *merger) next(cur int64) (span, bool) {
+	for len(m.heap) > 0 {
+		c := &m.heap[0]
+		l := m.occ.sets[c.set]
+		s := l[c.pos]
+		i := int(c.pos) + 1
+		if s.hi <= cur {
+			// Skip the set's spans below cur, galloping: most sets hold
+			// runs of them.
+			step := 1
+			for i+step < len(l) && l[i+step].hi <= cur {
+				step *= 2
+			}
+			i += l[i:min(i+step, len(l))].firstEndingAbove(cur)
+		}
+		if i < len(l) {
+			c.pos, c.lo = int32(i), l[i].lo
+		} else {
+			last := len(m.heap) - 1
+			m.heap[0] = m.heap[last]
+			m.heap = m.heap[:last]
+		}
+		if len(m.heap) > 0 {
+			m.down(0)
+		}
+		if s.hi > cur {
+			return s, true
+		}
+	}
+	return span{}, false
+}
+
+func (m *merger) down(i int) {
+	h := m.heap
+	for {
+		c := 2*i + 1
+		if c >= len(h) {
+			return
+		}
+		if r := c + 1; r < len(h) && h[r].lo < h[c].lo {
+			c = r
+		}
+		if h[i].lo <= h[c].lo {
+			return
+		}
+		h[i], h[c] = h[c], h[i]
+		i = c
+	}
 }

@@ -140,10 +140,18 @@ func New(g *ir.Graph, opts Options) (*Plan, error) {
 	}
 	switch {
 	case topo == nil:
+		mem.place(noBar, nil)
 		return mem, nil
 	case mem == nil:
+		topo.place(noBar, nil)
 		return topo, nil
-	case topo.ArenaBytes < mem.ArenaBytes || topo.ArenaBytes == mem.ArenaBytes && topo.LowerBound < mem.LowerBound:
+	}
+	// The topological order wins with a smaller arena, or an equal one and
+	// a smaller lower bound; its placement stops once it cannot. Both have
+	// the same steps, so they share one occupancy tree.
+	occ := newOccupancy(max(len(mem.Steps), 1))
+	mem.place(noBar, occ)
+	if topo.place(bar{mem.ArenaBytes, mem.LowerBound}, occ) {
 		return topo, nil
 	}
 	return mem, nil
@@ -179,7 +187,8 @@ func leaves(g *ir.Graph) int {
 	return n
 }
 
-// build makes the plan that runs the computed values of g in order.
+// build makes the plan that runs the computed values of g in order, but
+// leaves its buffers to place.
 func build(g *ir.Graph, order []ir.ID, opts Options) *Plan {
 	p := &Plan{Graph: g, Buffers: make([]Buffer, len(g.Values))}
 	for i, v := range g.Values {
@@ -224,7 +233,6 @@ func build(g *ir.Graph, order []ir.ID, opts Options) *Plan {
 	if !opts.NoInPlace {
 		p.inPlace()
 	}
-	p.place()
 	return p
 }
 

@@ -11,7 +11,8 @@ import (
 // TestScheduleComparison plans every ratio model with each schedule, with
 // and without in-place reuse, and checks that each plan is a valid
 // topological order (Check), that planning is deterministic, and that the
-// default (ScheduleAuto) is never worse than either schedule alone. With -v
+// default (ScheduleAuto) is the better of the two schedules alone and never
+// worse than any variant. With -v
 // it prints the lower bounds recorded in docs/PERFORMANCE.md.
 func TestScheduleComparison(t *testing.T) {
 	variants := []struct {
@@ -44,6 +45,18 @@ func TestScheduleComparison(t *testing.T) {
 				}
 			}
 			auto := plan(t, tg, planner.Options{})
+			// The default plan is the topological one when that has the
+			// smaller arena, or an equal one and a smaller lower bound,
+			// else the memory-aware one: New stops placing the second
+			// once it cannot win, which must not change the choice.
+			topo, mem := plan(t, tg, variants[2].opts), plan(t, tg, variants[3].opts)
+			want := mem
+			if topo.ArenaBytes < mem.ArenaBytes || topo.ArenaBytes == mem.ArenaBytes && topo.LowerBound < mem.LowerBound {
+				want = topo
+			}
+			if auto.Format() != want.Format() {
+				t.Errorf("%s %s: the default plan is not the better of the topological and the memory-aware plan", m.name, mode.name)
+			}
 			if auto.ArenaBytes > minArena {
 				t.Errorf("%s %s: the default plan's arena %d is above %d, the smallest of the variants", m.name, mode.name, auto.ArenaBytes, minArena)
 			}
