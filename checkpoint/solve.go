@@ -250,7 +250,8 @@ func measureSchedule(g *ir.Graph, s schedule, measure func(*ir.Graph) (int64, er
 
 // tightenRounds bounds how often a solver re-solves with a budget lowered
 // by the amount its last answer's real arena exceeded the budget (for the
-// DP, below its last answer's model peak by that amount).
+// DP, below its last answer's model peak by that amount, then bisecting
+// between the model peaks of answers that fit and did not).
 const tightenRounds = 8
 
 type choice struct {
@@ -290,7 +291,12 @@ func solveBudget(g *ir.Graph, a *analysis, cuts []int, cfg Config, r *Report) (*
 		ch = newChain(a, thin(cuts, maxBoundaries))
 		r.Chain = ch.savedCuts()
 		for _, multi := range []bool{true, false} {
+			// Solve at the budget; when the answer's arena does not fit,
+			// aim below its model peak by what its arena exceeds the
+			// budget (the placement's overhead); once an answer fits,
+			// bisect between its model peak and the least that did not.
 			target := budget
+			fitPeak, failPeak := int64(-1), int64(math.MaxInt64)
 			for round := 0; round < tightenRounds; round++ {
 				sg, cost, ok := ch.solve(target, multi)
 				if !ok {
@@ -300,6 +306,10 @@ func solveBudget(g *ir.Graph, a *analysis, cuts []int, cfg Config, r *Report) (*
 					r.MultiLevelFLOPs = cost
 				} else if round == 0 {
 					r.SegmentationFLOPs = cost
+				}
+				peak, _ := ch.modelPeak(sg)
+				if peak <= fitPeak {
+					break // no cheaper answer between
 				}
 				sc := ch.schedule(sg)
 				arena, err := measureSchedule(g, sc, cfg.Measure)
@@ -312,12 +322,21 @@ func solveBudget(g *ir.Graph, a *analysis, cuts []int, cfg Config, r *Report) (*
 						method = "chain DP (multi-level)"
 					}
 					consider(&choice{sc, cost, arena, method, ch.names(sg)})
-					break
+					fitPeak = peak
+				} else {
+					failPeak = min(failPeak, peak)
 				}
-				// Ask for a model peak below this answer's by what its
-				// arena exceeds the budget (the placement's overhead).
-				peak, _ := ch.modelPeak(sg)
-				target = min(target, peak) - max(arena-budget, Align)
+				switch {
+				case failPeak == math.MaxInt64:
+					// The first answer fits: the model's optimum.
+				case fitPeak < 0:
+					target = min(target, peak) - max(arena-budget, Align)
+					continue
+				case failPeak-fitPeak > Align:
+					target = fitPeak + (failPeak-fitPeak)/2
+					continue
+				}
+				break
 			}
 		}
 		// The √n rule's answer, when it fits, bounds the cost at the same
