@@ -76,11 +76,12 @@ func (r *Report) String() string {
 	if len(r.Kept) > 0 {
 		fmt.Fprintf(&b, ", %d kept boundaries", len(r.Kept))
 	}
-	fmt.Fprintf(&b, "\n  recomputed %d values, %.4g FLOPs (%.1f%% of the forward's %.4g)", r.Clones, r.RecomputeFLOPs, pct(r.RecomputeFLOPs, r.ForwardFLOPs), r.ForwardFLOPs)
 	if r.Levels > 1 {
-		fmt.Fprintf(&b, ", multi-level: a value recomputed up to %d times", r.Levels)
+		fmt.Fprintf(&b, "\n  recomputed %d times in all (multi-level: a value up to %d times)", r.Clones, r.Levels)
+	} else {
+		fmt.Fprintf(&b, "\n  recomputed %d values", r.Clones)
 	}
-	b.WriteByte('\n')
+	fmt.Fprintf(&b, ", %.4g FLOPs (%.1f%% of the forward's %.4g)\n", r.RecomputeFLOPs, pct(r.RecomputeFLOPs, r.ForwardFLOPs), r.ForwardFLOPs)
 	fmt.Fprintf(&b, "  activations live at most %s (without recomputation %s)\n", FormatBytes(r.ActivationPeak), FormatBytes(r.KeepAllActivationPeak))
 	if r.Peak > 0 {
 		fmt.Fprintf(&b, "  arena %s (without recomputation %s)\n", FormatBytes(r.Peak), FormatBytes(r.KeepAllPeak))
