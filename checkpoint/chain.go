@@ -1,8 +1,10 @@
 package checkpoint
 
 import (
+	"cmp"
 	"math"
 	"math/bits"
+	"slices"
 	"sort"
 )
 
@@ -105,7 +107,8 @@ type chain struct {
 	gap    []int64 // per position p: those live across the gap before p
 	rmq    [][]int64
 	segs   map[[3]int]segment
-	lowest int // the lowest stage that owns a backward step
+	lowest int    // the lowest stage that owns a backward step
+	mm     *multi // the multi-level model, once built
 }
 
 // A segment is the model's price of one segment of a segmentation.
@@ -119,6 +122,7 @@ type segment struct {
 const (
 	keepMode      = 0
 	recomputeMode = 1
+	multiMode     = 2 // a multi-level segment (multi.go)
 )
 
 // newChain builds the model on the given boundaries (cut vertices).
@@ -351,12 +355,12 @@ func (c *chain) sweep(ranges [][2]int, items []item, slots, slotGap []int64) int
 		}
 		ev = append(ev, event{it.from, it.size}, event{it.to + 1, -it.size})
 	}
-	sort.Slice(ev, func(i, j int) bool { return ev[i].at < ev[j].at })
+	slices.SortFunc(ev, func(x, y event) int { return cmp.Compare(x.at, y.at) })
 	order := make([]int, len(slots))
 	for i := range order {
 		order[i] = i
 	}
-	sort.Slice(order, func(i, j int) bool { return slots[order[i]] < slots[order[j]] })
+	slices.SortFunc(order, func(x, y int) int { return cmp.Compare(slots[x], slots[y]) })
 	best := int64(-1)
 	var live int64
 	k := 0 // next clone slot
@@ -403,6 +407,24 @@ func (c *chain) sweep(ranges [][2]int, items []item, slots, slotGap []int64) int
 	return best
 }
 
+// fwdPeak returns the model's most live bytes at the forward steps of
+// stages s+1..t when the segment (s,t] keeps nothing but boundary s.
+func (c *chain) fwdPeak(s, t int) int64 {
+	a := c.a
+	fLo := 0
+	var items []item
+	if s >= 1 {
+		b := c.bd[s]
+		fLo = b + 1
+		items = append(items, item{ext(a.lastFwd[b]) + 1, ext(a.n), a.size[b]})
+	}
+	fHi := a.fwdEnd
+	if t <= c.m {
+		fHi = c.bd[t]
+	}
+	return c.sweep([][2]int{{fLo, fHi}}, items, nil, nil)
+}
+
 // cloneSetRange is cloneSet restricted to the values lo..hi.
 func (a *analysis) cloneSetRange(rec []bool, lo, hi int) (need []bool, ins []int, cost float64) {
 	need = make([]bool, a.n)
@@ -432,13 +454,51 @@ func (a *analysis) cloneSetRange(rec []bool, lo, hi int) (need []bool, ins []int
 }
 
 // A segmentation is a choice of kept boundaries (indices into 1..m, in
-// order) and a mode for each of the len(kept)+1 segments.
+// order) and a mode for each of the len(kept)+1 segments, with the tree of
+// each multi-level segment (trees is nil or parallel to modes).
 type segmentation struct {
 	kept  []int
 	modes []int
+	trees []*tree
 }
 
-// recomputed returns the activations the segmentation recomputes.
+// multiLevel reports whether some segment of sg recomputes a value more
+// than once.
+func (sg segmentation) multiLevel() bool {
+	for j, t := range sg.trees {
+		if sg.modes[j] == multiMode && t != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// schedule returns the recomputation schedule of a segmentation: one sweep
+// for the one-level recompute segments, then the sweeps of each
+// multi-level segment's tree.
+func (c *chain) schedule(sg segmentation) schedule {
+	sc := c.a.recSchedule(c.recomputed(sg))
+	s := 0
+	for j, mode := range sg.modes {
+		t := c.m + 1
+		if j < len(sg.kept) {
+			t = sg.kept[j]
+		}
+		if mode == multiMode {
+			mm := c.buildMulti()
+			var tr *tree
+			if j < len(sg.trees) {
+				tr = sg.trees[j]
+			}
+			sc.sweeps = mm.sweeps(sc.sweeps, mm.idx[s], mm.idx[t], tr)
+		}
+		s = t
+	}
+	return sc
+}
+
+// recomputed returns the activations the segmentation's one-level
+// recompute segments recompute.
 func (c *chain) recomputed(sg segmentation) []bool {
 	rec := make([]bool, c.a.n)
 	s := 0
@@ -458,7 +518,9 @@ func (c *chain) recomputed(sg segmentation) []bool {
 	return rec
 }
 
-// modelPeak returns the model's peak and cost of a segmentation.
+// modelPeak returns the model's peak and cost of a segmentation; the peak
+// is MaxInt64 when a multi-level segment or its tree is not on the
+// multi-level nodes.
 func (c *chain) modelPeak(sg segmentation) (int64, float64) {
 	var prefix, peak int64
 	var cost float64
@@ -467,6 +529,28 @@ func (c *chain) modelPeak(sg segmentation) (int64, float64) {
 		t := c.m + 1
 		if j < len(sg.kept) {
 			t = sg.kept[j]
+		}
+		if mode == multiMode {
+			mm := c.buildMulti()
+			var tr *tree
+			if j < len(sg.trees) {
+				tr = sg.trees[j]
+			}
+			i, k := mm.idx[s], mm.idx[t]
+			if i < 0 || k < 0 {
+				return math.MaxInt64, 0
+			}
+			q, fl, ok := mm.eval(i, k, tr)
+			if !ok {
+				return math.MaxInt64, 0
+			}
+			peak = max(peak, prefix+mm.segW(i, k, q))
+			if s >= 1 {
+				prefix += c.a.size[c.bd[s]]
+			}
+			cost += fl
+			s = t
+			continue
 		}
 		r := c.seg(s, t, mode)
 		peak = max(peak, prefix+r.peak)
@@ -482,35 +566,94 @@ func (c *chain) modelPeak(sg segmentation) (int64, float64) {
 // repeated layers) stay far below it.
 const maxStates = 2048
 
+// segChoice is one way to treat a segment: its model peak, what it adds to
+// the bytes kept below the segments above, its FLOPs, its mode and, for a
+// multi-level segment, the front entry of its tree.
+type segChoice struct {
+	peak, inc int64
+	cost      float64
+	mode      int
+	e         int32
+}
+
+// choicesAt returns the ways to treat segment (s,t] that can fit under
+// limit bytes above what is kept below it (all of them when limit is
+// MaxInt64): keep, recompute and, with multi, the cheapest multi-level
+// tree that fits (the fronts must hold limit; see multi.fronts) or, when
+// limit is MaxInt64, the least peak of any tree.
+func (c *chain) choicesAt(dst []segChoice, s, t int, multi bool, limit int64) []segChoice {
+	for mode := keepMode; mode <= recomputeMode; mode++ {
+		r := c.seg(s, t, mode)
+		if r.peak <= limit {
+			dst = append(dst, segChoice{r.peak, r.inc, r.cost, mode, -1})
+		}
+	}
+	if !multi {
+		return dst
+	}
+	mm := c.buildMulti()
+	i, j := mm.idx[s], mm.idx[t]
+	if i < 0 || j < 0 {
+		return dst
+	}
+	var inc int64
+	if s >= 1 {
+		inc = c.a.size[c.bd[s]]
+	}
+	if limit == math.MaxInt64 {
+		return append(dst, segChoice{mm.segW(i, j, mm.minQ[i][j]), inc, 0, multiMode, -1})
+	}
+	ws := mm.choices(s, t)
+	if x := sort.Search(len(ws), func(q int) bool { return ws[q].w > limit }) - 1; x >= 0 {
+		dst = append(dst, segChoice{ws[x].w, inc, ws[x].cost, multiMode, ws[x].e})
+	}
+	return dst
+}
+
 // solve returns the segmentation of least recompute cost whose model peak
-// is at most budget, and false when there is none. It is a dynamic
-// program over the boundaries in order whose states at boundary t are the
-// Pareto-optimal pairs (bytes kept below t, cost so far); it is exact for
-// the model (no segmentation with model peak <= budget costs less) while
-// no front exceeds maxStates.
-func (c *chain) solve(budget int64) (segmentation, float64, bool) {
+// is at most budget, and false when there is none; with multi, segments
+// may also be multi-level (multi.go). It is a dynamic program over the
+// boundaries in order whose states at boundary t are the Pareto-optimal
+// pairs (bytes kept below t, cost so far); it is exact for the model (no
+// segmentation with model peak <= budget costs less) while no front
+// exceeds maxStates (and, with multi, no tree front maxFront).
+func (c *chain) solve(budget int64, multi bool) (segmentation, float64, bool) {
 	type state struct {
 		prefix int64
 		cost   float64
 		from   int // boundary
 		idx    int // state index there
 		mode   int
+		e      int32
+	}
+	if multi {
+		c.buildMulti().fronts(budget)
 	}
 	states := make([][]state, c.m+2)
 	states[0] = []state{{from: -1}}
+	var chs []segChoice
 	for t := 1; t <= c.m+1; t++ {
 		var cands []state
 		for s := 0; s < t; s++ {
 			if len(states[s]) == 0 {
 				continue
 			}
-			for mode := keepMode; mode <= recomputeMode; mode++ {
-				r := c.seg(s, t, mode)
-				for i, st := range states[s] {
-					if st.prefix+r.peak > budget {
-						continue
+			if !multi {
+				chs = c.choicesAt(chs[:0], s, t, false, math.MaxInt64)
+				for _, ch := range chs {
+					for i, st := range states[s] {
+						if st.prefix+ch.peak > budget {
+							continue
+						}
+						cands = append(cands, state{st.prefix + ch.inc, st.cost + ch.cost, s, i, ch.mode, ch.e})
 					}
-					cands = append(cands, state{st.prefix + r.inc, st.cost + r.cost, s, i, mode})
+				}
+				continue
+			}
+			for i, st := range states[s] {
+				chs = c.choicesAt(chs[:0], s, t, true, budget-st.prefix)
+				for _, ch := range chs {
+					cands = append(cands, state{st.prefix + ch.inc, st.cost + ch.cost, s, i, ch.mode, ch.e})
 				}
 			}
 		}
@@ -548,35 +691,40 @@ func (c *chain) solve(budget int64) (segmentation, float64, bool) {
 	for t > 0 {
 		st := states[t][i]
 		sg.modes = append(sg.modes, st.mode)
+		var tr *tree
+		if st.mode == multiMode {
+			mm := c.buildMulti()
+			tr = mm.treeOf(mm.idx[st.from], mm.idx[t], st.e)
+		}
+		sg.trees = append(sg.trees, tr)
 		if st.from > 0 {
 			sg.kept = append(sg.kept, st.from)
 		}
 		t, i = st.from, st.idx
 	}
-	for l, r := 0, len(sg.kept)-1; l < r; l, r = l+1, r-1 {
-		sg.kept[l], sg.kept[r] = sg.kept[r], sg.kept[l]
-	}
-	for l, r := 0, len(sg.modes)-1; l < r; l, r = l+1, r-1 {
-		sg.modes[l], sg.modes[r] = sg.modes[r], sg.modes[l]
-	}
+	slices.Reverse(sg.kept)
+	slices.Reverse(sg.modes)
+	slices.Reverse(sg.trees)
 	return sg, states[c.m+1][0].cost, true
 }
 
-// leastPeak returns the least model peak of any segmentation and the
-// cheapest segmentation that reaches it: a dynamic program like solve's
-// whose states are the Pareto-optimal pairs (bytes kept below t, peak so
-// far), then solve at that peak.
-func (c *chain) leastPeak() (int64, segmentation) {
+// leastPeak returns the least model peak of any segmentation (with multi,
+// multi-level segments included) and the cheapest segmentation that
+// reaches it: a dynamic program like solve's whose states are the
+// Pareto-optimal pairs (bytes kept below t, peak so far), then solve at
+// that peak.
+func (c *chain) leastPeak(multi bool) (int64, segmentation) {
 	type state struct{ prefix, peak int64 }
 	states := make([][]state, c.m+2)
 	states[0] = []state{{}}
+	var chs []segChoice
 	for t := 1; t <= c.m+1; t++ {
 		var cands []state
 		for s := 0; s < t; s++ {
-			for mode := keepMode; mode <= recomputeMode; mode++ {
-				r := c.seg(s, t, mode)
+			chs = c.choicesAt(chs[:0], s, t, multi, math.MaxInt64)
+			for _, ch := range chs {
 				for _, st := range states[s] {
-					cands = append(cands, state{st.prefix + r.inc, max(st.peak, st.prefix+r.peak)})
+					cands = append(cands, state{st.prefix + ch.inc, max(st.peak, st.prefix+ch.peak)})
 				}
 			}
 		}
@@ -605,7 +753,7 @@ func (c *chain) leastPeak() (int64, segmentation) {
 	for _, st := range states[c.m+1] {
 		least = min(least, st.peak)
 	}
-	sg, _, _ := c.solve(least)
+	sg, _, _ := c.solve(least, multi)
 	return least, sg
 }
 

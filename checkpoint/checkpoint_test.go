@@ -204,7 +204,7 @@ func TestDPOptimal(t *testing.T) {
 				peaks[i], costs[i] = c.ModelPeak(sg)
 				least = min(least, peaks[i])
 			}
-			if got, sg := c.LeastPeak(); got != least {
+			if got, sg := c.LeastPeak(false); got != least {
 				t.Errorf("LeastPeak %d, brute force %d", got, least)
 			} else if p, _ := c.ModelPeak(sg); p != least {
 				t.Errorf("LeastPeak's segmentation %v has peak %d, not %d", sg, p, least)

@@ -1,6 +1,10 @@
 package checkpoint
 
-import "github.com/kilnml/kiln/ir"
+import (
+	"fmt"
+
+	"github.com/kilnml/kiln/ir"
+)
 
 // Test hooks into the chain model.
 
@@ -16,41 +20,108 @@ func ChainOf(g *ir.Graph, maxBd int) *Chain {
 // M returns the number of boundaries.
 func (c *Chain) M() int { return c.c.m }
 
-// Segmentation is a choice of kept boundaries and segment modes (0 keep, 1 recompute).
-type Segmentation struct{ Kept, Modes []int }
+// Segmentation is a choice of kept boundaries and segment modes (0 keep,
+// 1 recompute, 2 multi-level with the tree in Trees).
+type Segmentation struct {
+	Kept, Modes []int
+	Trees       []*Tree
+}
 
-// Solve runs the DP at budget.
+// Tree is a multi-level schedule: nil is a leaf, else a split at boundary
+// K with the trees above (Right) and below (Left) it.
+type Tree struct {
+	K           int
+	Right, Left *Tree
+}
+
+func (t *Tree) String() string {
+	if t == nil {
+		return "."
+	}
+	return fmt.Sprintf("(%v %d %v)", t.Left, t.K, t.Right)
+}
+
+func toTree(t *Tree) *tree {
+	if t == nil {
+		return nil
+	}
+	return &tree{t.K, toTree(t.Right), toTree(t.Left)}
+}
+
+func fromTree(t *tree) *Tree {
+	if t == nil {
+		return nil
+	}
+	return &Tree{t.k, fromTree(t.right), fromTree(t.left)}
+}
+
+func (s Segmentation) in() segmentation {
+	sg := segmentation{kept: s.Kept, modes: s.Modes}
+	for _, t := range s.Trees {
+		sg.trees = append(sg.trees, toTree(t))
+	}
+	return sg
+}
+
+func out(sg segmentation) Segmentation {
+	s := Segmentation{Kept: sg.kept, Modes: sg.modes}
+	for _, t := range sg.trees {
+		s.Trees = append(s.Trees, fromTree(t))
+	}
+	return s
+}
+
+// Solve runs the one-level DP at budget.
 func (c *Chain) Solve(budget int64) (Segmentation, float64, bool) {
-	sg, cost, ok := c.c.solve(budget)
-	return Segmentation{sg.kept, sg.modes}, cost, ok
+	sg, cost, ok := c.c.solve(budget, false)
+	return out(sg), cost, ok
+}
+
+// SolveMulti runs the DP with multi-level segments at budget.
+func (c *Chain) SolveMulti(budget int64) (Segmentation, float64, bool) {
+	sg, cost, ok := c.c.solve(budget, true)
+	return out(sg), cost, ok
+}
+
+// Nodes returns the multi-level nodes (boundary indices, 0 and M()+1
+// included) and whether the tree fronts are exact.
+func (c *Chain) Nodes() ([]int, bool) {
+	mm := c.c.buildMulti()
+	return mm.nodes, mm.exact
 }
 
 // ModelPeak returns the model's peak and cost of s.
 func (c *Chain) ModelPeak(s Segmentation) (int64, float64) {
-	return c.c.modelPeak(segmentation{s.Kept, s.Modes})
+	return c.c.modelPeak(s.in())
 }
 
 // Evenly returns the segmentation with k evenly spread boundaries.
 func (c *Chain) Evenly(k int) Segmentation {
-	sg := c.c.evenly(k)
-	return Segmentation{sg.kept, sg.modes}
+	return out(c.c.evenly(k))
 }
 
 // SavedCuts returns the n of the √n rule.
 func (c *Chain) SavedCuts() int { return c.c.savedCuts() }
 
-// LeastPeak returns the least model peak and a segmentation reaching it.
-func (c *Chain) LeastPeak() (int64, Segmentation) {
-	p, sg := c.c.leastPeak()
-	return p, Segmentation{sg.kept, sg.modes}
+// LeastPeak returns the least model peak and a segmentation reaching it
+// (one-level, or with multi-level segments).
+func (c *Chain) LeastPeak(multi bool) (int64, Segmentation) {
+	p, sg := c.c.leastPeak(multi)
+	return p, out(sg)
 }
 
 // Rewrite returns a copy of g rewritten with the segmentation's recomputation.
 func (c *Chain) Rewrite(s Segmentation) (*ir.Graph, error) {
-	rec := c.c.recomputed(segmentation{s.Kept, s.Modes})
-	h := c.c.a.g.Clone()
-	_, _, err := analyze(h).apply(rec)
+	h, _, _, err := c.RewriteCost(s)
 	return h, err
+}
+
+// RewriteCost is Rewrite that also returns the clones' FLOPs and the most
+// clones of one value.
+func (c *Chain) RewriteCost(s Segmentation) (*ir.Graph, float64, int, error) {
+	h := c.c.a.g.Clone()
+	r, err := analyze(h).applySchedule(c.c.schedule(s.in()))
+	return h, r.cost, r.levels, err
 }
 
 // LivePeak returns the peak live bytes of g by this package's mirror of the

@@ -23,7 +23,8 @@ type Config struct {
 type Report struct {
 	Policy Policy
 	// Method is how the choice was made: "keep all", "manual", "sqrt",
-	// "segments", "chain DP" or "greedy" (budget), "least peak".
+	// "segments", "chain DP", "chain DP (multi-level)" or "greedy"
+	// (budget), "least peak".
 	Method string
 	// Chain is the number of cut vertices of the chain that the backward
 	// reads: the n of the √n rule (0 when the graph has no chain).
@@ -31,8 +32,12 @@ type Report struct {
 	// Kept names the boundaries kept by a segmentation (sqrt, segments,
 	// chain DP).
 	Kept []string
-	// Clones is the number of recomputed values.
+	// Clones is the number of clones (recomputations of values).
 	Clones int
+	// Levels is the most clones of one value: 1 for one-level
+	// recomputation, more when a multi-level schedule recomputes a value
+	// once per level of its tree (0 when nothing is recomputed).
+	Levels int
 	// RecomputeFLOPs is the cost model's price of the clones;
 	// ForwardFLOPs that of the forward values, for scale.
 	RecomputeFLOPs, ForwardFLOPs float64
@@ -52,6 +57,10 @@ type Report struct {
 	// such segmentation whose arena fits costs less where the model is
 	// exact (the arena is at least the live bytes the model counts).
 	SegmentationFLOPs float64
+	// MultiLevelFLOPs is the same over the segmentations whose segments
+	// may also be multi-level (a superset, so at most SegmentationFLOPs);
+	// 0 when none fits or the chain has no multi-level node.
+	MultiLevelFLOPs float64
 	// IgnoredMarks counts recompute marks on values that cannot be
 	// recomputed or that no backward step reads.
 	IgnoredMarks int
@@ -67,7 +76,12 @@ func (r *Report) String() string {
 	if len(r.Kept) > 0 {
 		fmt.Fprintf(&b, ", %d kept boundaries", len(r.Kept))
 	}
-	fmt.Fprintf(&b, "\n  recomputed %d values, %.4g FLOPs (%.1f%% of the forward's %.4g)\n", r.Clones, r.RecomputeFLOPs, pct(r.RecomputeFLOPs, r.ForwardFLOPs), r.ForwardFLOPs)
+	if r.Levels > 1 {
+		fmt.Fprintf(&b, "\n  recomputed %d times in all (multi-level: a value up to %d times)", r.Clones, r.Levels)
+	} else {
+		fmt.Fprintf(&b, "\n  recomputed %d values", r.Clones)
+	}
+	fmt.Fprintf(&b, ", %.4g FLOPs (%.1f%% of the forward's %.4g)\n", r.RecomputeFLOPs, pct(r.RecomputeFLOPs, r.ForwardFLOPs), r.ForwardFLOPs)
 	fmt.Fprintf(&b, "  activations live at most %s (without recomputation %s)\n", FormatBytes(r.ActivationPeak), FormatBytes(r.KeepAllActivationPeak))
 	if r.Peak > 0 {
 		fmt.Fprintf(&b, "  arena %s (without recomputation %s)\n", FormatBytes(r.Peak), FormatBytes(r.KeepAllPeak))
@@ -78,6 +92,9 @@ func (r *Report) String() string {
 			fmt.Fprintf(&b, "; recompute lower bound %.4g FLOPs, gap %.4g (%.1f%%)", r.LowerBoundFLOPs, r.RecomputeFLOPs-r.LowerBoundFLOPs, pct(r.RecomputeFLOPs-r.LowerBoundFLOPs, r.LowerBoundFLOPs))
 			if r.SegmentationFLOPs > 0 {
 				fmt.Fprintf(&b, "; best one-level segmentation in the model %.4g FLOPs", r.SegmentationFLOPs)
+			}
+			if r.MultiLevelFLOPs > 0 && (r.SegmentationFLOPs == 0 || r.MultiLevelFLOPs < r.SegmentationFLOPs) {
+				fmt.Fprintf(&b, "; best with multi-level segments in the model %.4g FLOPs", r.MultiLevelFLOPs)
 			}
 		}
 		b.WriteByte('\n')
@@ -113,7 +130,7 @@ func Run(g *ir.Graph, cfg Config) (*Report, error) {
 	}
 	r.KeepAllActivationPeak = a.activationPeak(a.cand)
 	r.ActivationPeak = r.KeepAllActivationPeak
-	var rec []bool
+	var sched *schedule
 	cutList := a.cuts()
 	switch {
 	case pol.Kind == None:
@@ -123,7 +140,7 @@ func Run(g *ir.Graph, cfg Config) (*Report, error) {
 		r.IgnoredMarks = len(g.Recompute)
 	case pol.Kind == Manual:
 		r.Method = "manual"
-		rec = make([]bool, a.n)
+		rec := make([]bool, a.n)
 		need, _, _ := a.cloneSet(markSet(a, g.Recompute))
 		for _, id := range g.Recompute {
 			if need[id] {
@@ -132,6 +149,8 @@ func Run(g *ir.Graph, cfg Config) (*Report, error) {
 				r.IgnoredMarks++
 			}
 		}
+		sc := a.recSchedule(rec)
+		sched = &sc
 	case pol.Kind == Sqrt || pol.Kind == Segments:
 		if len(cutList) == 0 {
 			return nil, fmt.Errorf("checkpoint %s: the graph has no chain (no activation through which the rest of the forward passes); use a memory budget", pol)
@@ -143,12 +162,13 @@ func Run(g *ir.Graph, cfg Config) (*Report, error) {
 			k = int(math.Round(math.Sqrt(float64(max(r.Chain, 1)))))
 		}
 		sg := c.evenly(k)
-		rec = c.recomputed(sg)
+		sc := c.schedule(sg)
+		sched = &sc
 		r.Method = pol.Kind.String()
 		r.Kept = c.names(sg)
 	case pol.Kind == Budget:
 		var err error
-		rec, err = solveBudget(g, a, cutList, cfg, r)
+		sched, err = solveBudget(g, a, cutList, cfg, r)
 		if err != nil {
 			return nil, err
 		}
@@ -163,15 +183,15 @@ func Run(g *ir.Graph, cfg Config) (*Report, error) {
 		r.KeepAllPeak = p
 	}
 	g.Recompute = nil
-	if rec != nil {
-		clones, cost, err := a.apply(rec)
+	if sched != nil {
+		res, err := a.applySchedule(*sched)
 		if err != nil {
 			return nil, err
 		}
-		r.Clones, r.RecomputeFLOPs = len(clones), cost
+		r.Clones, r.RecomputeFLOPs, r.Levels = len(res.clones), res.cost, res.levels
 		b := analyze(g)
 		act := append([]bool(nil), b.cand...)
-		for _, c := range clones {
+		for _, c := range res.clones {
 			act[c] = true
 		}
 		r.ActivationPeak = b.activationPeak(act)
@@ -183,7 +203,7 @@ func Run(g *ir.Graph, cfg Config) (*Report, error) {
 		}
 		r.Peak = p
 		switch {
-		case pol.Budget > 0 && p > pol.Budget && rec == nil && pol.Kind != None:
+		case pol.Budget > 0 && p > pol.Budget && sched == nil && pol.Kind != None:
 			return nil, fmt.Errorf("memory budget %s is below the least peak recomputation reaches: %s (nothing to recompute)", FormatBytes(pol.Budget), FormatBytes(p))
 		case pol.Budget > 0 && p > pol.Budget:
 			return nil, fmt.Errorf("memory budget %s: the plan of checkpoint policy %s needs %s; give the budget alone to let the solver choose", FormatBytes(pol.Budget), pol.Kind, FormatBytes(p))
@@ -220,21 +240,23 @@ func (c *chain) names(sg segmentation) []string {
 	return out
 }
 
-// measureRec returns the arena of g with rec recomputed.
-func measureRec(g *ir.Graph, rec []bool, measure func(*ir.Graph) (int64, error)) (int64, error) {
+// measureSchedule returns the arena of g rewritten to run schedule s.
+func measureSchedule(g *ir.Graph, s schedule, measure func(*ir.Graph) (int64, error)) (int64, error) {
 	h := g.Clone()
-	if _, _, err := analyze(h).apply(rec); err != nil {
+	if _, err := analyze(h).applySchedule(s); err != nil {
 		return 0, err
 	}
 	return measure(h)
 }
 
 // tightenRounds bounds how often a solver re-solves with a budget lowered
-// by the amount its last answer's real arena exceeded the budget.
+// by the amount its last answer's real arena exceeded the budget (for the
+// DP, below its last answer's model peak by that amount, then bisecting
+// between the model peaks of answers that fit and did not).
 const tightenRounds = 8
 
 type choice struct {
-	rec    []bool
+	sched  schedule
 	cost   float64
 	arena  int64
 	method string
@@ -243,11 +265,11 @@ type choice struct {
 
 // solveBudget chooses what to recompute so that the arena fits
 // cfg.Policy.Budget with the least recompute FLOPs: the chain's dynamic
-// program and the greedy solver each propose an answer, checked by
-// measuring its real arena (and re-solved with a tighter budget when it
-// does not fit); the cheaper answer that fits wins. It fills r's budget
-// fields.
-func solveBudget(g *ir.Graph, a *analysis, cuts []int, cfg Config, r *Report) ([]bool, error) {
+// program with multi-level segments and without (one-level only), and the
+// greedy solver, each propose an answer, checked by measuring its real
+// arena (and re-solved with a tighter budget when it does not fit); the
+// cheapest answer that fits wins. It fills r's budget fields.
+func solveBudget(g *ir.Graph, a *analysis, cuts []int, cfg Config, r *Report) (*schedule, error) {
 	budget := cfg.Policy.Budget
 	keepAll, err := cfg.Measure(g.Clone())
 	if err != nil {
@@ -269,37 +291,66 @@ func solveBudget(g *ir.Graph, a *analysis, cuts []int, cfg Config, r *Report) ([
 	if len(cuts) > 0 {
 		ch = newChain(a, thin(cuts, maxBoundaries))
 		r.Chain = ch.savedCuts()
-		target := budget
-		for round := 0; round < tightenRounds; round++ {
-			sg, cost, ok := ch.solve(target)
-			if !ok {
+		for _, multi := range []bool{true, false} {
+			// Solve at the budget; when the answer's arena does not fit,
+			// aim below its model peak by what its arena exceeds the
+			// budget (the placement's overhead); once an answer fits,
+			// bisect between its model peak and the least that did not.
+			target := budget
+			fitPeak, failPeak := int64(-1), int64(math.MaxInt64)
+			for round := 0; round < tightenRounds; round++ {
+				sg, cost, ok := ch.solve(target, multi)
+				if !ok {
+					break
+				}
+				if round == 0 && multi {
+					r.MultiLevelFLOPs = cost
+				} else if round == 0 {
+					r.SegmentationFLOPs = cost
+				}
+				peak, _ := ch.modelPeak(sg)
+				if peak <= fitPeak {
+					break // no cheaper answer between
+				}
+				sc := ch.schedule(sg)
+				arena, err := measureSchedule(g, sc, cfg.Measure)
+				if err != nil {
+					return nil, err
+				}
+				if arena <= budget {
+					method := "chain DP"
+					if sg.multiLevel() {
+						method = "chain DP (multi-level)"
+					}
+					consider(&choice{sc, cost, arena, method, ch.names(sg)})
+					fitPeak = peak
+				} else {
+					failPeak = min(failPeak, peak)
+				}
+				switch {
+				case failPeak == math.MaxInt64:
+					// The first answer fits: the model's optimum.
+				case fitPeak < 0:
+					target = min(target, peak) - max(arena-budget, Align)
+					continue
+				case failPeak-fitPeak > Align:
+					target = fitPeak + (failPeak-fitPeak)/2
+					continue
+				}
 				break
 			}
-			if round == 0 {
-				r.SegmentationFLOPs = cost
-			}
-			rec := ch.recomputed(sg)
-			arena, err := measureRec(g, rec, cfg.Measure)
-			if err != nil {
-				return nil, err
-			}
-			if arena <= budget {
-				consider(&choice{rec, cost, arena, "chain DP", ch.names(sg)})
-				break
-			}
-			target -= max(arena-budget, Align)
 		}
 		// The √n rule's answer, when it fits, bounds the cost at the same
 		// budget even where the arena's placement defeats the model.
 		sg := ch.evenly(int(math.Round(math.Sqrt(float64(max(r.Chain, 1))))))
 		_, cost := ch.modelPeak(sg)
 		if best == nil || cost < best.cost {
-			rec := ch.recomputed(sg)
-			arena, err := measureRec(g, rec, cfg.Measure)
+			sc := ch.schedule(sg)
+			arena, err := measureSchedule(g, sc, cfg.Measure)
 			if err != nil {
 				return nil, err
 			}
-			consider(&choice{rec, cost, arena, "sqrt", ch.names(sg)})
+			consider(&choice{sc, cost, arena, "sqrt", ch.names(sg)})
 		}
 	}
 	target := budget
@@ -310,60 +361,67 @@ func solveBudget(g *ir.Graph, a *analysis, cuts []int, cfg Config, r *Report) ([
 		if !ok {
 			break
 		}
-		arena, err := measureRec(g, rec, cfg.Measure)
+		sc := a.recSchedule(rec)
+		arena, err := measureSchedule(g, sc, cfg.Measure)
 		if err != nil {
 			return nil, err
 		}
 		if arena <= budget {
 			_, _, cost := a.cloneSet(rec)
-			consider(&choice{rec, cost, arena, "greedy", nil})
+			consider(&choice{sc, cost, arena, "greedy", nil})
 			break
 		}
 		target -= max(arena-budget, Align)
 	}
 	if best == nil {
 		// No answer fits: find the least arena any of the solvers'
-		// answers reaches, among the chain's least-peak segmentation, the
-		// even segmentations with 1..2√n+2 boundaries and the greedy run
+		// answers reaches, among the chain's least-peak segmentations
+		// (with multi-level segments and without), the even
+		// segmentations with 1..2√n+2 boundaries and the greedy run
 		// until it is stuck.
 		least := keepAll
-		var leastChoice *choice
-		try := func(rec []bool, method string, kept []string) error {
-			arena, err := measureRec(g, rec, cfg.Measure)
+		try := func(sc schedule, method string, kept []string) error {
+			arena, err := measureSchedule(g, sc, cfg.Measure)
 			if err != nil {
 				return err
 			}
-			if arena < least {
-				_, _, cost := a.cloneSet(rec)
-				least, leastChoice = arena, &choice{rec, cost, arena, method, kept}
+			least = min(least, arena)
+			if arena <= budget {
+				h := g.Clone()
+				res, err := analyze(h).applySchedule(sc)
+				if err != nil {
+					return err
+				}
+				consider(&choice{sc, res.cost, arena, method, kept})
 			}
 			return nil
 		}
 		if ch != nil {
-			_, sg := ch.leastPeak()
-			if err := try(ch.recomputed(sg), "least peak", ch.names(sg)); err != nil {
-				return nil, err
+			for _, multi := range []bool{true, false} {
+				_, sg := ch.leastPeak(multi)
+				if err := try(ch.schedule(sg), "least peak", ch.names(sg)); err != nil {
+					return nil, err
+				}
 			}
 			for k := 1; k <= min(ch.m, 2*int(math.Sqrt(float64(ch.m)))+2); k++ {
 				sg := ch.evenly(k)
-				if err := try(ch.recomputed(sg), "least peak", ch.names(sg)); err != nil {
+				if err := try(ch.schedule(sg), "least peak", ch.names(sg)); err != nil {
 					return nil, err
 				}
 			}
 		}
 		rec, _ := a.greedy(0, make([]bool, a.n))
-		if err := try(rec, "least peak", nil); err != nil {
+		if err := try(a.recSchedule(rec), "least peak", nil); err != nil {
 			return nil, err
 		}
 		r.LeastPeak = least
-		if least > budget {
+		if best == nil {
 			return nil, fmt.Errorf("memory budget %s is below the least peak recomputation reaches: %s (without recomputation %s)",
 				FormatBytes(budget), FormatBytes(least), FormatBytes(keepAll))
 		}
-		best = leastChoice
 	}
 	r.Method, r.Kept = best.method, best.kept
-	return best.rec, nil
+	return &best.sched, nil
 }
 
 // greedy adds activations to rec, most bytes saved per FLOP first, until
