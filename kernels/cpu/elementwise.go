@@ -58,6 +58,23 @@ func binaryRow[T number](op ir.Op, out, a, b []T, ao, bo, ia, ib int) {
 	}
 }
 
+// ewOpIndex returns the index of add, sub, mul and div in the tables of the
+// assembly loops (elementwise_amd64.go) and the fused elementwise block
+// runner's step codes, -1 for any other op.
+func ewOpIndex(op ir.Op) int {
+	switch op {
+	case ir.OpAdd:
+		return 0
+	case ir.OpSub:
+		return 1
+	case ir.OpMul:
+		return 2
+	case ir.OpDiv:
+		return 3
+	}
+	return -1
+}
+
 // apply returns x op y for one pair of elements.
 func apply[T number](op ir.Op, x, y T) T {
 	switch op {

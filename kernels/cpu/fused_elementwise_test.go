@@ -223,7 +223,9 @@ func TestFusedElementwiseEveryOp(t *testing.T) {
 // unfused kernels: scratch rows reused, bool intermediates, inputs read
 // directly, splat from a scalar and gathered from every broadcast pattern,
 // results smaller than, equal to and not a multiple of a block, and an
-// empty one.
+// empty one; then again with every result written by streaming stores (as
+// outputs of fuseewStreamBytes or more are), and with the SSE2 loops run
+// step by step instead of AVX2's block runner.
 func TestFusedElementwisePrograms(t *testing.T) {
 	chain := []string{"t0 = mul i0, i1", "t1 = add t0, i1", "t2 = tanh t1", "t3 = mul t2, i0", "t4 = sigmoid t3", "t5 = sub t4, i1"}
 	tests := []struct {
@@ -255,18 +257,34 @@ func TestFusedElementwisePrograms(t *testing.T) {
 		{"scalar cond", [][]int{{}, {700}, {}}, []bool{true}, []string{"t0 = where i0, i1, i2", "t1 = where i0, i2, t0"}},
 		{"scalar operands", [][]int{{}, {700}}, nil, []string{"t0 = pow i1, i0", "t1 = maximum i0, t0", "t2 = floor_div t1, i0", "t3 = mod i0, t2", "t4 = less i0, t3", "t5 = where t4, t3, i0"}},
 	}
-	for _, dt := range []ir.DType{ir.F32, ir.F64} {
-		r := newRand(7)
-		for _, tc := range tests {
-			in := make([]kernels.Tensor, len(tc.shapes))
-			for i, s := range tc.shapes {
-				d := dt
-				if i < len(tc.bools) && tc.bools[i] {
-					d = ir.Bool
-				}
-				in[i] = fuseewRandom(r, ir.TensorOf(d, s...))
+	streamBytes := fuseewStreamBytes
+	defer func() { fuseewStreamBytes = streamBytes }()
+	defer ewUseAVX2(ewAVX2)
+	for _, mode := range []string{"", " streaming", " SSE2"} {
+		name := mode
+		switch mode {
+		case " streaming":
+			fuseewStreamBytes = 0 // every result streamed
+		case " SSE2":
+			if !ewAVX2 {
+				continue // the default run was this one
 			}
-			fuseewCheck(t, tc.name+" "+dt.String(), in, tc.prog...)
+			fuseewStreamBytes = streamBytes
+			ewUseAVX2(false) // steps one by one, with the SSE2 loops
+		}
+		for _, dt := range []ir.DType{ir.F32, ir.F64} {
+			r := newRand(7)
+			for _, tc := range tests {
+				in := make([]kernels.Tensor, len(tc.shapes))
+				for i, s := range tc.shapes {
+					d := dt
+					if i < len(tc.bools) && tc.bools[i] {
+						d = ir.Bool
+					}
+					in[i] = fuseewRandom(r, ir.TensorOf(d, s...))
+				}
+				fuseewCheck(t, tc.name+" "+dt.String()+name, in, tc.prog...)
+			}
 		}
 	}
 }
