@@ -14,30 +14,7 @@ import (
 // and the clones that read it. need and ins are indexed by value id; ins
 // is meaningful where need is set. cost is the clones' FLOPs.
 func (a *analysis) cloneSet(rec []bool) (need []bool, ins []int, cost float64) {
-	need = make([]bool, a.n)
-	ins = make([]int, a.n)
-	for i := range ins {
-		ins[i] = math.MaxInt
-	}
-	for i := a.fwdEnd; i >= 0; i-- {
-		if !rec[i] || !a.recomputable(i) {
-			continue
-		}
-		if a.firstBwd[i] >= 0 {
-			ins[i] = min(ins[i], a.firstBwd[i])
-		}
-		if ins[i] == math.MaxInt {
-			continue
-		}
-		need[i] = true
-		cost += a.flops[i]
-		for _, x := range a.g.Values[i].Args {
-			if rec[x] {
-				ins[x] = min(ins[x], ins[i])
-			}
-		}
-	}
-	return need, ins, cost
+	return a.cloneSetRange(rec, 0, a.fwdEnd)
 }
 
 // A sweep is one recomputation pass of a schedule: it clones the values
