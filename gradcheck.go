@@ -24,6 +24,9 @@ type GradCheckOptions struct {
 	Native bool
 	// O0 compiles both graphs without the optimizing passes.
 	O0 bool
+	// Workers is the number of goroutines the executors run steps on
+	// (cpu.Options.Workers); 0 means runtime.NumCPU().
+	Workers int
 }
 
 // ParamCheck is the result of GradCheck for one param: its worst element.
@@ -82,14 +85,16 @@ func GradCheck(g *ir.Graph, feeds map[string][]float64, opts GradCheckOptions) (
 	if err != nil {
 		return nil, err
 	}
-	ax, err := cpu.New(ap, cpu.Options{})
+	ax, err := cpu.New(ap, cpu.Options{Workers: opts.Workers})
 	if err != nil {
 		return nil, err
 	}
-	fx, err := cpu.New(fp, cpu.Options{})
+	defer ax.Close()
+	fx, err := cpu.New(fp, cpu.Options{Workers: opts.Workers})
 	if err != nil {
 		return nil, err
 	}
+	defer fx.Close()
 	ctx := context.Background()
 	if err := feedFloat64s(ax, feeds); err != nil {
 		return nil, err

@@ -33,6 +33,10 @@ type Options struct {
 	After func(pass string, g *ir.Graph)
 	// Plan options for the planner.
 	Plan planner.Options
+	// Workers is the number of goroutines the executors a Trainer makes
+	// run steps on (cpu.Options.Workers); 0 means runtime.NumCPU().
+	// Compile ignores it.
+	Workers int
 
 	// Checkpoint chooses what the backward pass recomputes instead of
 	// keeping from the forward pass (checkpoint.ParsePolicy): "" (the

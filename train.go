@@ -52,7 +52,7 @@ func NewTrainer(g *ir.Graph, opt passes.OptimizerConfig, seed uint64, opts Optio
 	if err != nil {
 		return nil, err
 	}
-	return NewTrainerFromPlans(tp, ep, seed, opts.Debug.NaN)
+	return NewTrainerFromPlans(tp, ep, cpu.Options{Seed: seed, CheckNaN: opts.Debug.NaN, Workers: opts.Workers})
 }
 
 // trainSignature checks the convention of a trained graph and returns its
@@ -75,8 +75,9 @@ func trainSignature(g *ir.Graph) (features, labels ir.ID, err error) {
 // NewTrainerFromPlans builds a trainer from compiled plans, as a plan file
 // holds them: train is the training step, eval the forward graph for
 // evaluation; both must follow the convention of NewTrainer and share their
-// params by name. It needs no compiler.
-func NewTrainerFromPlans(train, eval *planner.Plan, seed uint64, checkNaN bool) (*Trainer, error) {
+// params by name. It needs no compiler. x configures both executors: the
+// seed of the params' initial values, the NaN check and the workers.
+func NewTrainerFromPlans(train, eval *planner.Plan, x cpu.Options) (*Trainer, error) {
 	t := &Trainer{Plan: train, EvalPlan: eval}
 	g := train.Graph
 	fid, lid, err := trainSignature(g)
@@ -98,16 +99,24 @@ func NewTrainerFromPlans(train, eval *planner.Plan, seed uint64, checkNaN bool) 
 			return nil, fmt.Errorf("the evaluation plan lacks param %%%s: %s of the training plan", b.Name, b.Type)
 		}
 	}
-	if t.train, err = cpu.New(train, cpu.Options{Seed: seed, CheckNaN: checkNaN}); err != nil {
+	if t.train, err = cpu.New(train, x); err != nil {
 		return nil, err
 	}
-	if t.eval, err = cpu.New(eval, cpu.Options{Seed: seed, CheckNaN: checkNaN}); err != nil {
+	if t.eval, err = cpu.New(eval, x); err != nil {
+		t.train.Close()
 		return nil, err
 	}
 	t.x = make([]float64, t.batch*t.width)
 	t.y = make([]int64, t.batch)
 	t.yf = make([]float64, t.batch)
 	return t, nil
+}
+
+// Close stops the workers of the trainer's executors. The trainer cannot
+// run steps after it.
+func (t *Trainer) Close() error {
+	t.train.Close()
+	return t.eval.Close()
 }
 
 // BatchSize returns the static batch size of the graph.

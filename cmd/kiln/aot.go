@@ -8,6 +8,7 @@ import (
 
 	"github.com/kilnml/kiln"
 	"github.com/kilnml/kiln/checkpoint"
+	"github.com/kilnml/kiln/exec/cpu"
 	"github.com/kilnml/kiln/kernels"
 	"github.com/kilnml/kiln/planner"
 )
@@ -51,10 +52,12 @@ func runCompile(args []string, stdout io.Writer) error {
 			report = r // the training step's; the evaluation graph has no backward
 		}
 	}
+	opts.Workers = 1 // compile runs no step
 	t, err := kiln.NewTrainer(g, *opt, *seed, opts)
 	if err != nil {
 		return err
 	}
+	defer t.Close()
 	f := &planner.File{
 		Plans: map[string]*planner.Plan{"train": t.Plan, "eval": t.EvalPlan},
 		Meta: map[string]string{
@@ -88,6 +91,7 @@ func runCompile(args []string, stdout io.Writer) error {
 func runRun(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	lf := addLoopFlags(fs)
+	workers := addWorkersFlag(fs)
 	pos, err := parseFlags(fs, args, stdout)
 	if err != nil {
 		return err
@@ -97,6 +101,9 @@ func runRun(args []string, stdout io.Writer) error {
 		return err
 	}
 	if err := lf.check(); err != nil {
+		return err
+	}
+	if err := checkWorkers(*workers); err != nil {
 		return err
 	}
 	seedSet := false
@@ -118,10 +125,11 @@ func runRun(args []string, stdout io.Writer) error {
 			return fmt.Errorf("%s: bad seed %q in the metadata", path, s)
 		}
 	}
-	t, err := kiln.NewTrainerFromPlans(train, eval, lf.seed, dbg.NaN)
+	t, err := kiln.NewTrainerFromPlans(train, eval, cpu.Options{Seed: lf.seed, CheckNaN: dbg.NaN, Workers: *workers})
 	if err != nil {
 		return fmt.Errorf("%s: %v", path, err)
 	}
+	defer t.Close()
 	for _, p := range f.Params {
 		if err := t.Executor().Set(p.Name, kernels.Tensor{Type: p.Type, Data: p.Data}); err != nil {
 			return fmt.Errorf("%s: %v", path, err)

@@ -32,6 +32,7 @@ func runBench(args []string, stdout io.Writer) error {
 	warmup := fs.Int("warmup", 3, "untimed steps before the timed ones")
 	seed := fs.Uint64("seed", 1, "seed of the random inputs and the param initialization")
 	of := addOptimizerFlags(fs, "")
+	workers := addWorkersFlag(fs)
 	pos, err := parseFlags(fs, args, stdout)
 	if err != nil {
 		return err
@@ -45,6 +46,8 @@ func runBench(args []string, stdout io.Writer) error {
 		return usagef("-steps must be at least 1, found %d", *steps)
 	case *warmup < 0:
 		return usagef("-warmup must not be negative, found %d", *warmup)
+	case *workers < 0:
+		return usagef("-workers must not be negative, found %d", *workers)
 	case *batch < 0:
 		return usagef("-batch must be at least 1, found %d", *batch)
 	}
@@ -68,10 +71,11 @@ func runBench(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	x, err := cpu.New(p, cpu.Options{Seed: *seed, CheckNaN: opts.Debug.NaN})
+	x, err := cpu.New(p, cpu.Options{Seed: *seed, CheckNaN: opts.Debug.NaN, Workers: *workers})
 	if err != nil {
 		return fail(path, "%v", err)
 	}
+	defer x.Close()
 	// Labels and indices are drawn in range from the ops that read them in
 	// the source graph (fusion may hide those ops in the compiled one).
 	feeds := kiln.RandomFeeds(g, *seed)
@@ -103,7 +107,7 @@ func runBench(args []string, stdout io.Writer) error {
 	r := benchResult{
 		Model: g.Name, File: path, Compile: benchCompile(opts), Batch: batchOf(p), Rebatched: *batch > 0,
 		Steps: len(p.Steps), Buffers: len(p.Buffers), Arena: p.ArenaBytes, LowerBound: p.LowerBound,
-		Warmup: *warmup, Times: times, Traffic: traffic(p),
+		Warmup: *warmup, Workers: x.Workers(), Times: times, Traffic: traffic(p),
 	}
 	_, err = io.WriteString(stdout, r.Format())
 	return err
@@ -180,6 +184,7 @@ type benchResult struct {
 	Steps, Buffers       int
 	Arena, LowerBound    int64
 	Warmup               int
+	Workers              int             // goroutines running the steps
 	Times                []time.Duration // the timed steps
 	Traffic              int64           // estimated bytes per step
 }
@@ -215,6 +220,7 @@ func (r *benchResult) Format() string {
 	}
 	line("plan", "%d steps, %d buffers", r.Steps, r.Buffers)
 	line("arena", "%d bytes (lower bound %d)", r.Arena, r.LowerBound)
+	line("workers", "%d", r.Workers)
 	line("runs", "%d warmup, %d timed steps", r.Warmup, len(r.Times))
 	line("median", "%s ms", ms(med))
 	line("range", "%s - %s ms", ms(lo), ms(hi))

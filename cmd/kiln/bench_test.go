@@ -2,6 +2,8 @@ package main
 
 import (
 	"regexp"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -34,10 +36,14 @@ func TestBench(t *testing.T) {
 	}{
 		{"gradient", []string{"-steps", "3"}, "32", "default passes; forward and backward"},
 		{"adam -O0", []string{"-steps", "3", "-warmup", "0", "-optimizer", "adam", "-O0"}, "32", "-O0 (without simplify and fuse); forward, backward and adam update"},
-		{"batch 64", []string{"-steps", "3", "-batch", "64", "-optimizer", "sgd"}, "64 (-batch)", "default passes; forward, backward and sgd update"},
+		{"batch 64", []string{"-steps", "3", "-batch", "64", "-optimizer", "sgd", "-workers", "3"}, "64 (-batch)", "default passes; forward, backward and sgd update"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			workers := strconv.Itoa(runtime.NumCPU())
+			if i := slices.Index(tt.args, "-workers"); i >= 0 {
+				workers = tt.args[i+1]
+			}
 			r := runKiln(t, append(append([]string{"bench"}, tt.args...), digitsMLP)...)
 			r.want(t, 0)
 			if r.stderr != "" {
@@ -51,6 +57,7 @@ func TestBench(t *testing.T) {
 				"plan":      regexp.MustCompile(`^\d+ steps, \d+ buffers$`),
 				"arena":     regexp.MustCompile(`^\d+ bytes \(lower bound \d+\)$`),
 				"runs":      regexp.MustCompile(`^\d+ warmup, 3 timed steps$`),
+				"workers":   regexp.MustCompile(`^` + workers + `$`),
 				"median":    regexp.MustCompile(`^\d+\.?\d* ms$`),
 				"range":     regexp.MustCompile(`^\d+\.?\d* - \d+\.?\d* ms$`),
 				"samples/s": regexp.MustCompile(`^\d+$`),

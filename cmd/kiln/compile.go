@@ -77,6 +77,19 @@ func debugSwitches() (passes.Debug, error) {
 }
 
 // addO0Flag adds -O0, taken by every command that compiles.
+// addWorkersFlag adds -workers, taken by every command that runs a plan.
+func addWorkersFlag(fs *flag.FlagSet) *int {
+	return fs.Int("workers", 0, "goroutines that run the plan's steps (default: the number of CPUs); results are the same for any number")
+}
+
+// checkWorkers rejects a negative -workers.
+func checkWorkers(n int) error {
+	if n < 0 {
+		return usagef("-workers must not be negative, found %d", n)
+	}
+	return nil
+}
+
 func addO0Flag(fs *flag.FlagSet) *bool {
 	return fs.Bool("O0", false, "compile without the optimizing passes (canonicalize, simplify, fuse)")
 }

@@ -23,8 +23,12 @@ func runGrad(args []string, stdout io.Writer) error {
 	cf := addCheckpointFlags(fs)
 	inPath := fs.String("inputs", "", "safetensors file with a tensor for every input and param (named without %)")
 	outPath := fs.String("out", "", "safetensors file to write: every output by name and grad/PARAM for every param")
+	workers := addWorkersFlag(fs)
 	pos, err := parseFlags(fs, args, stdout)
 	if err != nil {
+		return err
+	}
+	if err := checkWorkers(*workers); err != nil {
 		return err
 	}
 	path, err := oneFile(pos, "FILE.kir")
@@ -45,10 +49,11 @@ func runGrad(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	x, err := cpu.New(p, cpu.Options{CheckNaN: opts.Debug.NaN})
+	x, err := cpu.New(p, cpu.Options{CheckNaN: opts.Debug.NaN, Workers: *workers})
 	if err != nil {
 		return fail(path, "%v", err)
 	}
+	defer x.Close()
 	tensors, _, err := safetensors.ReadFile(*inPath)
 	if err != nil {
 		return err

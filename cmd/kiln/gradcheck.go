@@ -19,8 +19,12 @@ func runGradcheck(args []string, stdout io.Writer) error {
 	rtol := fs.Float64("rtol", 1e-7, "relative tolerance")
 	atol := fs.Float64("atol", 1e-10, "absolute tolerance")
 	step := fs.Float64("h", 1e-3, "finite-difference step")
+	workers := addWorkersFlag(fs)
 	pos, err := parseFlags(fs, args, stdout)
 	if err != nil {
+		return err
+	}
+	if err := checkWorkers(*workers); err != nil {
 		return err
 	}
 	path, err := oneFile(pos, "FILE.kir")
@@ -51,7 +55,7 @@ func runGradcheck(args []string, stdout io.Writer) error {
 			feeds[t.Name] = t.Float64s()
 		}
 	}
-	res, err := kiln.GradCheck(g, feeds, kiln.GradCheckOptions{RTol: *rtol, ATol: *atol, Step: *step, O0: opts.O0})
+	res, err := kiln.GradCheck(g, feeds, kiln.GradCheckOptions{RTol: *rtol, ATol: *atol, Step: *step, O0: opts.O0, Workers: *workers})
 	if err != nil {
 		return fail(path, "%v", err)
 	}

@@ -116,11 +116,15 @@ func runTrain(args []string, stdout io.Writer) error {
 	lf := addLoopFlags(fs)
 	of := addOptimizerFlags(fs, "adam")
 	cf := addCheckpointFlags(fs)
+	workers := addWorkersFlag(fs)
 	pos, err := parseFlags(fs, args, stdout)
 	if err != nil {
 		return err
 	}
 	if err := lf.check(); err != nil {
+		return err
+	}
+	if err := checkWorkers(*workers); err != nil {
 		return err
 	}
 	opt, err := of.config()
@@ -157,7 +161,7 @@ func runTrain(args []string, stdout io.Writer) error {
 	if len(pos) == 0 {
 		fmt.Fprintf(stdout, "training the built-in example %s on the digits data (%d rows; UCI, CC BY 4.0)\n", examples.DigitsMLPFile, data.N)
 	}
-	opts := kiln.Options{Debug: dbg, O0: *o0}
+	opts := kiln.Options{Debug: dbg, O0: *o0, Workers: *workers}
 	if err := cf.apply(&opts); err != nil {
 		return err
 	}
@@ -171,6 +175,7 @@ func runTrain(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	defer t.Close()
 	if report != nil && cf.active() {
 		fmt.Fprint(stdout, report)
 	}

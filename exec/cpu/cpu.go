@@ -1,12 +1,18 @@
 // Package cpu runs a plan on the CPU. It makes no decisions: it allocates
 // the plan's arena, builds the kernel of each step once, applies the initial
-// values the plan's params and state call for, and runs the steps in order.
+// values the plan's params and state call for, and runs the steps: in plan
+// order with one worker, else on a fixed pool of goroutines, each step as
+// soon as the steps it depends on (through the memory it reads and writes)
+// are complete. Every kernel computes each element of its result the same
+// way whatever runs beside it, so the results are the same, bit for bit,
+// for any number of workers.
 package cpu
 
 import (
 	"context"
 	"fmt"
 	"math"
+	"runtime"
 	"sort"
 	"strings"
 	"unsafe"
@@ -25,9 +31,17 @@ type Options struct {
 	// CheckNaN stops a step at the first kernel that produces NaN or Inf and
 	// names it (KILN_DEBUG=nan).
 	CheckNaN bool
+	// Workers is the number of goroutines that run steps; 0 means
+	// runtime.NumCPU(). With 1, Step runs the steps in plan order on the
+	// calling goroutine (the reference); with more, New starts a pool that
+	// Close stops.
+	Workers int
 }
 
-// Executor runs one plan. It is not safe for concurrent use.
+// Executor runs one plan. It is not safe for concurrent use. With more
+// than one worker it holds a pool of goroutines: call Close when done with
+// it. (An Executor dropped without Close stops its pool once the garbage
+// collector finds it unreachable, but that may be never.)
 type Executor struct {
 	plan   *planner.Plan
 	opts   Options
@@ -35,9 +49,10 @@ type Executor struct {
 	views  []kernels.Tensor   // per buffer
 	funcs  []kernels.Func     // per step; nil for copies
 	args   [][]kernels.Tensor // per step
-	byName map[string]int     // every name a user may set or get -> buffer
-	step   int64              // completed steps since the last Reset; kernels read it (dropout)
-	mem    memory             // the arena memory in use, observed while running
+	run    *runner
+	byName map[string]int // every name a user may set or get -> buffer
+	step   *int64         // completed steps since the last Reset; kernels read it (dropout); apart from the Executor, so kernels do not keep it alive
+	mem    memory         // the arena memory in use, observed while running
 }
 
 // memory measures the arena memory in use while the plan runs, from what
@@ -49,8 +64,8 @@ type memory struct {
 	top        []int64 // per region: its end
 	persistent []bool  // per buffer: an input, param or state, which holds its value across steps
 	readAfter  []bool  // per buffer: an output or gradient, read after the step
-	firstWrite []int   // per buffer: the first step of this run that wrote it, or -1
-	lastRead   []int   // per buffer: the last step of this run that read it, or -1
+	firstWrite []int   // per buffer: the first step that writes it, or -1
+	lastRead   []int   // per buffer: the last step that reads it, or -1
 	peak, high int64
 
 	// Scratch for measure.
@@ -66,7 +81,7 @@ func New(p *planner.Plan, opts Options) (*Executor, error) {
 	if err := p.Check(); err != nil {
 		return nil, fmt.Errorf("invalid plan: %w", err)
 	}
-	x := &Executor{plan: p, opts: opts, byName: map[string]int{}}
+	x := &Executor{plan: p, opts: opts, byName: map[string]int{}, step: new(int64)}
 	x.arena = alignedBytes(p.ArenaBytes)
 	x.views = make([]kernels.Tensor, len(p.Buffers))
 	for i, b := range p.Buffers {
@@ -85,7 +100,7 @@ func New(p *planner.Plan, opts Options) (*Executor, error) {
 		if st.Kind == planner.Copy {
 			continue
 		}
-		f, err := kcpu.Kernels.Build(&kernels.Node{Op: st.Op, Attrs: st.Attrs, Args: types, Out: p.Buffers[st.Out].Type, Step: &x.step})
+		f, err := kcpu.Kernels.Build(&kernels.Node{Op: st.Op, Attrs: st.Attrs, Args: types, Out: p.Buffers[st.Out].Type, Step: x.step})
 		if err != nil {
 			return nil, fmt.Errorf("step %d (%s): %v", s, x.describe(s), err)
 		}
@@ -104,7 +119,27 @@ func New(p *planner.Plan, opts Options) (*Executor, error) {
 	if err := x.Reset(opts.Seed); err != nil {
 		return nil, err
 	}
+	workers := opts.Workers
+	if workers <= 0 {
+		workers = runtime.NumCPU()
+	}
+	x.opts.Workers = workers
+	x.run = &runner{plan: p, checkNaN: opts.CheckNaN, views: x.views, funcs: x.funcs, args: x.args, workers: workers}
+	x.run.dependencies()
+	x.run.start()
+	runtime.AddCleanup(x, func(r *runner) { r.close() }, x.run)
 	return x, nil
+}
+
+// Workers returns the number of goroutines that run the steps.
+func (x *Executor) Workers() int { return x.opts.Workers }
+
+// Close stops the executor's pool of workers and waits for them to exit.
+// It must not be called during Step; the executor cannot run steps after
+// it. Closing twice does nothing.
+func (x *Executor) Close() error {
+	x.run.close()
+	return nil
 }
 
 // alignedBytes returns n zero bytes starting at a multiple of planner.Align.
@@ -115,11 +150,7 @@ func alignedBytes(n int64) []byte {
 }
 
 func (x *Executor) describe(s int) string {
-	st := x.plan.Steps[s]
-	if st.Kind == planner.Copy {
-		return fmt.Sprintf("copy %%%s <- %%%s", x.plan.Buffers[st.Out].Name, x.plan.Buffers[st.Args[0]].Name)
-	}
-	return x.plan.Graph.FormatValue(ir.ID(st.Out))
+	return (&runner{plan: x.plan}).describe(s)
 }
 
 // Plan returns the plan the executor runs.
@@ -128,7 +159,7 @@ func (x *Executor) Plan() *planner.Plan { return x.plan }
 // Reset sets every param and state to its initial value for seed and the
 // step count, which step-dependent kernels such as dropout read, to 0.
 func (x *Executor) Reset(seed uint64) error {
-	x.step = 0
+	*x.step = 0
 	x.mem.peak, x.mem.high = 0, 0
 	for k, i := range x.plan.Params {
 		if err := x.initBuffer(i, seed, k); err != nil {
@@ -201,40 +232,17 @@ func (x *Executor) Get(name string) (kernels.Tensor, error) {
 }
 
 // Step runs the plan once. It checks ctx between steps and stops there when
-// it is cancelled. A kernel error stops the step and is returned with the
-// step's op and value. A step that completes advances the step count (see
+// it is cancelled, returning ctx.Err(). A kernel error stops the step (no
+// step after it in plan order starts; those running finish) and is
+// returned with the step's op and value: the error a run in plan order
+// returns, for any number of workers. A step that completes advances the step count (see
 // kernels.Node.Step), so dropout draws a new mask for the next one.
 func (x *Executor) Step(ctx context.Context) error {
-	m := &x.mem
-	for i := range m.firstWrite {
-		m.firstWrite[i], m.lastRead[i] = -1, -1
+	if err := x.run.run(ctx); err != nil {
+		return err
 	}
-	for s, st := range x.plan.Steps {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		for _, a := range st.Args {
-			m.lastRead[a] = s
-		}
-		if m.firstWrite[st.Out] < 0 {
-			m.firstWrite[st.Out] = s
-		}
-		out := x.views[st.Out]
-		if st.Kind == planner.Copy {
-			copy(out.Data, x.args[s][0].Data)
-			continue
-		}
-		if err := x.funcs[s](out, x.args[s]); err != nil {
-			return fmt.Errorf("step %d (%s): %v", s, x.describe(s), err)
-		}
-		if x.opts.CheckNaN {
-			if at, ok := firstNonFinite(out); ok {
-				return fmt.Errorf("step %d (%s) produced a non-finite value at element %d", s, x.describe(s), at)
-			}
-		}
-	}
-	x.step++
-	m.measure(len(x.plan.Steps))
+	*x.step++
+	x.mem.measure(len(x.plan.Steps))
 	return nil
 }
 
@@ -288,6 +296,19 @@ func (m *memory) init(x *Executor) {
 		m.readAfter[nm.Buffer] = true
 	}
 	m.users = make([]int, len(m.span))
+	// Every step runs in every Step, so which steps first write and last
+	// read each buffer is known now.
+	for i := range m.firstWrite {
+		m.firstWrite[i], m.lastRead[i] = -1, -1
+	}
+	for s, st := range p.Steps {
+		for _, a := range st.Args {
+			m.lastRead[a] = s
+		}
+		if m.firstWrite[st.Out] < 0 {
+			m.firstWrite[st.Out] = s
+		}
+	}
 }
 
 // measure sweeps the steps of the run just done, with the buffers' use
