@@ -7,6 +7,7 @@ import (
 	"math"
 	"runtime"
 	"testing"
+	"unsafe"
 )
 
 // gemmRef computes op(A)·op(B) + beta·C in float64 and, per element, the
@@ -170,4 +171,21 @@ func benchMatmulT[T float](b *testing.B, n int) {
 			b.ReportMetric(2*float64(n)*float64(n)*float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
 	}
+}
+
+// BenchmarkGemmMicroKernel times the f32 micro-kernel alone on L1-resident
+// packed panels (kc = 256): the ceiling of the blocked gemm on one core.
+func BenchmarkGemmMicroKernel(b *testing.B) {
+	if !gemmAsm {
+		b.Skip("no AVX2+FMA")
+	}
+	kern, mr, nr := gemmMicro[float32]()
+	const kc = 256
+	a := randVals[float32](newRand(1), mr*kc, false)
+	p := randVals[float32](newRand(2), nr*kc, false)
+	c := make([]float32, mr*nr)
+	for b.Loop() {
+		kern(kc, unsafe.Pointer(&a[0]), unsafe.Pointer(&p[0]), unsafe.Pointer(&c[0]), nr, 1)
+	}
+	b.ReportMetric(2*float64(mr*nr*kc)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 }
