@@ -50,7 +50,13 @@ var (
 	}
 )
 
-func convGemmOf[T float]() convGemmFunc[T] {
+// convGemmOf returns the gemm for T for products of at most m×k by k×n:
+// the blocked gemm (gemm.go) where its micro-kernels run, gonum's BLAS
+// otherwise (see gemmOf).
+func convGemmOf[T float](m, n, k int) convGemmFunc[T] {
+	if gemmAsm {
+		return newGemmWork[T](m, n, k).gemm
+	}
 	var z T
 	if _, ok := any(z).(float32); ok {
 		return any(convSgemm).(convGemmFunc[T])
@@ -158,7 +164,7 @@ func buildConv[T float](n *kernels.Node) (kernels.Func, error) {
 	p := newConvPlan(g)
 	hasBias := len(n.Args) == 3
 	col := make([]T, p.k*p.l)
-	gemm := convGemmOf[T]()
+	gemm := convGemmOf[T](p.og, p.l, p.k)
 	return func(out kernels.Tensor, args []kernels.Tensor) error {
 		y, x, w := kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1])
 		if p.og == 0 {
@@ -202,7 +208,7 @@ func buildConvInputGrad[T float](n *kernels.Node) (kernels.Func, error) {
 	}
 	p := newConvPlan(g)
 	col := make([]T, p.k*p.l)
-	gemm := convGemmOf[T]()
+	gemm := convGemmOf[T](p.k, p.l, p.og)
 	return func(out kernels.Tensor, args []kernels.Tensor) error {
 		dx, dy, w := kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1])
 		clear(dx)
@@ -230,7 +236,7 @@ func buildConvWeightGrad[T float](n *kernels.Node) (kernels.Func, error) {
 	}
 	p := newConvPlan(g)
 	col := make([]T, p.k*p.l)
-	gemm := convGemmOf[T]()
+	gemm := convGemmOf[T](p.og, p.k, p.l)
 	return func(out kernels.Tensor, args []kernels.Tensor) error {
 		dw, x, dy := kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1])
 		if p.og == 0 || p.k == 0 {

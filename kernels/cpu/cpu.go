@@ -11,7 +11,8 @@
 // in the element type (an f32 kernel accumulates in float32, exactly as a
 // plain Go loop over the elements would), and products are rounded before
 // they are added so that no platform fuses them into an FMA. Matmul's order
-// is gonum's BLAS, fixed for given shapes. Transcendental functions of f32
+// is fixed for given shapes: the blocked gemm's FMA chains (gemm.go) where
+// its AVX2+FMA micro-kernels run, gonum's BLAS otherwise. Transcendental functions of f32
 // values are computed in float64 and rounded once.
 package cpu
 

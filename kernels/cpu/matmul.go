@@ -22,8 +22,22 @@ var (
 	}
 )
 
-// gemmOf returns the BLAS gemm for T.
-func gemmOf[T float]() gemmFunc[T] {
+// gemmOf returns the gemm for T for products of at most m×k by k×n: the
+// blocked gemm with the AVX2+FMA micro-kernels (gemm.go) when the CPU has
+// them, with its packing buffers allocated here, and gonum's BLAS otherwise
+// (purego builds, other architectures, CPUs without AVX2 or FMA).
+func gemmOf[T float](m, n, k int) gemmFunc[T] {
+	if gemmAsm {
+		w := newGemmWork[T](m, n, k)
+		return func(m, n, k int, a []T, lda int, b []T, ldb int, c []T, ldc int) {
+			w.gemm(false, false, m, n, k, a, lda, b, ldb, 0, c, ldc)
+		}
+	}
+	return gonumGemmOf[T]()
+}
+
+// gonumGemmOf returns gonum's BLAS gemm for T.
+func gonumGemmOf[T float]() gemmFunc[T] {
 	var z T
 	if _, ok := any(z).(float32); ok {
 		return any(sgemm).(gemmFunc[T])
@@ -75,7 +89,7 @@ func newMatmulPlan[T float](as, bs ir.Shape) *matmulPlan[T] {
 		aOff[i] *= m * k
 		bOff[i] *= k * nn
 	}
-	return &matmulPlan[T]{m: m, n: nn, k: k, aOff: aOff, bOff: bOff, gemm: gemmOf[T]()}
+	return &matmulPlan[T]{m: m, n: nn, k: k, aOff: aOff, bOff: bOff, gemm: gemmOf[T](m, nn, k)}
 }
 
 // run computes the product of a and b into c with one gemm per batch

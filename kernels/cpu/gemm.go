@@ -1,0 +1,237 @@
+package cpu
+
+import "unsafe"
+
+// The blocked gemm: C = op(A)·op(B) + beta·C for row-major operands, with
+// the loop structure of Goto's algorithm (as in BLIS). The product is cut
+// into NC-wide column blocks of C; each is summed over KC-deep slices of
+// the inner dimension; for each slice the KC×NC block of op(B) is packed
+// into NR-wide panels, then for each MC-tall row block the MC×KC block of
+// op(A) is packed into MR-tall panels and the macro-kernel runs the
+// micro-kernel (gemm_avx2_amd64.s) over every MR×NR tile of the block.
+// Packed panels are padded with zeros to whole tiles; a tile that sticks
+// out of C is computed into a scratch tile and its valid part copied (or
+// added) into C.
+//
+// Rounding order. Each element of C is, for beta = 0,
+//
+//	c = (...((s_0) + s_1) + ...) + s_last
+//
+// where s_q is the micro-kernel's fused multiply-add chain over slice q of
+// the inner dimension (slices of gemmKC elements from 0, in order), and
+// with beta ≠ 0, c is first scaled by beta (beta = 1: left as is) and every
+// s_q is added to it. That order depends only on k and gemmKC, not on
+// where the element lies in its tile, its block or the range of rows or
+// columns a call computes, so the result is bitwise the same for every
+// call and for any split of the rows (gemmWork.gemmRange) or columns over
+// workers. The inner dimension is never split.
+
+// Cache blocking: KC×NR B panels stay in L1 while a tile runs, the MC×KC
+// packed A block in L2, the KC×NC packed B block in L3.
+const (
+	gemmKC = 256
+	gemmMC = 120 // a multiple of every MR
+	gemmNC = 4080
+)
+
+// gemmKernel is a micro-kernel: the MR×NR tile of C at c (row stride ldc
+// elements) from kc steps of a packed A panel at a and a packed B panel at
+// b; mode 0 stores the tile, mode 1 adds it to C.
+type gemmKernel func(kc int, a, b, c unsafe.Pointer, ldc, mode int)
+
+// gemmWork is the blocked gemm's state for one caller: the micro-kernel,
+// the block sizes and the packing buffers, sized when it is made so that
+// calls with operands no larger than those it was made for allocate
+// nothing. It must not be used by two goroutines at once: parallel callers
+// each have their own (newGemmWork) and split the rows of C between them
+// with gemmRange.
+type gemmWork[T float] struct {
+	kern       gemmKernel
+	mr, nr     int
+	mc, kc, nc int
+	packA      []T // MC×KC, in MR-row panels
+	packB      []T // KC×NC, in NR-column panels
+	tile       []T // MR×NR scratch for edge tiles
+}
+
+// newGemmWork returns a gemmWork for products of at most m×k by k×n (larger
+// ones grow its buffers once).
+func newGemmWork[T float](m, n, k int) *gemmWork[T] {
+	kern, mr, nr := gemmMicro[T]()
+	w := &gemmWork[T]{kern: kern, mr: mr, nr: nr, mc: gemmMC, kc: gemmKC, nc: gemmNC}
+	w.tile = make([]T, mr*nr)
+	w.reserve(m, n, k)
+	return w
+}
+
+// reserve makes the packing buffers large enough for an m×k by k×n product.
+func (w *gemmWork[T]) reserve(m, n, k int) {
+	kc := min(w.kc, k)
+	if need := min(w.mc, roundUp(m, w.mr)) * kc; len(w.packA) < need {
+		w.packA = make([]T, need)
+	}
+	if need := min(w.nc, roundUp(n, w.nr)) * kc; len(w.packB) < need {
+		w.packB = make([]T, need)
+	}
+}
+
+// roundUp rounds x up to a multiple of q.
+func roundUp(x, q int) int { return (x + q - 1) / q * q }
+
+// gemm computes C = op(A)·op(B) + beta·C, op(X) = Xᵀ when tX: A is m×k (or,
+// transposed, k×m) with row stride lda, B is k×n (n×k) with row stride ldb,
+// C is m×n with row stride ldc. beta = 0 ignores C's contents (NaN
+// included).
+func (w *gemmWork[T]) gemm(tA, tB bool, m, n, k int, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
+	w.gemmRange(0, m, tA, tB, m, n, k, a, lda, b, ldb, beta, c, ldc)
+}
+
+// gemmRange computes rows [mLo, mHi) of C = op(A)·op(B) + beta·C (see gemm)
+// and touches no other row of C. Calls over disjoint row ranges, each with
+// its own gemmWork, may run in parallel and give, bitwise, the result of
+// one gemm over all rows: this is how a worker pool should split a product
+// (by rows, or by columns with the same argument; never over k).
+func (w *gemmWork[T]) gemmRange(mLo, mHi int, tA, tB bool, m, n, k int, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
+	if mLo < 0 || mHi > m || mLo >= mHi || n <= 0 {
+		return
+	}
+	if len(c) < (m-1)*ldc+n {
+		panic("cpu: gemm: C is too short")
+	}
+	if k <= 0 {
+		for i := mLo; i < mHi; i++ {
+			row := c[i*ldc : i*ldc+n]
+			if beta == 0 {
+				clear(row)
+			} else if beta != 1 {
+				for j := range row {
+					row[j] *= beta
+				}
+			}
+		}
+		return
+	}
+	if (!tA && len(a) < (m-1)*lda+k) || (tA && len(a) < (k-1)*lda+m) ||
+		(!tB && len(b) < (k-1)*ldb+n) || (tB && len(b) < (n-1)*ldb+k) {
+		panic("cpu: gemm: an operand is too short")
+	}
+	if beta != 0 && beta != 1 {
+		for i := mLo; i < mHi; i++ {
+			row := c[i*ldc : i*ldc+n]
+			for j := range row {
+				row[j] *= beta
+			}
+		}
+	}
+	w.reserve(mHi-mLo, n, k)
+	for jc := 0; jc < n; jc += w.nc {
+		nb := min(w.nc, n-jc)
+		for pc := 0; pc < k; pc += w.kc {
+			kb := min(w.kc, k-pc)
+			mode := 1
+			if pc == 0 && beta == 0 {
+				mode = 0
+			}
+			w.packPanelsB(tB, b, ldb, pc, kb, jc, nb)
+			for ic := mLo; ic < mHi; ic += w.mc {
+				mb := min(w.mc, mHi-ic)
+				w.packPanelsA(tA, a, lda, ic, mb, pc, kb)
+				w.macro(mb, nb, kb, c, ic*ldc+jc, ldc, mode)
+			}
+		}
+	}
+}
+
+// packPanelsA packs rows [i0, i0+mb) and columns [p0, p0+kb) of op(A) into
+// MR-row panels, each kb steps of MR values, zero rows past mb.
+func (w *gemmWork[T]) packPanelsA(tA bool, a []T, lda, i0, mb, p0, kb int) {
+	mr := w.mr
+	for ip := 0; ip < mb; ip += mr {
+		dst := w.packA[ip*kb : (ip+mr)*kb]
+		rows := min(mr, mb-ip)
+		if tA {
+			// op(A)[i, p] = a[p*lda + i]: a step is contiguous.
+			for p := range kb {
+				src := a[(p0+p)*lda+i0+ip:]
+				d := dst[p*mr : p*mr+mr]
+				copy(d[:rows], src[:rows])
+				clear(d[rows:])
+			}
+			continue
+		}
+		for r := range rows {
+			src := a[(i0+ip+r)*lda+p0 : (i0+ip+r)*lda+p0+kb]
+			for p, v := range src {
+				dst[p*mr+r] = v
+			}
+		}
+		for r := rows; r < mr; r++ {
+			for p := range kb {
+				dst[p*mr+r] = 0
+			}
+		}
+	}
+}
+
+// packPanelsB packs rows [p0, p0+kb) and columns [j0, j0+nb) of op(B) into
+// NR-column panels, each kb steps of NR values, zero columns past nb.
+func (w *gemmWork[T]) packPanelsB(tB bool, b []T, ldb, p0, kb, j0, nb int) {
+	nr := w.nr
+	for jp := 0; jp < nb; jp += nr {
+		dst := w.packB[jp*kb : (jp+nr)*kb]
+		cols := min(nr, nb-jp)
+		if !tB {
+			for p := range kb {
+				src := b[(p0+p)*ldb+j0+jp:]
+				d := dst[p*nr : p*nr+nr]
+				copy(d[:cols], src[:cols])
+				clear(d[cols:])
+			}
+			continue
+		}
+		// op(B)[p, j] = b[j*ldb + p]: a column is contiguous.
+		for j := range cols {
+			src := b[(j0+jp+j)*ldb+p0 : (j0+jp+j)*ldb+p0+kb]
+			for p, v := range src {
+				dst[p*nr+j] = v
+			}
+		}
+		for j := cols; j < nr; j++ {
+			for p := range kb {
+				dst[p*nr+j] = 0
+			}
+		}
+	}
+}
+
+// macro runs the micro-kernel over the mb×nb block of C at c[off:] from the
+// packed buffers (kb steps).
+func (w *gemmWork[T]) macro(mb, nb, kb int, c []T, off, ldc, mode int) {
+	mr, nr := w.mr, w.nr
+	for jr := 0; jr < nb; jr += nr {
+		bp := unsafe.Pointer(&w.packB[jr*kb])
+		cols := min(nr, nb-jr)
+		for ir := 0; ir < mb; ir += mr {
+			ap := unsafe.Pointer(&w.packA[ir*kb])
+			rows := min(mr, mb-ir)
+			co := off + ir*ldc + jr
+			if rows == mr && cols == nr {
+				w.kern(kb, ap, bp, unsafe.Pointer(&c[co]), ldc, mode)
+				continue
+			}
+			t := w.tile
+			w.kern(kb, ap, bp, unsafe.Pointer(&t[0]), nr, 0)
+			for r := range rows {
+				dst := c[co+r*ldc : co+r*ldc+cols]
+				src := t[r*nr : r*nr+cols]
+				if mode == 0 {
+					copy(dst, src)
+				} else {
+					for j, v := range src {
+						dst[j] += v
+					}
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,35 @@
+//go:build !purego
+
+package cpu
+
+import "unsafe"
+
+// The AVX2+FMA micro-kernels of gemm_avx2_amd64.s, used by the blocked gemm
+// (gemm.go) when the CPU has AVX2 and FMA and the operating system saves
+// the YMM registers.
+
+//go:noescape
+func sgemmKernel6x16(kc int, a, b, c unsafe.Pointer, ldc, mode int)
+
+//go:noescape
+func dgemmKernel6x8(kc int, a, b, c unsafe.Pointer, ldc, mode int)
+
+// cpuHasFMA reports whether the CPU has FMA3 (CPUID.1:ECX bit 12); AVX
+// support is checked by cpuHasAVX2.
+func cpuHasFMA() bool {
+	_, _, ecx1, _ := cpuid(1, 0)
+	return ecx1&(1<<12) != 0
+}
+
+// gemmAsm is whether the blocked gemm with the AVX2+FMA micro-kernels runs;
+// gonum's BLAS runs otherwise.
+var gemmAsm = cpuHasAVX2() && cpuHasFMA()
+
+// gemmMicro returns the micro-kernel for T and its tile, MR×NR.
+func gemmMicro[T float]() (kern gemmKernel, mr, nr int) {
+	var z T
+	if _, ok := any(z).(float32); ok {
+		return sgemmKernel6x16, 6, 16
+	}
+	return dgemmKernel6x8, 6, 8
+}

@@ -1,0 +1,14 @@
+//go:build !amd64 || purego
+
+package cpu
+
+// Without the micro-kernels of gemm_avx2_amd64.s, matmul and the
+// convolutions call gonum's BLAS.
+
+// gemmAsm is false: gonum's BLAS runs.
+const gemmAsm = false
+
+// gemmMicro is never called when gemmAsm is false.
+func gemmMicro[T float]() (kern gemmKernel, mr, nr int) {
+	panic("cpu: no gemm micro-kernel on this platform")
+}
