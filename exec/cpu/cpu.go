@@ -238,7 +238,9 @@ func (x *Executor) Get(name string) (kernels.Tensor, error) {
 // returns, for any number of workers. A step that completes advances the step count (see
 // kernels.Node.Step), so dropout draws a new mask for the next one.
 func (x *Executor) Step(ctx context.Context) error {
-	if err := x.run.run(ctx); err != nil {
+	err := x.run.run(ctx)
+	x.run.trace = nil
+	if err != nil {
 		return err
 	}
 	*x.step++

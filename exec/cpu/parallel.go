@@ -24,6 +24,7 @@ type runner struct {
 	funcs    []kernels.Func     // per step; nil for copies
 	args     [][]kernels.Tensor // per step
 	workers  int
+	trace    TraceFunc // for one Step; nil when untimed
 
 	// The dependency graph, fixed in New. Step s waits for npred[s]
 	// earlier steps; when it completes, the steps succ[succStart[s]:
@@ -156,8 +157,8 @@ func (r *runner) start() {
 	r.ready = make(chan int32, len(r.plan.Steps)+1)
 	r.done = make(chan struct{}, 1)
 	r.wg.Add(r.workers)
-	for range r.workers {
-		go r.work()
+	for w := range r.workers {
+		go r.work(w)
 	}
 }
 
@@ -207,7 +208,7 @@ func (r *runner) run(ctx context.Context) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			if err := r.exec(s); err != nil {
+			if err := r.step(s, 0); err != nil {
 				return err
 			}
 		}
@@ -260,13 +261,13 @@ func (r *runner) cancel(err error) {
 // run has been stopped before it, and then completed either way, so that
 // every step of a run completes and the run ends when the last one does;
 // the steps after a stop complete at once without running.
-func (r *runner) work() {
+func (r *runner) work(w int) {
 	defer r.wg.Done()
 	for s := range r.ready {
 		if s < r.stopAt.Load() {
 			if err := r.ctx.Err(); err != nil {
 				r.cancel(err)
-			} else if err := r.exec(int(s)); err != nil {
+			} else if err := r.step(int(s), w); err != nil {
 				r.fail(int(s), err)
 			}
 		}
