@@ -8,9 +8,14 @@ import "github.com/kilnml/kiln/ir"
 // multiply-add (output elements × C_in/groups × kernel size, and the same
 // for their gradients), the B-spline basis (order+1)² per output element,
 // the logic gate 16 per output element, softmax-like normalizations and
-// losses 4 per input element, layer and batch norm 8; every other op
+// losses 4 per input element, layer and batch norm 8; the fuse pass's ops
+// the sum of what they replace: fused_matmul its product plus one per
+// output element and program instruction, fused_elementwise and
+// fused_reduce one per element of their largest operand or result and
+// instruction (and one more for the reduction); every other op
 // (elementwise, reductions, data movement, constants) one per element of
-// its largest operand or result. Leaves cost nothing.
+// its largest operand or result. Leaves cost nothing. kiln bench sums it
+// over a plan's steps for the FLOPs per step.
 func FLOPs(g *ir.Graph, id ir.ID) float64 {
 	v := &g.Values[id]
 	if v.Op.IsLeaf() {
@@ -27,7 +32,24 @@ func FLOPs(g *ir.Graph, id ir.ID) float64 {
 	for i := range v.Args {
 		largest = max(largest, elems(i))
 	}
+	instrs := func() float64 {
+		if p, ok := v.Attrs.Get(ir.ProgramAttr); ok && p.Kind == ir.AttrList {
+			return float64(max(len(p.L), 1))
+		}
+		return 1
+	}
 	switch v.Op {
+	case ir.OpFusedMatmul:
+		a := g.Type(v.Args[0]).Shape
+		k := 1
+		if len(a) > 0 {
+			k = a[len(a)-1]
+		}
+		return 2*out*float64(k) + out*instrs()
+	case ir.OpFusedElementwise:
+		return largest * instrs()
+	case ir.OpFusedReduce:
+		return largest * (instrs() + 1)
 	case ir.OpMatmul:
 		a := g.Type(v.Args[0]).Shape
 		k := 1
