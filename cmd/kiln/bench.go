@@ -2,18 +2,23 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kilnml/kiln"
+	"github.com/kilnml/kiln/checkpoint"
 	"github.com/kilnml/kiln/exec/cpu"
+	"github.com/kilnml/kiln/internal/atomicfile"
 	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/kernels"
+	kcpu "github.com/kilnml/kiln/kernels/cpu"
 	"github.com/kilnml/kiln/passes"
 	"github.com/kilnml/kiln/planner"
 )
@@ -22,7 +27,10 @@ import (
 // do (with the gradient when it has params, the update with -optimizer),
 // fills its inputs with random values, runs -warmup untimed steps and then
 // -steps timed ones, and prints the plan's size, the median step time with
-// its range, the throughput and the estimated memory traffic.
+// its range, the throughput, the estimated memory traffic, the plan's FLOPs
+// per step with the rate achieved and its fraction of the peak measured on
+// as many goroutines as workers. With -trace it then runs one more step
+// with the executor's trace on and writes its timeline.
 func runBench(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	o0 := addO0Flag(fs)
@@ -33,6 +41,7 @@ func runBench(args []string, stdout io.Writer) error {
 	seed := fs.Uint64("seed", 1, "seed of the random inputs and the param initialization")
 	of := addOptimizerFlags(fs, "")
 	workers := addWorkersFlag(fs)
+	tracePath := fs.String("trace", "", "after the timed steps, run one more and write its timeline to `FILE.json` (Chrome trace events: one row per worker; open in Perfetto or chrome://tracing)")
 	pos, err := parseFlags(fs, args, stdout)
 	if err != nil {
 		return err
@@ -104,10 +113,16 @@ func runBench(args []string, stdout io.Writer) error {
 		}
 		times[i] = time.Since(start)
 	}
+	if *tracePath != "" {
+		if err := writeTrace(ctx, x, *tracePath); err != nil {
+			return fail(path, "%v", err)
+		}
+	}
 	r := benchResult{
 		Model: g.Name, File: path, Compile: benchCompile(opts), Batch: batchOf(p), Rebatched: *batch > 0,
 		Steps: len(p.Steps), Buffers: len(p.Buffers), Arena: p.ArenaBytes, LowerBound: p.LowerBound,
 		Warmup: *warmup, Workers: x.Workers(), Times: times, Traffic: traffic(p),
+		FLOPs: planFLOPs(p), Peak: measurePeak(x.Workers(), 100*time.Millisecond),
 	}
 	_, err = io.WriteString(stdout, r.Format())
 	return err
@@ -161,6 +176,101 @@ func traffic(p *planner.Plan) int64 {
 	return n
 }
 
+// planFLOPs returns the floating-point operations of one step of p: the
+// cost model's price (checkpoint.FLOPs) of every kernel step's value;
+// copies cost nothing.
+func planFLOPs(p *planner.Plan) float64 {
+	var n float64
+	for _, st := range p.Steps {
+		if st.Kind != planner.Copy {
+			n += checkpoint.FLOPs(p.Graph, ir.ID(st.Out))
+		}
+	}
+	return n
+}
+
+// measurePeak runs kernels/cpu.PeakGFLOPS (the f32 gemm micro-kernel on
+// L1-resident panels) on workers goroutines at once for d and returns the
+// sum of their rates in GFLOP/s: the most the machine gives kiln's matmul
+// with that many workers, as measured now (other load on the machine
+// lowers it, as it lowers the step).
+func measurePeak(workers int, d time.Duration) float64 {
+	rates := make([]float64, max(workers, 1))
+	var wg sync.WaitGroup
+	wg.Add(len(rates))
+	for i := range rates {
+		go func() {
+			defer wg.Done()
+			rates[i] = kcpu.PeakGFLOPS(d)
+		}()
+	}
+	wg.Wait()
+	var sum float64
+	for _, r := range rates {
+		sum += r
+	}
+	return sum
+}
+
+// traceEvent is one Chrome trace event (the JSON Object Format that
+// Perfetto and chrome://tracing read): ph "X" is a complete event with its
+// start ts and duration dur in microseconds; ph "M" names a row.
+type traceEvent struct {
+	Name string         `json:"name"`
+	Ph   string         `json:"ph"`
+	Ts   float64        `json:"ts"`
+	Dur  float64        `json:"dur"`
+	Pid  int            `json:"pid"`
+	Tid  int            `json:"tid"`
+	Args map[string]any `json:"args,omitempty"`
+}
+
+// writeTrace runs one step of x with its trace on and writes the timeline
+// to path atomically: one complete event per step of the plan, named by its
+// op and value ("matmul %h", "copy %w"), on the row (tid) of the worker that
+// ran it, with times relative to the step's start; and a name for each
+// worker's row.
+func writeTrace(ctx context.Context, x *cpu.Executor, path string) error {
+	p := x.Plan()
+	type span struct {
+		worker     int
+		start, end time.Time
+	}
+	// Each step is run, so reported, by one goroutine: no lock is needed.
+	spans := make([]span, len(p.Steps))
+	x.Trace(func(step, worker int, start, end time.Time) {
+		spans[step] = span{worker, start, end}
+	})
+	t0 := time.Now()
+	if err := x.Step(ctx); err != nil {
+		return err
+	}
+	events := make([]traceEvent, 0, len(p.Steps)+x.Workers())
+	for w := range x.Workers() {
+		events = append(events, traceEvent{Name: "thread_name", Ph: "M", Pid: 1, Tid: w, Args: map[string]any{"name": fmt.Sprintf("worker %d", w)}})
+	}
+	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+	for s, st := range p.Steps {
+		name := st.Op.String() + " %" + p.Buffers[st.Out].Name
+		if st.Kind == planner.Copy {
+			name = "copy %" + p.Buffers[st.Out].Name
+		}
+		sp := spans[s]
+		events = append(events, traceEvent{
+			Name: name, Ph: "X", Ts: us(sp.start.Sub(t0)), Dur: us(sp.end.Sub(sp.start)), Pid: 1, Tid: sp.worker,
+			Args: map[string]any{"step": s},
+		})
+	}
+	data, err := json.Marshal(struct {
+		TraceEvents     []traceEvent `json:"traceEvents"`
+		DisplayTimeUnit string       `json:"displayTimeUnit"`
+	}{events, "ms"})
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(path, append(data, '\n'))
+}
+
 // benchCompile describes how the plan was compiled, for the report.
 func benchCompile(opts kiln.Options) string {
 	passes := "default passes"
@@ -187,6 +297,8 @@ type benchResult struct {
 	Workers              int             // goroutines running the steps
 	Times                []time.Duration // the timed steps
 	Traffic              int64           // estimated bytes per step
+	FLOPs                float64         // the cost model's floating-point operations per step
+	Peak                 float64         // GFLOP/s measured on Workers goroutines
 }
 
 // median returns the median of the timed steps (the mean of the middle two
@@ -226,6 +338,15 @@ func (r *benchResult) Format() string {
 	line("range", "%s - %s ms", ms(lo), ms(hi))
 	line("samples/s", "%.0f", float64(r.Batch)/med.Seconds())
 	line("traffic", "%.3f MB per step (%d bytes), %.2f GB/s", float64(r.Traffic)/1e6, r.Traffic, float64(r.Traffic)/med.Seconds()/1e9)
+	rate := r.FLOPs / med.Seconds() / 1e9
+	line("flops", "%.4f GFLOP per step (%.0f)", r.FLOPs/1e9, r.FLOPs)
+	line("GFLOP/s", "%.2f", rate)
+	line("peak", "%.2f GFLOP/s (%d workers, f32 gemm micro-kernel)", r.Peak, r.Workers)
+	if r.Peak > 0 {
+		line("of peak", "%.1f%%", 100*rate/r.Peak)
+	} else {
+		line("of peak", "unknown")
+	}
 	return b.String()
 }
 

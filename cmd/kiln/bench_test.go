@@ -1,6 +1,9 @@
 package main
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"slices"
@@ -16,6 +19,9 @@ func benchFields(t *testing.T, out string) map[string]string {
 	f := map[string]string{}
 	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
 		key, value, ok := strings.Cut(line, " ")
+		if rest, found := strings.CutPrefix(line, "of peak "); found {
+			key, value = "of peak", rest
+		}
 		if !ok {
 			t.Fatalf("line without a value: %q\n%s", line, out)
 		}
@@ -62,6 +68,10 @@ func TestBench(t *testing.T) {
 				"range":     regexp.MustCompile(`^\d+\.?\d* - \d+\.?\d* ms$`),
 				"samples/s": regexp.MustCompile(`^\d+$`),
 				"traffic":   regexp.MustCompile(`^\d+\.\d{3} MB per step \(\d+ bytes\), \d+\.\d\d GB/s$`),
+				"flops":     regexp.MustCompile(`^\d+\.\d{4} GFLOP per step \(\d+\)$`),
+				"GFLOP/s":   regexp.MustCompile(`^\d+\.\d\d$`),
+				"peak":      regexp.MustCompile(`^\d+\.\d\d GFLOP/s \(` + workers + ` workers, f32 gemm micro-kernel\)$`),
+				"of peak":   regexp.MustCompile(`^\d+\.\d%$`),
 			}
 			for key, re := range want {
 				if !re.MatchString(f[key]) {
@@ -77,6 +87,18 @@ func TestBench(t *testing.T) {
 			batch, _ := strconv.Atoi(strings.Fields(f["batch"])[0])
 			if want := float64(batch) / (med / 1e3); med > 0 && (sps < 0.99*want || sps > 1.01*want) {
 				t.Errorf("samples/s %g, want batch/median = %g", sps, want)
+			}
+			// The rate is the FLOPs over the median, and its fraction of
+			// the peak the rate over the peak.
+			flops, _ := strconv.ParseFloat(strings.Trim(f["flops"][strings.LastIndex(f["flops"], " ")+1:], "()"), 64)
+			rate, _ := strconv.ParseFloat(f["GFLOP/s"], 64)
+			if want := flops / (med / 1e3) / 1e9; flops <= 0 || med > 0 && (rate < 0.99*want-0.01 || rate > 1.01*want+0.01) {
+				t.Errorf("GFLOP/s %g, want flops/median = %g (flops %g)", rate, want, flops)
+			}
+			peak, _ := strconv.ParseFloat(strings.Fields(f["peak"])[0], 64)
+			frac, _ := strconv.ParseFloat(strings.TrimSuffix(f["of peak"], "%"), 64)
+			if want := 100 * rate / peak; peak <= 0 || frac < want-0.1 || frac > want+0.1 {
+				t.Errorf("of peak %g%%, want 100·GFLOP/s/peak = %g (peak %g)", frac, want, peak)
 			}
 		})
 	}
@@ -109,6 +131,87 @@ output %s
 		}
 		if want := "forward"; !strings.HasSuffix(benchFields(t, r.stdout)["compile"], want) {
 			t.Errorf("a graph without params compiles %q, want %q", benchFields(t, r.stdout)["compile"], want)
+		}
+	}
+}
+
+// TestBenchFLOPs checks the FLOPs per step on a graph small enough to count
+// by hand: a matmul (2·M·N·K) and a relu (one per element).
+func TestBenchFLOPs(t *testing.T) {
+	t.Parallel()
+	path := writeFile(t, "mm.kir", `graph mm
+input %x: f32[8,16]
+input %w: f32[16,4]
+%h = matmul %x, %w
+%r = relu %h
+output %r
+`)
+	r := runKiln(t, "bench", "-O0", "-steps", "1", "-warmup", "0", "-workers", "1", path)
+	r.want(t, 0)
+	if want := "(" + strconv.Itoa(2*8*4*16+8*4) + ")"; !strings.HasSuffix(benchFields(t, r.stdout)["flops"], want) {
+		t.Errorf("flops %q, want %s", benchFields(t, r.stdout)["flops"], want)
+	}
+}
+
+// TestBenchTrace checks -trace: the file is Chrome trace-event JSON with one
+// complete event per step of the plan, named by op and value, on a worker's
+// row, and a name for every worker's row.
+func TestBenchTrace(t *testing.T) {
+	t.Parallel()
+	for _, workers := range []int{1, 3} {
+		path := filepath.Join(t.TempDir(), "trace.json")
+		r := runKiln(t, "bench", "-steps", "2", "-warmup", "1", "-optimizer", "sgd", "-workers", strconv.Itoa(workers), "-trace", path, digitsMLP)
+		r.want(t, 0)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tr struct {
+			TraceEvents []struct {
+				Name string         `json:"name"`
+				Ph   string         `json:"ph"`
+				Ts   float64        `json:"ts"`
+				Dur  float64        `json:"dur"`
+				Pid  int            `json:"pid"`
+				Tid  int            `json:"tid"`
+				Args map[string]any `json:"args"`
+			} `json:"traceEvents"`
+		}
+		if err := json.Unmarshal(data, &tr); err != nil {
+			t.Fatalf("%d workers: %v\n%s", workers, err, data)
+		}
+		steps, _ := strconv.Atoi(strings.Fields(benchFields(t, r.stdout)["plan"])[0])
+		seen := map[int]bool{}
+		rows := map[int]bool{}
+		name := regexp.MustCompile(`^[a-z_]+ %[\w./]+$`)
+		for _, e := range tr.TraceEvents {
+			switch e.Ph {
+			case "M":
+				rows[e.Tid] = true
+			case "X":
+				s := int(e.Args["step"].(float64))
+				if seen[s] {
+					t.Errorf("%d workers: step %d traced twice", workers, s)
+				}
+				seen[s] = true
+				if !name.MatchString(e.Name) {
+					t.Errorf("%d workers: event name %q", workers, e.Name)
+				}
+				if e.Tid < 0 || e.Tid >= workers {
+					t.Errorf("%d workers: %q on tid %d", workers, e.Name, e.Tid)
+				}
+				if e.Ts < 0 || e.Dur < 0 {
+					t.Errorf("%d workers: %q at %g for %g µs", workers, e.Name, e.Ts, e.Dur)
+				}
+			default:
+				t.Errorf("%d workers: event phase %q", workers, e.Ph)
+			}
+		}
+		if len(seen) != steps {
+			t.Errorf("%d workers: %d steps traced, the plan has %d", workers, len(seen), steps)
+		}
+		if len(rows) != workers {
+			t.Errorf("%d workers: %d named rows", workers, len(rows))
 		}
 	}
 }
