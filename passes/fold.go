@@ -150,86 +150,53 @@ func foldAttrs(dt ir.DType, shape ir.Shape, vals []float64) ir.Attrs {
 // result, an i64 beyond ±2^53, an op the type does not have).
 func foldArith(op ir.Op, dt ir.DType, x, y float64) (float64, bool) {
 	var r float64
+	var ok bool
 	switch dt {
 	case ir.F32:
-		a, b := float32(x), float32(y)
 		var c float32
-		switch op {
-		case ir.OpAdd:
-			c = a + b
-		case ir.OpSub:
-			c = a - b
-		case ir.OpMul:
-			c = a * b
-		case ir.OpDiv:
-			c = a / b
-		case ir.OpNeg:
-			c = -a
-		case ir.OpSqrt:
-			c = float32(math.Sqrt(float64(a)))
-		default:
-			return 0, false
-		}
+		c, ok = foldIn(op, float32(x), float32(y), true)
 		r = float64(c)
 	case ir.F64:
-		switch op {
-		case ir.OpAdd:
-			r = x + y
-		case ir.OpSub:
-			r = x - y
-		case ir.OpMul:
-			r = x * y
-		case ir.OpDiv:
-			r = x / y
-		case ir.OpNeg:
-			r = -x
-		case ir.OpSqrt:
-			r = math.Sqrt(x)
-		default:
-			return 0, false
-		}
+		r, ok = foldIn(op, x, y, true)
 	case ir.I32:
-		a, b := int32(x), int32(y)
 		var c int32
-		switch op {
-		case ir.OpAdd:
-			c = a + b
-		case ir.OpSub:
-			c = a - b
-		case ir.OpMul:
-			c = a * b
-		case ir.OpNeg:
-			c = -a
-		default:
-			return 0, false
-		}
+		c, ok = foldIn(op, int32(x), int32(y), false)
 		r = float64(c)
 	case ir.I64:
-		a, b := int64(x), int64(y)
 		var c int64
-		switch op {
-		case ir.OpAdd:
-			c = a + b
-		case ir.OpSub:
-			c = a - b
-		case ir.OpMul:
-			c = a * b
-		case ir.OpNeg:
-			c = -a
-		default:
-			return 0, false
-		}
-		if c > 1<<53 || c < -(1<<53) {
-			return 0, false
-		}
+		c, ok = foldIn(op, int64(x), int64(y), false)
+		ok = ok && c <= 1<<53 && c >= -(1<<53)
 		r = float64(c)
-	default:
-		return 0, false
 	}
-	if math.IsNaN(r) {
+	if !ok || math.IsNaN(r) {
 		return 0, false
 	}
 	return r, true
+}
+
+// foldIn computes op on a and b in the element type T, as the kernels do:
+// Go's arithmetic on T is IEEE (floats) or wrapping (integers). Division
+// and square root are folded for floats only.
+func foldIn[T float32 | float64 | int32 | int64](op ir.Op, a, b T, float bool) (T, bool) {
+	switch op {
+	case ir.OpAdd:
+		return a + b, true
+	case ir.OpSub:
+		return a - b, true
+	case ir.OpMul:
+		return a * b, true
+	case ir.OpNeg:
+		return -a, true
+	case ir.OpDiv:
+		if float {
+			return a / b, true
+		}
+	case ir.OpSqrt:
+		if float {
+			return T(math.Sqrt(float64(a))), true
+		}
+	}
+	return 0, false
 }
 
 // foldSource returns, for each element of a tensor of shape out, the flat
