@@ -655,8 +655,9 @@ func buildFusedElementwise[T float](n *kernels.Node) (kernels.Func, error) {
 }
 
 // buildFusedMatmul builds fused_matmul: the product as matmul computes it,
-// each gemm call (one per batch element) followed at once by the epilogue
-// over the part of the output it wrote, in place.
+// each gemm call (one per batch element, or per part's rows of one when
+// split across workers) followed at once, by the same goroutine, by the
+// epilogue over the part of the output it wrote, in place.
 func buildFusedMatmul[T float](n *kernels.Node) (kernels.Func, error) {
 	prog, err := ir.EwProgramOf(n.Attrs)
 	if err != nil {
@@ -667,16 +668,23 @@ func buildFusedMatmul[T float](n *kernels.Node) (kernels.Func, error) {
 		return nil, err
 	}
 	in := append([]ir.Type{product}, n.Args[2:]...)
-	mc, err := newFuseewMachine[T](prog, in, append([]int{-1}, fuseewArgs(len(n.Args)-2, 2)...), n.Out.Shape)
-	if err != nil {
-		return nil, err
+	mp := newMatmulPlan[T](n.Args[0].Shape, n.Args[1].Shape, n.Par)
+	// One machine per part: the parts run their epilogues side by side.
+	mcs := make([]*fuseewMachine[T], mp.parts())
+	for p := range mcs {
+		if mcs[p], err = newFuseewMachine[T](prog, in, append([]int{-1}, fuseewArgs(len(n.Args)-2, 2)...), n.Out.Shape); err != nil {
+			return nil, err
+		}
 	}
-	mp := newMatmulPlan[T](n.Args[0].Shape, n.Args[1].Shape)
-	return func(out kernels.Tensor, args []kernels.Tensor) error {
-		o := kernels.View[T](out)
-		mp.run(o, kernels.View[T](args[0]), kernels.View[T](args[1]), func(lo, hi int) {
-			mc.run(o, args, lo, hi, nil, nil)
-		})
+	var (
+		o    []T
+		args []kernels.Tensor
+	)
+	epilogue := func(part, lo, hi int) { mcs[part].run(o, args, lo, hi, nil, nil) }
+	return func(out kernels.Tensor, a []kernels.Tensor) error {
+		o, args = kernels.View[T](out), a
+		mp.run(o, kernels.View[T](a[0]), kernels.View[T](a[1]), epilogue)
+		o, args = nil, nil
 		return nil
 	}, nil
 }
