@@ -85,3 +85,25 @@ func TestMatmulSplitBitwise(t *testing.T) {
 		}
 	}
 }
+
+// TestFusedElementwiseSplitBitwise checks that fused_elementwise split
+// across 2, 3 and 8 parts gives the bits of the unsplit kernel, with
+// broadcast operands and sizes that are not whole blocks.
+func TestFusedElementwiseSplitBitwise(t *testing.T) {
+	defer func(v int) { fuseewSplitElems = v }(fuseewSplitElems)
+	fuseewSplitElems = 1
+	prog := fuseewProgram("t0 = mul i0, 0.01", "t1 = sub i1, t0", "t2 = tanh t1")
+	for _, dt := range []ir.DType{ir.F32, ir.F64} {
+		r := newRand(9)
+		for _, sh := range [][2][]int{{{37, 100}, {100}}, {{3, 700}, {3, 700}}, {{5}, {5}}} {
+			x := fuseewRandom(r, ir.TensorOf(dt, sh[0]...))
+			y := fuseewRandom(r, ir.TensorOf(dt, sh[1]...))
+			want := buildWith(t, nil, ir.OpFusedElementwise, prog, x, y)
+			for _, w := range []int{2, 3, 8} {
+				if got := buildWith(t, goPool(w), ir.OpFusedElementwise, prog, x, y); !bytes.Equal(got.Data, want.Data) {
+					t.Errorf("%s %v on %d parts: differs from the unsplit result", dt, sh, w)
+				}
+			}
+		}
+	}
+}
