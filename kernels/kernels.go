@@ -71,6 +71,48 @@ type Node struct {
 	// result depends on the step (dropout's mask) read it on every call;
 	// nil reads as step 0.
 	Step *int64
+
+	// Par, when set, runs the parts of one call of the kernel on the
+	// executor's workers (see Parallel); nil runs them in order on the
+	// calling goroutine. Kernels read Par.Workers() once, in the builder,
+	// to fix their parts and the state each part needs.
+	Par Parallel
+}
+
+// Parallel is an executor's pool as a kernel sees it: a way to split one
+// call's work into parts that run side by side. A kernel splits only what
+// every chunking computes bit for bit alike (rows of a gemm's result, never
+// its inner dimension; ranges of an elementwise result), so its result is
+// the same for any number of workers.
+type Parallel interface {
+	// Workers is how many goroutines may run parts at once (at least 1).
+	Workers() int
+	// Run calls body(0), ..., body(n-1), each once, on the pool's idle
+	// workers and the calling goroutine, and returns when all have
+	// returned. It may be called from a kernel running on a worker (the
+	// caller always runs parts itself, so it never waits on a busy pool)
+	// and allocates nothing: body should be made once, in the builder.
+	Run(n int, body func(part int))
+}
+
+// Workers returns p.Workers(), or 1 when p is nil.
+func Workers(p Parallel) int {
+	if p == nil {
+		return 1
+	}
+	return max(p.Workers(), 1)
+}
+
+// Run runs body(0..n-1) with p (see Parallel.Run), or in order on the
+// calling goroutine when p is nil or n is 1.
+func Run(p Parallel, n int, body func(part int)) {
+	if p == nil || n <= 1 {
+		for i := range n {
+			body(i)
+		}
+		return
+	}
+	p.Run(n, body)
 }
 
 // Func computes out from args. It returns an error for bad data that static

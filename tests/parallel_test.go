@@ -13,9 +13,10 @@ import (
 	"github.com/kilnml/kiln/passes"
 )
 
-// TestParallelBitwiseEqual trains the digits MLP and a CNN (with dropout)
-// with Adam for three steps on 1, 2, 3 and 8 workers: every param, state,
-// input and output is equal, bit for bit, to the one-worker run's.
+// TestParallelBitwiseEqual trains the digits MLP, a CNN (with dropout) and
+// the 784-512-512-10 MLP (whose matmuls split across the workers) with Adam
+// for three steps on 1, 2, 3 and 8 workers: every param, state, input and
+// output is equal, bit for bit, to the one-worker run's.
 func TestParallelBitwiseEqual(t *testing.T) {
 	src, err := os.ReadFile("../examples/digits/mlp.kir")
 	if err != nil {
@@ -25,10 +26,20 @@ func TestParallelBitwiseEqual(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The MLP 784-512-512-10 on batches of 128: its matmuls and
+	// fused_matmuls are large enough to be split across the workers.
+	src, err = os.ReadFile("../bench/mlp784.kir")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mlp784, err := ir.Parse("mlp784.kir", src)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		g    *ir.Graph
-	}{{"mlp", mlp}, {"cnn", nnDigitsCNN(t, 16)}} {
+	}{{"mlp", mlp}, {"cnn", nnDigitsCNN(t, 16)}, {"mlp784", mlp784}} {
 		t.Run(tc.name, func(t *testing.T) {
 			opt, err := passes.DefaultOptimizer("adam")
 			if err != nil {

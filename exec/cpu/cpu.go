@@ -87,6 +87,12 @@ func New(p *planner.Plan, opts Options) (*Executor, error) {
 	for i, b := range p.Buffers {
 		x.views[i] = kernels.Tensor{Type: b.Type, Data: x.arena[b.Offset : b.Offset+b.Size : b.Offset+b.Size]}
 	}
+	workers := opts.Workers
+	if workers <= 0 {
+		workers = runtime.NumCPU()
+	}
+	x.opts.Workers = workers
+	pool := newPool(workers)
 	x.funcs = make([]kernels.Func, len(p.Steps))
 	x.args = make([][]kernels.Tensor, len(p.Steps))
 	for s, st := range p.Steps {
@@ -100,7 +106,7 @@ func New(p *planner.Plan, opts Options) (*Executor, error) {
 		if st.Kind == planner.Copy {
 			continue
 		}
-		f, err := kcpu.Kernels.Build(&kernels.Node{Op: st.Op, Attrs: st.Attrs, Args: types, Out: p.Buffers[st.Out].Type, Step: x.step})
+		f, err := kcpu.Kernels.Build(&kernels.Node{Op: st.Op, Attrs: st.Attrs, Args: types, Out: p.Buffers[st.Out].Type, Step: x.step, Par: pool})
 		if err != nil {
 			return nil, fmt.Errorf("step %d (%s): %v", s, x.describe(s), err)
 		}
@@ -119,12 +125,7 @@ func New(p *planner.Plan, opts Options) (*Executor, error) {
 	if err := x.Reset(opts.Seed); err != nil {
 		return nil, err
 	}
-	workers := opts.Workers
-	if workers <= 0 {
-		workers = runtime.NumCPU()
-	}
-	x.opts.Workers = workers
-	x.run = &runner{plan: p, checkNaN: opts.CheckNaN, views: x.views, funcs: x.funcs, args: x.args, workers: workers}
+	x.run = &runner{plan: p, checkNaN: opts.CheckNaN, views: x.views, funcs: x.funcs, args: x.args, workers: workers, pool: pool}
 	x.run.dependencies()
 	x.run.start()
 	runtime.AddCleanup(x, func(r *runner) { r.close() }, x.run)

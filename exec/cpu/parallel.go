@@ -25,6 +25,7 @@ type runner struct {
 	args     [][]kernels.Tensor // per step
 	workers  int
 	trace    TraceFunc // for one Step; nil when untimed
+	pool     *pool     // the kernels' kernels.Parallel; its wakes are served by the workers
 
 	// The dependency graph, fixed in New. Step s waits for npred[s]
 	// earlier steps; when it completes, the steps succ[succStart[s]:
@@ -257,27 +258,42 @@ func (r *runner) cancel(err error) {
 	r.mu.Unlock()
 }
 
-// work serves the ready queue until it is closed. A step is run unless the
+// work serves the ready queue until it is closed, and the pool's wakes
+// (parts of a kernel split across the workers) between steps. A step is run unless the
 // run has been stopped before it, and then completed either way, so that
 // every step of a run completes and the run ends when the last one does;
 // the steps after a stop complete at once without running.
 func (r *runner) work(w int) {
 	defer r.wg.Done()
-	for s := range r.ready {
-		if s < r.stopAt.Load() {
-			if err := r.ctx.Err(); err != nil {
-				r.cancel(err)
-			} else if err := r.step(int(s), w); err != nil {
-				r.fail(int(s), err)
+	for {
+		select {
+		case s, ok := <-r.ready:
+			if !ok {
+				return
 			}
+			r.runStep(s, w)
+		case <-r.pool.wake:
+			r.pool.help()
 		}
-		for _, t := range r.succ[r.succStart[s]:r.succStart[s+1]] {
-			if r.pending[t].Add(-1) == 0 {
-				r.ready <- t
-			}
+	}
+}
+
+// runStep runs step s on worker w (unless the run was stopped before it)
+// and completes it.
+func (r *runner) runStep(s int32, w int) {
+	if s < r.stopAt.Load() {
+		if err := r.ctx.Err(); err != nil {
+			r.cancel(err)
+		} else if err := r.step(int(s), w); err != nil {
+			r.fail(int(s), err)
 		}
-		if r.remaining.Add(-1) == 0 {
-			r.done <- struct{}{}
+	}
+	for _, t := range r.succ[r.succStart[s]:r.succStart[s+1]] {
+		if r.pending[t].Add(-1) == 0 {
+			r.ready <- t
 		}
+	}
+	if r.remaining.Add(-1) == 0 {
+		r.done <- struct{}{}
 	}
 }

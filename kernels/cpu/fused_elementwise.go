@@ -635,28 +635,64 @@ func fuseewArgs(n, off int) []int {
 }
 
 // buildFusedElementwise builds fused_elementwise: the program over the
-// arguments, written into the output.
+// arguments, written into the output; a large output in fixed ranges of
+// whole blocks on the executor's workers.
 func buildFusedElementwise[T float](n *kernels.Node) (kernels.Func, error) {
 	prog, err := ir.EwProgramOf(n.Attrs)
 	if err != nil {
 		return nil, err
 	}
-	mc, err := newFuseewMachine[T](prog, n.Args, fuseewArgs(len(n.Args), 0), n.Out.Shape)
-	if err != nil {
-		return nil, err
+	count := n.Out.Shape.NumElements()
+	parts := 1
+	if count >= fuseewSplitElems {
+		parts = min(kernels.Workers(n.Par), (count+fuseewBlock-1)/fuseewBlock)
 	}
-	if n.Out.Bytes() >= fuseewStreamBytes {
-		mc.stream(prog[len(prog)-1])
+	mcs := make([]*fuseewMachine[T], parts)
+	for p := range mcs {
+		if mcs[p], err = newFuseewMachine[T](prog, n.Args, fuseewArgs(len(n.Args), 0), n.Out.Shape); err != nil {
+			return nil, err
+		}
+		if n.Out.Bytes() >= fuseewStreamBytes {
+			mcs[p].stream(prog[len(prog)-1])
+		}
 	}
-	return func(out kernels.Tensor, args []kernels.Tensor) error {
-		mc.run(kernels.View[T](out), args, 0, mc.n, nil, nil)
+	if parts == 1 {
+		mc := mcs[0]
+		return func(out kernels.Tensor, args []kernels.Tensor) error {
+			mc.run(kernels.View[T](out), args, 0, mc.n, nil, nil)
+			return nil
+		}, nil
+	}
+	// Split across the workers: part p computes the elements [bounds[p],
+	// bounds[p+1]) with its own machine. The bounds are whole blocks, so
+	// each block is computed as in one run over all elements.
+	bounds := make([]int, parts+1)
+	for p := range bounds {
+		bounds[p] = min(count, roundUp(p*count/parts, fuseewBlock))
+	}
+	bounds[parts] = count
+	var (
+		o    []T
+		args []kernels.Tensor
+	)
+	body := func(p int) { mcs[p].run(o, args, bounds[p], bounds[p+1], nil, nil) }
+	par := n.Par
+	return func(out kernels.Tensor, a []kernels.Tensor) error {
+		o, args = kernels.View[T](out), a
+		par.Run(parts, body)
+		o, args = nil, nil
 		return nil
 	}, nil
 }
 
+// fuseewSplitElems is the size (elements) from which fused_elementwise
+// splits its output across the executor's workers.
+var fuseewSplitElems = 1 << 16 // a variable for the tests
+
 // buildFusedMatmul builds fused_matmul: the product as matmul computes it,
-// each gemm call (one per batch element) followed at once by the epilogue
-// over the part of the output it wrote, in place.
+// each gemm call (one per batch element, or per part's rows of one when
+// split across workers) followed at once, by the same goroutine, by the
+// epilogue over the part of the output it wrote, in place.
 func buildFusedMatmul[T float](n *kernels.Node) (kernels.Func, error) {
 	prog, err := ir.EwProgramOf(n.Attrs)
 	if err != nil {
@@ -667,16 +703,23 @@ func buildFusedMatmul[T float](n *kernels.Node) (kernels.Func, error) {
 		return nil, err
 	}
 	in := append([]ir.Type{product}, n.Args[2:]...)
-	mc, err := newFuseewMachine[T](prog, in, append([]int{-1}, fuseewArgs(len(n.Args)-2, 2)...), n.Out.Shape)
-	if err != nil {
-		return nil, err
+	mp := newMatmulPlan[T](n.Args[0].Shape, n.Args[1].Shape, n.Par)
+	// One machine per part: the parts run their epilogues side by side.
+	mcs := make([]*fuseewMachine[T], mp.parts())
+	for p := range mcs {
+		if mcs[p], err = newFuseewMachine[T](prog, in, append([]int{-1}, fuseewArgs(len(n.Args)-2, 2)...), n.Out.Shape); err != nil {
+			return nil, err
+		}
 	}
-	mp := newMatmulPlan[T](n.Args[0].Shape, n.Args[1].Shape)
-	return func(out kernels.Tensor, args []kernels.Tensor) error {
-		o := kernels.View[T](out)
-		mp.run(o, kernels.View[T](args[0]), kernels.View[T](args[1]), func(lo, hi int) {
-			mc.run(o, args, lo, hi, nil, nil)
-		})
+	var (
+		o    []T
+		args []kernels.Tensor
+	)
+	epilogue := func(part, lo, hi int) { mcs[part].run(o, args, lo, hi, nil, nil) }
+	return func(out kernels.Tensor, a []kernels.Tensor) error {
+		o, args = kernels.View[T](out), a
+		mp.run(o, kernels.View[T](a[0]), kernels.View[T](a[1]), epilogue)
+		o, args = nil, nil
 		return nil
 	}, nil
 }

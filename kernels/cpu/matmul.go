@@ -55,23 +55,42 @@ func gonumGemmOf[T float]() gemmFunc[T] {
 // output) across goroutines, which allocates inside gonum; each output
 // block is still summed in one fixed order, so results are deterministic.
 func buildMatmul[T float](n *kernels.Node) (kernels.Func, error) {
-	mp := newMatmulPlan[T](n.Args[0].Shape, n.Args[1].Shape)
+	mp := newMatmulPlan[T](n.Args[0].Shape, n.Args[1].Shape, n.Par)
 	return func(out kernels.Tensor, args []kernels.Tensor) error {
 		mp.run(kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1]), nil)
 		return nil
 	}, nil
 }
 
+// matmulSplitMACs is the size (multiply-adds) from which a matmul splits
+// its rows across the executor's workers: below it, handing parts to other
+// goroutines costs more than it saves.
+var matmulSplitMACs = 1 << 20 // a variable for the tests
+
 // matmulPlan is buildMatmul's plan for given operand shapes: the product's
-// sizes, the offsets of each batch element's operands, and the gemm.
+// sizes, the offsets of each batch element's operands, and the gemm; and,
+// when the product is split across workers, the parts.
 type matmulPlan[T float] struct {
 	m, n, k    int
 	aOff, bOff []int
 	gemm       gemmFunc[T]
+
+	// A split product: part p computes the rows [bounds[p], bounds[p+1])
+	// of the result's batch elements stacked (batch element i's row r is
+	// row i*m + r), each with its own gemmWork. The bounds depend on the
+	// number of parts, but every row's arithmetic does not (gemmRange), so
+	// the result is the same for any split.
+	par     kernels.Parallel
+	bounds  []int
+	works   []*gemmWork[T]
+	body    func(part int) // mp.part, made once
+	c, a, b []T            // the operands of the call in progress
+	after   func(part, lo, hi int)
 }
 
-// newMatmulPlan plans matmul(a, b) for a of shape as and b of shape bs.
-func newMatmulPlan[T float](as, bs ir.Shape) *matmulPlan[T] {
+// newMatmulPlan plans matmul(a, b) for a of shape as and b of shape bs,
+// split across par's workers when the product is large enough.
+func newMatmulPlan[T float](as, bs ir.Shape, par kernels.Parallel) *matmulPlan[T] {
 	a2, b2 := as, bs
 	if len(as) == 1 {
 		a2 = ir.Shape{1, as[0]}
@@ -89,13 +108,37 @@ func newMatmulPlan[T float](as, bs ir.Shape) *matmulPlan[T] {
 		aOff[i] *= m * k
 		bOff[i] *= k * nn
 	}
-	return &matmulPlan[T]{m: m, n: nn, k: k, aOff: aOff, bOff: bOff, gemm: gemmOf[T](m, nn, k)}
+	mp := &matmulPlan[T]{m: m, n: nn, k: k, aOff: aOff, bOff: bOff}
+	rows := len(aOff) * m
+	if w := kernels.Workers(par); gemmAsm && w > 1 && k > 0 && nn > 0 && rows*nn*k >= matmulSplitMACs {
+		_, mr, _ := gemmMicro[T]()
+		parts := min(w, (rows+mr-1)/mr)
+		if parts > 1 {
+			mp.par = par
+			mp.bounds = make([]int, parts+1)
+			for p := range parts + 1 {
+				mp.bounds[p] = min(rows, roundUp(p*rows/parts, mr))
+			}
+			mp.bounds[parts] = rows
+			for p := range parts {
+				mp.works = append(mp.works, newGemmWork[T](min(m, mp.bounds[p+1]-mp.bounds[p]), nn, k))
+			}
+			mp.body = mp.part
+			return mp
+		}
+	}
+	mp.gemm = gemmOf[T](m, nn, k)
+	return mp
 }
 
+// parts returns how many parts each call runs: 1 unless split.
+func (mp *matmulPlan[T]) parts() int { return max(len(mp.works), 1) }
+
 // run computes the product of a and b into c with one gemm per batch
-// element. after, when not nil, is called with the range of c each gemm
-// (or, for k = 0, the clearing of c) has just written.
-func (mp *matmulPlan[T]) run(c, a, b []T, after func(lo, hi int)) {
+// element, or with its parts on the workers when split. after, when not
+// nil, is called with the part and the range of c each gemm (or, for k = 0,
+// the clearing of c) has just written; the parts call it side by side.
+func (mp *matmulPlan[T]) run(c, a, b []T, after func(part, lo, hi int)) {
 	m, nn, k := mp.m, mp.n, mp.k
 	mk, kn, mn := m*k, k*nn, m*nn
 	if mn == 0 || len(mp.aOff) == 0 {
@@ -104,15 +147,39 @@ func (mp *matmulPlan[T]) run(c, a, b []T, after func(lo, hi int)) {
 	if k == 0 {
 		clear(c) // an empty sum; BLAS rejects k = 0 with these strides
 		if after != nil {
-			after(0, len(c))
+			after(0, 0, len(c))
 		}
+		return
+	}
+	if mp.works != nil {
+		mp.c, mp.a, mp.b, mp.after = c, a, b, after
+		mp.par.Run(len(mp.works), mp.body)
+		mp.c, mp.a, mp.b, mp.after = nil, nil, nil, nil
 		return
 	}
 	for i, ao := range mp.aOff {
 		bo := mp.bOff[i]
 		mp.gemm(m, nn, k, a[ao:ao+mk], k, b[bo:bo+kn], nn, c[i*mn:(i+1)*mn], nn)
 		if after != nil {
-			after(i*mn, (i+1)*mn)
+			after(0, i*mn, (i+1)*mn)
 		}
+	}
+}
+
+// part computes part p of a split product: its rows, batch element by
+// batch element.
+func (mp *matmulPlan[T]) part(p int) {
+	m, nn, k := mp.m, mp.n, mp.k
+	mk, kn, mn := m*k, k*nn, m*nn
+	w := mp.works[p]
+	for lo, hi := mp.bounds[p], mp.bounds[p+1]; lo < hi; {
+		i, r0 := lo/m, lo%m
+		r1 := min(m, r0+hi-lo)
+		ao, bo := mp.aOff[i], mp.bOff[i]
+		w.gemmRange(r0, r1, false, false, m, nn, k, mp.a[ao:ao+mk], k, mp.b[bo:bo+kn], nn, 0, mp.c[i*mn:(i+1)*mn], nn)
+		if mp.after != nil {
+			mp.after(p, i*mn+r0*nn, i*mn+r1*nn)
+		}
+		lo += r1 - r0
 	}
 }

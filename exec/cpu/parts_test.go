@@ -1,0 +1,51 @@
+package cpu
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// TestPoolRunsEveryPartOnce runs parts through the pool from several
+// goroutines at once, nested Runs included (the way kernels on the
+// workers call it), and checks that each part runs exactly once and that
+// Run returns only after all of its parts have.
+func TestPoolRunsEveryPartOnce(t *testing.T) {
+	for _, workers := range []int{1, 2, 3, 8} {
+		p := newPool(workers)
+		r := &runner{workers: workers, pool: p, ready: make(chan int32)}
+		r.wg.Add(workers - 1)
+		for w := range workers - 1 {
+			go r.work(w + 1)
+		}
+		var wg sync.WaitGroup
+		for g := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for it := range 50 {
+					n := 1 + (g+it)%7
+					counts := make([]atomic.Int32, n)
+					inner := make([]atomic.Int32, n*3)
+					p.Run(n, func(i int) {
+						counts[i].Add(1)
+						p.Run(3, func(j int) { inner[i*3+j].Add(1) })
+					})
+					for i := range counts {
+						if c := counts[i].Load(); c != 1 {
+							t.Errorf("%d workers: part %d of %d ran %d times", workers, i, n, c)
+						}
+					}
+					for i := range inner {
+						if c := inner[i].Load(); c != 1 {
+							t.Errorf("%d workers: nested part %d ran %d times", workers, i, c)
+						}
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(r.ready)
+		r.wg.Wait()
+	}
+}
