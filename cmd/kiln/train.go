@@ -30,7 +30,7 @@ type loopFlags struct {
 
 func addLoopFlags(fs *flag.FlagSet) *loopFlags {
 	l := &loopFlags{}
-	fs.StringVar(&l.dataPath, "data", "", "CSV file (optionally gzipped): features then an integer label per row")
+	fs.StringVar(&l.dataPath, "data", "", "CSV file (optionally gzipped): features then an integer label per row; \"digits\" is the embedded digits data")
 	fs.IntVar(&l.epochs, "epochs", 30, "passes over the training data")
 	fs.Uint64Var(&l.seed, "seed", 1, "seed of the param initialization, the split and the shuffles")
 	fs.Float64Var(&l.holdout, "holdout", 0.2, "fraction of the rows held out for evaluation")
@@ -50,11 +50,15 @@ func (l *loopFlags) check() error {
 	return nil
 }
 
-// data loads -data, or the embedded digits data when it is not given and
-// builtin is set; it returns the data and its name for messages.
+// digitsData is the -data value that names the embedded digits data.
+const digitsData = "digits"
+
+// data loads -data, or the embedded digits data when it is "digits" or when
+// it is not given and builtin is set; it returns the data and its name for
+// messages.
 func (l *loopFlags) data(builtin bool) (*dataset.Dataset, string, error) {
-	if l.dataPath == "" {
-		if !builtin {
+	if l.dataPath == "" || l.dataPath == digitsData {
+		if l.dataPath == "" && !builtin {
 			return nil, "", usagef("missing -data FILE.csv")
 		}
 		d, err := dataset.Digits()
@@ -138,7 +142,7 @@ func runTrain(args []string, stdout io.Writer) error {
 	var g *ir.Graph
 	switch len(pos) {
 	case 0:
-		if lf.dataPath != "" {
+		if lf.dataPath != "" && lf.dataPath != digitsData {
 			return usagef("-data needs a MODEL.kir to train")
 		}
 		if g, err = ir.Parse(examples.DigitsMLPFile, examples.DigitsMLP); err != nil {
