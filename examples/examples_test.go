@@ -17,11 +17,13 @@ var update = flag.Bool("update", false, "rewrite examples/linreg/inputs.safetens
 // TestExamplesCompile compiles every example model for training.
 func TestExamplesCompile(t *testing.T) {
 	files := map[string][]byte{examples.DigitsMLPFile: examples.DigitsMLP}
-	src, err := os.ReadFile("linreg/linreg.kir")
-	if err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"linreg/linreg.kir", "digits/cnn.kir"} {
+		src, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files["examples/"+name] = src
 	}
-	files["examples/linreg/linreg.kir"] = src
 	for name, src := range files {
 		g, err := ir.Parse(name, src)
 		if err != nil {
