@@ -251,9 +251,9 @@ func (d *Dataset) Shuffle(seed uint64) {
 
 // Standardize rescales every feature in place to zero mean and unit
 // variance over the rows of d, and returns the per-feature mean and
-// standard deviation used (population standard deviation, floored at 1e-8
-// so that constant features stay finite). Apply the same transform to other
-// data with ApplyStandardize.
+// standard deviation used (population standard deviation; 1 for a feature
+// that does not vary, which is then only centred). Apply the same transform
+// to other data with ApplyStandardize.
 func (d *Dataset) Standardize() (mean, std []float64) {
 	mean = make([]float64, d.D)
 	std = make([]float64, d.D)
@@ -277,7 +277,12 @@ func (d *Dataset) Standardize() (mean, std []float64) {
 		if d.N > 0 {
 			std[j] = math.Sqrt(std[j] / float64(d.N))
 		}
-		std[j] = max(std[j], 1e-8)
+		// A feature that does not vary in these rows is only centred
+		// (std 1, as scikit-learn does): dividing by a tiny std would turn
+		// any variation in other data into values near 1e8.
+		if std[j] < 1e-8 {
+			std[j] = 1
+		}
 	}
 	d.ApplyStandardize(mean, std)
 	return mean, std
