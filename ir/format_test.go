@@ -96,9 +96,7 @@ func TestGolden(t *testing.T) {
 
 func TestParseErrors(t *testing.T) {
 	const head = "graph g\ninput %x: f32[2,3]\n"
-	tests := []struct {
-		name, src, want string
-	}{
+	tests := []parseErrorCase{
 		{"no graph line", "input %x: f32[2]\n", "t.kir:1:1: expected 'graph NAME' as the first statement, found \"input\""},
 		{"empty", "# nothing\n", "t.kir: expected a 'graph NAME' line, found no statements"},
 		{"unknown op", head + "%y = matmull %x, %x\n", `t.kir:3:6: unknown op "matmull"; did you mean "matmul"?`},
@@ -138,20 +136,7 @@ func TestParseErrors(t *testing.T) {
 		{"recompute undefined", head + "recompute %q\n", "t.kir:3:11: undefined value %q"},
 		{"recompute empty", head + "recompute\n", "t.kir:3:10: expected a value (%name), found end of line"},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			g, err := ir.Parse("t.kir", []byte(tc.src))
-			if err == nil {
-				t.Fatalf("parsed without error:\n%s", g.Format())
-			}
-			if err.Error() != tc.want {
-				t.Errorf("error:\n got  %s\n want %s", err, tc.want)
-			}
-			if strings.Contains(err.Error(), "\n") {
-				t.Errorf("error spans lines: %q", err)
-			}
-		})
-	}
+	checkParseErrors(t, tests)
 }
 
 // FuzzParse checks that no input makes the parser panic and that whatever it
@@ -180,4 +165,30 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("round trip changed the text")
 		}
 	})
+}
+
+// parseErrorCase is a .kir source that must not parse, and the one-line
+// error it must give.
+type parseErrorCase struct {
+	name, src, want string
+}
+
+// checkParseErrors parses each case's source as t.kir and requires exactly
+// its error, on one line.
+func checkParseErrors(t *testing.T, tests []parseErrorCase) {
+	t.Helper()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := ir.Parse("t.kir", []byte(tc.src))
+			if err == nil {
+				t.Fatalf("parsed without error:\n%s", g.Format())
+			}
+			if err.Error() != tc.want {
+				t.Errorf("error:\n got  %s\n want %s", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("error spans lines: %q", err)
+			}
+		})
+	}
 }

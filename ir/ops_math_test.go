@@ -2,17 +2,13 @@ package ir_test
 
 import (
 	"testing"
-
-	"github.com/kilnml/kiln/ir"
 )
 
 // TestMathParseErrors checks the errors of the math family's inference:
 // pow's two forms, clip's bounds and the float-only ops on integers.
 func TestMathParseErrors(t *testing.T) {
 	const head = "graph g\ninput %x: f32[2,3]\ninput %i: i32[3]\n"
-	tests := []struct {
-		name, src, want string
-	}{
+	tests := []parseErrorCase{
 		{"pow both", head + "%y = pow %x, %x {exponent=2}\n", "t.kir:4:6: pow: takes either an exponent argument b or the attribute exponent, not both"},
 		{"pow neither", head + "%y = pow %x\n", "t.kir:4:6: pow: needs an exponent: a second argument b or the attribute exponent"},
 		{"pow arity", head + "%y = pow %x, %x, %x\n", "t.kir:4:6: pow takes 1 to 2 arguments (a, b; the last 1 optional), found 3"},
@@ -29,15 +25,5 @@ func TestMathParseErrors(t *testing.T) {
 		{"maximum dtypes", head + "%y = maximum %x, %i\n", "t.kir:4:6: maximum: dtype mismatch: f32[2,3] and i32[3]"},
 		{"mod shapes", head + "input %z: f32[2]\n%y = mod %x, %z\n", "t.kir:5:6: mod: incompatible shapes f32[2,3] and f32[2] (they do not broadcast)"},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			g, err := ir.Parse("t.kir", []byte(tc.src))
-			if err == nil {
-				t.Fatalf("parsed without error:\n%s", g.Format())
-			}
-			if err.Error() != tc.want {
-				t.Errorf("error:\n got  %s\n want %s", err, tc.want)
-			}
-		})
-	}
+	checkParseErrors(t, tests)
 }

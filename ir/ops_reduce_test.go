@@ -2,8 +2,6 @@ package ir_test
 
 import (
 	"testing"
-
-	"github.com/kilnml/kiln/ir"
 )
 
 // TestParseReduceErrors checks the errors of the reductions, comparisons,
@@ -11,9 +9,7 @@ import (
 // with the types.
 func TestParseReduceErrors(t *testing.T) {
 	const head = "graph g\ninput %x: f32[2,3]\ninput %e: f32[2,0]\ninput %b: bool[3]\ninput %i: i32[2,3]\n"
-	tests := []struct {
-		name, src, want string
-	}{
+	tests := []parseErrorCase{
 		{"max of nothing", head + "%y = max %e {axes=[1]}\n", "t.kir:6:6: max: expected reduced axes of nonzero size (the extreme of no elements is undefined), found axis 1 of size 0 in f32[2,0]"},
 		{"argmin of nothing", head + "%y = argmin %e\n", "t.kir:6:6: argmin: expected reduced axes of nonzero size (the extreme of no elements is undefined), found axis 1 of size 0 in f32[2,0]"},
 		{"max of bool", head + "%y = max %b\n", "t.kir:6:6: max: expected a numeric operand, found bool[3]"},
@@ -32,15 +28,5 @@ func TestParseReduceErrors(t *testing.T) {
 		{"logical of float", head + "%y = logical_or %b, %x\n", "t.kir:6:6: logical_or: expected bool operands, found bool[3] and f32[2,3]"},
 		{"not of int", head + "%y = logical_not %i\n", "t.kir:6:6: logical_not: expected a bool operand, found i32[2,3]"},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			g, err := ir.Parse("t.kir", []byte(tc.src))
-			if err == nil {
-				t.Fatalf("parsed without error:\n%s", g.Format())
-			}
-			if err.Error() != tc.want {
-				t.Errorf("error:\n got  %s\n want %s", err, tc.want)
-			}
-		})
-	}
+	checkParseErrors(t, tests)
 }
