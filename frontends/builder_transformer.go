@@ -3,6 +3,7 @@ package frontends
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/kilnml/kiln/ir"
 )
@@ -21,16 +22,19 @@ func (b *Builder) Linear(prefix string, x Value, out int) Value {
 	if b.err != nil {
 		return Value{b, ir.NoID}
 	}
+	if err := b.layerInput("linear", prefix, x, -1); err != nil {
+		return b.fail(1, err)
+	}
 	t := x.Type()
-	if len(t.Shape) < 1 {
-		return b.fail(1, fmt.Errorf("linear %s: the input must have rank >= 1, found %s", prefix, t))
+	if out < 1 {
+		return b.fail(1, fmt.Errorf("linear %s: %d outputs; want at least 1", prefix, out))
 	}
 	in := t.Shape[len(t.Shape)-1]
 	w := b.Param(prefix+".w", t.DType, in, out)
 	bias := b.Param(prefix+".b", t.DType, out)
 	h := x
 	if len(t.Shape) > 2 {
-		h = b.Reshape(x, -1, in)
+		h = b.Reshape(x, t.Shape.NumElements()/in, in)
 	}
 	y := b.Add(b.Matmul(h, w), bias)
 	if len(t.Shape) > 2 {
@@ -38,6 +42,43 @@ func (b *Builder) Linear(prefix string, x Value, out int) Value {
 		y = b.Reshape(y, shape...)
 	}
 	return b.name(y, prefix)
+}
+
+// layerInput reports an input x that the layer what cannot take: a value
+// of another builder or after an error, a rank other than rank (-1: any
+// rank >= 1) or a non-float dtype; and a prefix that already names a value
+// or starts the name of one (PREFIX.something), which would make the
+// layer's names collide.
+func (b *Builder) layerInput(what, prefix string, x Value, rank int) error {
+	if x.b != b || x.id == ir.NoID {
+		return fmt.Errorf("%s %s: the input belongs to another builder", what, prefix)
+	}
+	t := x.Type()
+	switch {
+	case rank < 0 && len(t.Shape) < 1, rank >= 0 && len(t.Shape) != rank:
+		want := "rank >= 1"
+		if rank == 3 {
+			want = "[B,T,D]"
+		}
+		return fmt.Errorf("%s %s: the input must be %s, found %s", what, prefix, want, t)
+	case !t.DType.IsFloat():
+		return fmt.Errorf("%s %s: the input must be float, found %s", what, prefix, t)
+	}
+	return b.prefixFree(what, prefix)
+}
+
+// prefixFree reports a prefix that is empty, names a value or starts the
+// name of one.
+func (b *Builder) prefixFree(what, prefix string) error {
+	if prefix == "" {
+		return fmt.Errorf("%s: the name prefix is empty", what)
+	}
+	for _, v := range b.g.Values {
+		if v.Name == prefix || strings.HasPrefix(v.Name, prefix+".") {
+			return fmt.Errorf("%s %s: the prefix is taken: %%%s exists", what, prefix, v.Name)
+		}
+	}
+	return nil
 }
 
 // name renames v to name unless that name is taken (then it keeps its own).
@@ -58,13 +99,27 @@ func (b *Builder) TokenEmbedding(prefix string, tokens Value, vocab, dModel int)
 	if b.err != nil {
 		return Value{b, ir.NoID}
 	}
-	t := tokens.Type()
-	if len(t.Shape) != 2 || !t.DType.IsInt() {
-		return b.fail(1, fmt.Errorf("token embedding %s: tokens must be integers [B,T], found %s", prefix, t))
+	if err := b.embeddingInput(prefix, tokens, vocab, dModel); err != nil {
+		return b.fail(1, err)
 	}
+	t := tokens.Type()
 	tok := b.Param(prefix+".tok", ir.F32, vocab, dModel)
 	pos := b.Param(prefix+".pos", ir.F32, t.Shape[1], dModel)
 	return b.name(b.Add(b.Embedding(tok, tokens), pos), prefix)
+}
+
+// embeddingInput reports what TokenEmbedding cannot take.
+func (b *Builder) embeddingInput(prefix string, tokens Value, vocab, dModel int) error {
+	if tokens.b != b || tokens.id == ir.NoID {
+		return fmt.Errorf("token embedding %s: the tokens belong to another builder", prefix)
+	}
+	if t := tokens.Type(); len(t.Shape) != 2 || !t.DType.IsInt() {
+		return fmt.Errorf("token embedding %s: the tokens must be integers [B,T], found %s", prefix, t)
+	}
+	if vocab < 1 || dModel < 1 {
+		return fmt.Errorf("token embedding %s: vocabulary %d and width %d; want both positive", prefix, vocab, dModel)
+	}
+	return b.prefixFree("token embedding", prefix)
 }
 
 // MultiHeadAttention returns the self-attention of x [B, T, D] with heads
@@ -78,14 +133,11 @@ func (b *Builder) MultiHeadAttention(prefix string, x Value, heads int) Value {
 	if b.err != nil {
 		return Value{b, ir.NoID}
 	}
+	if err := b.attentionInput("attention", prefix, x, heads); err != nil {
+		return b.fail(1, err)
+	}
 	t := x.Type()
-	if len(t.Shape) != 3 {
-		return b.fail(1, fmt.Errorf("attention %s: the input must be [B,T,D], found %s", prefix, t))
-	}
 	bs, n, d := t.Shape[0], t.Shape[1], t.Shape[2]
-	if heads < 1 || d%heads != 0 {
-		return b.fail(1, fmt.Errorf("attention %s: %d heads do not divide the model width %d", prefix, heads, d))
-	}
 	dh := d / heads
 	rows := b.Reshape(x, bs*n, d)
 	split := func(name string, perm ...int) Value {
@@ -99,6 +151,18 @@ func (b *Builder) MultiHeadAttention(prefix string, x Value, heads int) Value {
 	att := b.name(b.Softmax(b.name(scores, prefix+".scores"), -1), prefix+".att")
 	ctx := b.name(b.Transpose(b.Matmul(att, v), 0, 2, 1, 3), prefix+".ctx") // [B, T, H, dh]
 	return b.Reshape(b.Linear(prefix+".o", b.Reshape(ctx, bs*n, d), d), bs, n, d)
+}
+
+// attentionInput reports an input [B,T,D] the layer what cannot take, or
+// a number of heads that does not divide D.
+func (b *Builder) attentionInput(what, prefix string, x Value, heads int) error {
+	if err := b.layerInput(what, prefix, x, 3); err != nil {
+		return err
+	}
+	if d := x.Type().Shape[2]; heads < 1 || d%heads != 0 {
+		return fmt.Errorf("%s %s: %d heads do not divide the model width %d", what, prefix, heads, d)
+	}
+	return nil
 }
 
 // BlockOptions configure TransformerBlock.
@@ -123,10 +187,10 @@ func (b *Builder) TransformerBlock(prefix string, x Value, o BlockOptions) Value
 	if b.err != nil {
 		return Value{b, ir.NoID}
 	}
-	t := x.Type()
-	if len(t.Shape) != 3 {
-		return b.fail(1, fmt.Errorf("transformer block %s: the input must be [B,T,D], found %s", prefix, t))
+	if err := b.blockInput("transformer block", prefix, x, o); err != nil {
+		return b.fail(1, err)
 	}
+	t := x.Type()
 	d := t.Shape[2]
 	hidden, eps := o.Hidden, o.Eps
 	if hidden == 0 {
@@ -147,6 +211,22 @@ func (b *Builder) TransformerBlock(prefix string, x Value, o BlockOptions) Value
 	return b.name(b.Add(h, mlp), prefix)
 }
 
+// blockInput reports what TransformerBlock cannot take.
+func (b *Builder) blockInput(what, prefix string, x Value, o BlockOptions) error {
+	if err := b.attentionInput(what, prefix, x, o.Heads); err != nil {
+		return err
+	}
+	switch {
+	case o.Hidden < 0:
+		return fmt.Errorf("%s %s: MLP width %d is negative", what, prefix, o.Hidden)
+	case o.Eps < 0:
+		return fmt.Errorf("%s %s: layer_norm eps %g is negative", what, prefix, o.Eps)
+	case o.Gelu != "" && o.Gelu != "none" && o.Gelu != "tanh":
+		return fmt.Errorf("%s %s: gelu approximation %q; want \"none\" or \"tanh\"", what, prefix, o.Gelu)
+	}
+	return nil
+}
+
 // TransformerOptions configure Transformer.
 type TransformerOptions struct {
 	Vocab  int // tokens are in [0, Vocab); the logits have Vocab classes
@@ -165,12 +245,24 @@ func (b *Builder) Transformer(tokens Value, o TransformerOptions) Value {
 	if b.err != nil {
 		return Value{b, ir.NoID}
 	}
-	if o.Vocab < 1 || o.DModel < 1 || o.Blocks < 0 {
-		return b.fail(1, fmt.Errorf("transformer: vocabulary %d, width %d and %d blocks; want them positive", o.Vocab, o.DModel, o.Blocks))
+	if o.Blocks < 0 {
+		return b.fail(1, fmt.Errorf("transformer: %d blocks; want at least 0", o.Blocks))
+	}
+	if err := b.embeddingInput("emb", tokens, o.Vocab, o.DModel); err != nil {
+		return b.fail(1, err)
+	}
+	for _, p := range []string{"lnf", "head", "logits"} {
+		if err := b.prefixFree("transformer", p); err != nil {
+			return b.fail(1, err)
+		}
 	}
 	h := b.TokenEmbedding("emb", tokens, o.Vocab, o.DModel)
 	for i := range o.Blocks {
-		h = b.TransformerBlock(fmt.Sprintf("blk%d", i), h, o.BlockOptions)
+		prefix := fmt.Sprintf("blk%d", i)
+		if err := b.blockInput("transformer block", prefix, h, o.BlockOptions); err != nil {
+			return b.fail(1, err)
+		}
+		h = b.TransformerBlock(prefix, h, o.BlockOptions)
 	}
 	eps := o.Eps
 	if eps == 0 {

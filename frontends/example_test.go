@@ -60,3 +60,49 @@ func ExampleBuilder_shapeError() {
 	// Output:
 	// example_test.go:55: matmul: inner dimensions differ: [8,4] and [5,2] (4 vs 5)
 }
+
+// A transformer for sequences of 8 tokens in [0,10): one pre-norm block of
+// width 16 with 2 heads, one row of logits per position, trained against
+// the targets flattened to [B·T]. The params are named after the layers.
+func ExampleBuilder_Transformer() {
+	b := frontends.NewBuilder("reverse")
+	x := b.Input("x", ir.I64, 4, 8)
+	y := b.Input("y", ir.I64, 4, 8)
+	logits := b.Transformer(x, frontends.TransformerOptions{Vocab: 10, DModel: 16, Blocks: 1,
+		BlockOptions: frontends.BlockOptions{Heads: 2, Hidden: 32}})
+	loss := b.SoftmaxCrossEntropy(logits, b.Reshape(y, 4*8))
+	b.Output(loss, logits)
+
+	g, err := b.Build()
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, id := range g.Params() {
+		fmt.Printf("%s %s\n", g.NameOf(id), g.Type(id))
+	}
+	fmt.Println("logits:", logits.Type())
+	// Output:
+	// %emb.tok f32[10,16]
+	// %emb.pos f32[8,16]
+	// %blk0.ln1.w f32[16]
+	// %blk0.ln1.b f32[16]
+	// %blk0.attn.q.w f32[16,16]
+	// %blk0.attn.q.b f32[16]
+	// %blk0.attn.k.w f32[16,16]
+	// %blk0.attn.k.b f32[16]
+	// %blk0.attn.v.w f32[16,16]
+	// %blk0.attn.v.b f32[16]
+	// %blk0.attn.o.w f32[16,16]
+	// %blk0.attn.o.b f32[16]
+	// %blk0.ln2.w f32[16]
+	// %blk0.ln2.b f32[16]
+	// %blk0.fc1.w f32[16,32]
+	// %blk0.fc1.b f32[32]
+	// %blk0.fc2.w f32[32,16]
+	// %blk0.fc2.b f32[16]
+	// %lnf.w f32[16]
+	// %lnf.b f32[16]
+	// %head.w f32[16,10]
+	// %head.b f32[10]
+	// logits: f32[32,10]
+}

@@ -133,6 +133,7 @@ func TestRecomputeBitwise(t *testing.T) {
 		{"cnn", nnDigitsCNN(t, 16), map[string]int{"y": 10}, true, false},
 		{"kan logic", ckptKANLogic(t), nil, false, false},
 		{"skip", ckptSkip(t), nil, false, false},
+		{"transformer", tfmReverse(t, 4, 8, tfmSmallOptions()), map[string]int{"x": 10, "y": 10}, true, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -50,6 +50,12 @@ func tfmExampleOptions() frontends.TransformerOptions {
 		BlockOptions: frontends.BlockOptions{Heads: tfmHeads, Hidden: tfmHidden}}
 }
 
+// tfmSmallOptions is the example's model, narrower (width 16, MLP 32).
+func tfmSmallOptions() frontends.TransformerOptions {
+	return frontends.TransformerOptions{Vocab: tfmVocab, DModel: 16, Blocks: tfmBlocks,
+		BlockOptions: frontends.BlockOptions{Heads: tfmHeads, Hidden: 32}}
+}
+
 const tfmExampleHeader = `# A pre-norm transformer that learns to reverse sequences of 8 tokens in
 # [0,10). Token and learned position embeddings of width 32; two blocks of
 #   h = x + attention(layer_norm(x))        4 heads of width 8, softmax
@@ -300,4 +306,42 @@ func seqKey(row []int64) string {
 		key[i] = byte(v)
 	}
 	return string(key)
+}
+
+// TestGradientTransformer checks the gradient of every param of a tiny
+// reversal model (two blocks of two heads, exact and tanh gelu) against
+// central differences, all in float64, with DESIGN.md's bound (1e-7
+// relative, 1e-10 absolute). The model has no kink (layer_norm, softmax,
+// gelu and the loss are smooth), so no element may be skipped.
+func TestGradientTransformer(t *testing.T) {
+	for _, gelu := range []string{"none", "tanh"} {
+		t.Run("gelu "+gelu, func(t *testing.T) {
+			const batch, seq = 2, 4
+			g := tfmReverse(t, batch, seq, frontends.TransformerOptions{Vocab: 5, DModel: 8, Blocks: 2,
+				BlockOptions: frontends.BlockOptions{Heads: 2, Hidden: 12, Gelu: gelu}})
+			f := kiln.RandomFeeds(g, 5)
+			for r := 0; r < batch; r++ {
+				for i := 0; i < seq; i++ {
+					f["y"][r*seq+seq-1-i] = f["x"][r*seq+i]
+				}
+			}
+			res, err := kiln.GradCheck(g, f, kiln.GradCheckOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res) != len(g.Params()) {
+				t.Fatalf("%d params checked, the model has %d", len(res), len(g.Params()))
+			}
+			worst := res[0]
+			for _, r := range res {
+				if !r.OK() || r.Skipped > 0 {
+					t.Errorf("grad/%s[%d]: analytic %.12g, numeric %.12g (%d elements not smooth)", r.Param, r.Index, r.Analytic, r.Numeric, r.Skipped)
+				}
+				if r.Excess > worst.Excess {
+					worst = r
+				}
+			}
+			t.Logf("%d params; worst grad/%s[%d]: analytic %.12g, numeric %.12g", len(res), worst.Param, worst.Index, worst.Analytic, worst.Numeric)
+		})
+	}
 }
