@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -145,5 +146,36 @@ func TestCheckpointFlagErrors(t *testing.T) {
 		r := runKiln(t, tc.args...)
 		r.want(t, tc.code)
 		containsAll(t, "stderr of "+strings.Join(tc.args, " "), r.stderr, tc.want...)
+	}
+}
+
+// TestPlanTransformerBudget runs kiln plan on the transformer example
+// with Adam, keeping every activation and under -memory-budget 900KiB: the
+// budgeted plan recomputes activations and its arena fits the budget,
+// below the one that keeps everything.
+func TestPlanTransformerBudget(t *testing.T) {
+	t.Parallel()
+	const model, budget = "../../examples/transformer/reverse.kir", 900 << 10
+	arena := func(stdout string) int64 {
+		t.Helper()
+		var n int64
+		for _, l := range strings.Split(stdout, "\n") {
+			if _, err := fmt.Sscanf(l, "arena %d bytes,", &n); err == nil {
+				return n
+			}
+		}
+		t.Fatalf("no arena line in\n%s", stdout)
+		return 0
+	}
+	keep := runKiln(t, "plan", "-optimizer", "adam", "-report", model)
+	keep.want(t, 0)
+	r := runKiln(t, "plan", "-optimizer", "adam", "-report", "-memory-budget", "900KiB", model)
+	r.want(t, 0)
+	containsAll(t, "plan -memory-budget 900KiB", r.stdout, "checkpoint budget=921600: ", "recomputed ", ".remat ")
+	if strings.Contains(keep.stdout, ".remat") || strings.Contains(keep.stdout, "checkpoint") {
+		t.Errorf("the plan without a budget recomputes:\n%s", keep.stdout)
+	}
+	if a, k := arena(r.stdout), arena(keep.stdout); a > budget || a >= k {
+		t.Errorf("arena %d bytes under a budget of %d; keeping everything %d", a, budget, k)
 	}
 }
