@@ -96,7 +96,7 @@ func ckptSkip(t *testing.T) *ir.Graph {
 
 // leastPeak returns the least arena recomputation reaches for g under
 // opts, read from the error of an impossible budget.
-func leastPeak(t *testing.T, g *ir.Graph, opts kiln.Options) int64 {
+func leastPeak(t testing.TB, g *ir.Graph, opts kiln.Options) int64 {
 	t.Helper()
 	opts.MemoryBudget = 1
 	_, err := kiln.Compile(g, opts)

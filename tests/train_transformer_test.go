@@ -123,7 +123,7 @@ func (d *reverseData) fill(x, y []int64) {
 }
 
 // tfmExample parses examples/transformer/reverse.kir.
-func tfmExample(t *testing.T) *ir.Graph {
+func tfmExample(t testing.TB) *ir.Graph {
 	t.Helper()
 	src, err := os.ReadFile(tfmExampleFile)
 	if err != nil {
