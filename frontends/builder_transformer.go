@@ -94,7 +94,8 @@ func (b *Builder) name(v Value, name string) Value {
 
 // TokenEmbedding returns the embeddings [B, T, D] of integer tokens [B, T]
 // in [0, vocab): the rows of the table PREFIX.tok [vocab, D] plus a learned
-// position embedding PREFIX.pos [T, D], one row per position (both glorot).
+// position embedding PREFIX.pos [T, D], one row per position (both f32,
+// glorot).
 func (b *Builder) TokenEmbedding(prefix string, tokens Value, vocab, dModel int) Value {
 	if b.err != nil {
 		return Value{b, ir.NoID}
