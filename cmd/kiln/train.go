@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/kilnml/kiln"
@@ -28,6 +31,10 @@ type loopFlags struct {
 	standardize        bool
 	standardizeSet     bool
 	initPath, savePath string
+	ckptDir            string
+	saveEvery          int
+	resume             bool
+	plotPath           string
 }
 
 func addLoopFlags(fs *flag.FlagSet) *loopFlags {
@@ -42,6 +49,10 @@ func addLoopFlags(fs *flag.FlagSet) *loopFlags {
 	fs.BoolVar(&l.standardize, "standardize", true, "scale each feature to mean 0, std 1 (statistics of the training rows); default true for CSV files and digits, false for the generated sets and never for token inputs")
 	fs.StringVar(&l.initPath, "init", "", "safetensors file with initial values for some or all params")
 	fs.StringVar(&l.savePath, "save", "", "write the trained params to this safetensors file")
+	fs.StringVar(&l.ckptDir, "checkpoint-dir", "", "save the training state (params, optimizer state, step, data order) in this directory, atomically: at the end of each epoch, or every -save-every steps")
+	fs.IntVar(&l.saveEvery, "save-every", 0, "with -checkpoint-dir, save the training state every N training steps (default: at the end of each epoch, or of the run for a graph with no inputs)")
+	fs.BoolVar(&l.resume, "resume", false, "continue the run saved in -checkpoint-dir: the same flags give bitwise the same params as a run never stopped")
+	fs.StringVar(&l.plotPath, "plot", "", "draw the loss and the metric per epoch (the loss per step for a graph with no inputs) in this PNG file")
 	return l
 }
 
@@ -59,6 +70,15 @@ func (l *loopFlags) check(fs *flag.FlagSet) error {
 	}
 	if l.vocab < 0 || l.vocab == 1 {
 		return usagef("-vocab must be at least 2, found %d", l.vocab)
+	}
+	if l.saveEvery < 0 {
+		return usagef("-save-every must be at least 1, found %d", l.saveEvery)
+	}
+	if l.ckptDir == "" && (l.saveEvery > 0 || l.resume) {
+		return usagef("-save-every and -resume need -checkpoint-dir DIR")
+	}
+	if l.resume && l.initPath != "" {
+		return usagef("-init and -resume both set the params; give one")
 	}
 	if !(l.holdout > 0 && l.holdout < 1) {
 		return usagef("-holdout must be in (0,1), found %g", l.holdout)
@@ -128,9 +148,10 @@ func (l *loopFlags) data(sig kiln.Signature, builtin bool) (*dataset.Dataset, st
 // generated reports whether -data names a generated data set.
 func (l *loopFlags) generated() bool { return l.dataPath == kan2dData || l.dataPath == reverseData }
 
-// train splits data, applies -init, runs the epochs with a progress line
-// each, reports the held-out metric and applies -save. A graph with no
-// inputs runs its steps instead (see trainSteps).
+// train splits data, applies -init or -resume, runs the epochs with a
+// progress line each, reports the held-out metric and applies -save,
+// -checkpoint-dir and -plot. A graph with no inputs runs its steps instead
+// (see trainSteps).
 func (l *loopFlags) train(stdout io.Writer, t *kiln.Trainer, model, optDesc string, data *dataset.Dataset, dataName string) error {
 	if l.initPath != "" {
 		if err := loadParams(t, l.initPath); err != nil {
@@ -156,23 +177,73 @@ func (l *loopFlags) train(stdout io.Writer, t *kiln.Trainer, model, optDesc stri
 		mean, std := trainSet.Standardize()
 		heldOut.ApplyStandardize(mean, std)
 	}
+	cfg := l.config(model, optDesc, t)
+	cfg["standardize"] = strconv.FormatBool(standardize)
+	nb := trainSet.NumBatches(t.BatchSize())
 	fmt.Fprintf(stdout, "model %s: %d params (%d values), batch %d, %s; %d training rows, %d held out\n",
 		model, len(t.Plan.Params), countParams(t), t.BatchSize(), optDesc, trainSet.N, heldOut.N)
+	if nb == 0 {
+		return fmt.Errorf("training on %s: the data has %d training rows, fewer than one batch of %d", dataName, trainSet.N, t.BatchSize())
+	}
+	st := kiln.TrainState{Epoch: 1, Config: cfg}
+	if l.resume {
+		var err error
+		if st, err = l.restore(stdout, t, cfg); err != nil {
+			return err
+		}
+		if st.Epoch > l.epochs {
+			return fmt.Errorf("checkpoint %s: the run is at epoch %d, past -epochs %d", l.ckptDir, st.Epoch, l.epochs)
+		}
+	}
 	short, long := metricNames(sig)
 	ctx := context.Background()
+	total := int64(l.epochs) * int64(nb)
+	bar := newProgress(stdout, total, t.BatchSize(), st.Step)
+	var curves plotData
 	for e := 1; e <= l.epochs; e++ {
-		start := time.Now()
+		// The order of epoch e is the shuffles of epochs 1..e applied in
+		// turn: a resumed run replays those of the epochs it skips.
 		trainSet.Shuffle(l.seed + uint64(e))
-		loss, m, err := t.Epoch(ctx, trainSet)
-		if err != nil {
-			return fmt.Errorf("training on %s: %v", dataName, err)
+		if e < st.Epoch {
+			continue
 		}
+		start := time.Now()
+		if e > st.Epoch {
+			st.Epoch, st.Batch, st.Tally = e, 0, kiln.Tally{}
+		}
+		for st.Batch < nb {
+			if err := t.TrainBatch(ctx, trainSet, st.Batch, &st.Tally); err != nil {
+				bar.clear()
+				return fmt.Errorf("training on %s: %v", dataName, err)
+			}
+			st.Batch++
+			st.Step++
+			loss, _ := st.Tally.Result()
+			bar.update(st.Step, fmt.Sprintf("epoch %d/%d batch %d/%d", e, l.epochs, st.Batch, nb), loss)
+			if l.saveEvery > 0 && st.Step%int64(l.saveEvery) == 0 {
+				if err := t.SaveCheckpoint(l.ckptDir, st); err != nil {
+					bar.clear()
+					return err
+				}
+			}
+		}
+		// Save at the end of each epoch without -save-every, and at the end
+		// of the run with it.
+		if l.ckptDir != "" && (l.saveEvery == 0 || (e == l.epochs && st.Step%int64(l.saveEvery) != 0)) {
+			if err := t.SaveCheckpoint(l.ckptDir, st); err != nil {
+				bar.clear()
+				return err
+			}
+		}
+		loss, m := st.Tally.Result()
 		hl, hm, err := t.Evaluate(ctx, heldOut)
+		bar.clear()
 		if err != nil {
 			return fmt.Errorf("evaluating on %s: %v", dataName, err)
 		}
 		fmt.Fprintf(stdout, "epoch %3d/%d  loss %.4f  train %s %s  held-out loss %.4f  %s %s  (%s)\n",
 			e, l.epochs, loss, short, metric(sig, m), hl, short, metric(sig, hm), time.Since(start).Round(time.Millisecond))
+		curves.add(float64(e), loss, hl, m, hm)
 	}
 	_, hm, err := t.Evaluate(ctx, heldOut)
 	if err != nil {
@@ -183,38 +254,122 @@ func (l *loopFlags) train(stdout io.Writer, t *kiln.Trainer, model, optDesc stri
 		rows += fmt.Sprintf(" (%d tokens)", heldOut.N*sig.K)
 	}
 	fmt.Fprintf(stdout, "held-out %s %s on %s\n", long, metric(sig, hm), rows)
+	if err := l.plot(stdout, model, "epoch", long, curves); err != nil {
+		return err
+	}
 	return l.save(stdout, t, model)
+}
+
+// config returns what a checkpoint records of the run, which a resumed run
+// must match: the model, its optimizer and batch, the data and how it is
+// split and ordered.
+func (l *loopFlags) config(model, optDesc string, t *kiln.Trainer) map[string]string {
+	// kiln run names its plan file in the description; the file may move.
+	opt, _, _ := strings.Cut(optDesc, " (from ")
+	cfg := map[string]string{
+		"model": model, "optimizer": opt, "-seed": strconv.FormatUint(l.seed, 10),
+		"batch": strconv.Itoa(t.BatchSize()),
+	}
+	if t.Signature().Kind != kiln.NoData {
+		data := l.dataPath
+		if data == "" {
+			data = digitsData
+		}
+		cfg["-data"] = data
+		cfg["-holdout"] = strconv.FormatFloat(l.holdout, 'g', -1, 64)
+		cfg["-rows"] = strconv.Itoa(l.rows)
+		cfg["-vocab"] = strconv.Itoa(l.vocab)
+	}
+	return cfg
+}
+
+// restore loads the checkpoint in -checkpoint-dir and checks that it was
+// made by a run like this one.
+func (l *loopFlags) restore(stdout io.Writer, t *kiln.Trainer, cfg map[string]string) (kiln.TrainState, error) {
+	st, err := t.LoadCheckpoint(l.ckptDir)
+	if err != nil {
+		return st, err
+	}
+	keys := make([]string, 0, len(cfg))
+	for k := range cfg {
+		keys = append(keys, k)
+	}
+	for k := range st.Config {
+		if _, ok := cfg[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if cfg[k] != st.Config[k] {
+			return st, fmt.Errorf("checkpoint %s: the run was made with %s %q, this one has %q", l.ckptDir, k, st.Config[k], cfg[k])
+		}
+	}
+	st.Config = cfg
+	where := ""
+	if st.Epoch > 0 {
+		where = fmt.Sprintf(" (epoch %d, batch %d)", st.Epoch, st.Batch)
+	}
+	fmt.Fprintf(stdout, "resumed from %s at step %d%s\n", l.ckptDir, st.Step, where)
+	return st, nil
 }
 
 // trainSteps trains a graph with no inputs for -steps (or -epochs) steps,
 // printing the loss about 20 times, and reports the loss of the forward
 // graph at the end.
 func (l *loopFlags) trainSteps(stdout io.Writer, t *kiln.Trainer, model, optDesc string) error {
-	steps := l.steps
+	steps := int64(l.steps)
 	if steps == 0 {
-		steps = l.epochs
+		steps = int64(l.epochs)
 	}
 	fmt.Fprintf(stdout, "model %s: %d params (%d values), %s; no inputs: %d training steps\n",
 		model, len(t.Plan.Params), countParams(t), optDesc, steps)
-	ctx := context.Background()
-	every := max(1, (steps+19)/20)
-	var a kiln.Tally
-	start := time.Now()
-	for s := 1; s <= steps; s++ {
-		if err := t.Step(ctx, &a); err != nil {
-			return fmt.Errorf("training step %d: %v", s, err)
+	cfg := l.config(model, optDesc, t)
+	st := kiln.TrainState{Config: cfg}
+	if l.resume {
+		var err error
+		if st, err = l.restore(stdout, t, cfg); err != nil {
+			return err
 		}
-		if s%every == 0 || s == steps {
-			loss, _ := a.Result()
-			fmt.Fprintf(stdout, "step %5d/%d  loss %.6g  (%s)\n", s, steps, loss, time.Since(start).Round(time.Millisecond))
-			a, start = kiln.Tally{}, time.Now()
+		if st.Step > steps {
+			return fmt.Errorf("checkpoint %s: the run is at step %d, past %d steps", l.ckptDir, st.Step, steps)
 		}
 	}
+	ctx := context.Background()
+	every := max(1, (steps+19)/20)
+	bar := newProgress(stdout, steps, 0, st.Step)
+	var curves plotData
+	start := time.Now()
+	for st.Step < steps {
+		if err := t.Step(ctx, &st.Tally); err != nil {
+			bar.clear()
+			return fmt.Errorf("training step %d: %v", st.Step+1, err)
+		}
+		st.Step++
+		loss, _ := st.Tally.Result()
+		bar.update(st.Step, fmt.Sprintf("step %d/%d", st.Step, steps), loss)
+		if st.Step%every == 0 || st.Step == steps {
+			bar.clear()
+			fmt.Fprintf(stdout, "step %5d/%d  loss %.6g  (%s)\n", st.Step, steps, loss, time.Since(start).Round(time.Millisecond))
+			curves.add(float64(st.Step), loss, math.NaN(), math.NaN(), math.NaN())
+			st.Tally, start = kiln.Tally{}, time.Now()
+		}
+		if (l.saveEvery > 0 && st.Step%int64(l.saveEvery) == 0) || (l.ckptDir != "" && st.Step == steps) {
+			if err := t.SaveCheckpoint(l.ckptDir, st); err != nil {
+				bar.clear()
+				return err
+			}
+		}
+	}
+	bar.clear()
 	loss, _, err := t.Evaluate(ctx, nil)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "final loss %.6g after %d steps\n", loss, steps)
+	if err := l.plot(stdout, model, "step", "", curves); err != nil {
+		return err
+	}
 	return l.save(stdout, t, model)
 }
 
