@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"image/color"
+	"image/png"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -10,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kilnml/kiln/frontends/safetensors"
 	"github.com/kilnml/kiln/ir"
@@ -477,5 +480,91 @@ func TestTrainTargetErrors(t *testing.T) {
 			}
 			containsAll(t, "stderr", msg, append([]string{"kiln train: "}, tt.msg...)...)
 		})
+	}
+}
+
+// TestProgress checks the progress display with a fake clock: on a
+// terminal a bar redrawn in place (at most ten times a second) and erased
+// by clear; elsewhere a plain line every ten seconds and nothing sooner.
+func TestProgress(t *testing.T) {
+	var clock time.Time
+	newP := func(tty bool) (*progress, *strings.Builder) {
+		var b strings.Builder
+		p := newProgress(&b, 100, 32, 0)
+		p.tty, p.now = tty, func() time.Time { return clock }
+		p.start, p.last = clock, clock
+		return p, &b
+	}
+	p, out := newP(false)
+	for s := int64(1); s <= 100; s++ {
+		clock = clock.Add(time.Second / 2)
+		p.update(s, fmt.Sprintf("epoch 1/1 batch %d/100", s), 0.5)
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) != 5 || strings.ContainsAny(out.String(), "\r\033") {
+		t.Fatalf("a 50 s run off a terminal printed %d lines, want 5 plain ones:\n%q", len(lines), out.String())
+	}
+	if want := "epoch 1/1 batch 20/100  step 20/100  loss 0.5  64 samples/s  40s left"; lines[0] != want {
+		t.Errorf("first line %q, want %q", lines[0], want)
+	}
+	p.clear()
+	if strings.Count(out.String(), "\n") != 5 {
+		t.Error("clear wrote to a non-terminal")
+	}
+
+	p, out = newP(true)
+	clock = clock.Add(time.Second)
+	p.update(25, "step 25/100", 1.25)
+	clock = clock.Add(time.Millisecond)
+	p.update(26, "step 26/100", 1.25) // too soon: not drawn
+	p.clear()
+	if want := "\r\033[K[=====               ] step 25/100  step 25/100  loss 1.25  800 samples/s  3s left\r\033[K"; out.String() != want {
+		t.Errorf("terminal output %q, want %q", out.String(), want)
+	}
+	p.clear()
+	if strings.Count(out.String(), "\r") != 2 {
+		t.Error("a second clear wrote again")
+	}
+}
+
+// TestTrainPlot checks -plot: a PNG with a loss panel above an accuracy
+// panel, both curves drawn in their colors.
+func TestTrainPlot(t *testing.T) {
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "loss.png")
+	r := runKiln(t, "train", "-epochs", "3", "-plot", out)
+	r.want(t, 0)
+	containsAll(t, "stdout", r.stdout, "plotted the loss to "+out)
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("%s: %v", out, err)
+	}
+	bounds := img.Bounds()
+	if bounds.Dx() < 600 || bounds.Dy() < 2*bounds.Dx()/3 {
+		t.Errorf("image %v, want two panels of about 640x300 points", bounds)
+	}
+	// Each half holds both curves' colors.
+	for half, ys := range [][2]int{{0, bounds.Dy() / 2}, {bounds.Dy() / 2, bounds.Dy()}} {
+		seen := map[color.RGBA]int{}
+		for y := ys[0]; y < ys[1]; y++ {
+			for x := 0; x < bounds.Dx(); x++ {
+				r, g, b, _ := img.At(x, y).RGBA()
+				seen[color.RGBA{uint8(r >> 8), uint8(g >> 8), uint8(b >> 8), 0xff}]++
+			}
+		}
+		if seen[trainColor] < 20 || seen[heldColor] < 20 {
+			t.Errorf("panel %d has %d training and %d held-out pixels; want both curves", half, seen[trainColor], seen[heldColor])
+		}
+	}
+	// No inputs: the loss alone.
+	seekPlot := filepath.Join(t.TempDir(), "seek.png")
+	runKiln(t, "train", writeFile(t, "seek.kir", seekKir), "-steps", "40", "-plot", seekPlot).want(t, 0)
+	if fi, err := os.Stat(seekPlot); err != nil || fi.Size() == 0 {
+		t.Errorf("no plot for a graph without inputs: %v", err)
 	}
 }
