@@ -1,8 +1,10 @@
 package kiln_test
 
 import (
+	"context"
 	"fmt"
 	"log"
+	"os"
 
 	"github.com/kilnml/kiln"
 	"github.com/kilnml/kiln/frontends"
@@ -41,4 +43,58 @@ func ExampleCompile() {
 	// states: 10
 	// gradients kept: 0
 	// check ok: true
+}
+
+// Train a graph with no inputs (its target is a const), save a checkpoint
+// and continue from it in a new trainer.
+func ExampleTrainer_Step() {
+	b := frontends.NewBuilder("seek")
+	w := b.Param("w", ir.F32, 3)
+	b.Output(b.MSELoss(w, b.Const(ir.F32, []int{3}, 0.5, -0.25, 1)))
+	g, err := b.Build()
+	if err != nil {
+		log.Fatal(err)
+	}
+	adam, _ := passes.DefaultOptimizer("adam")
+	adam.LR = 0.05
+	tr, err := kiln.NewTrainer(g, adam, 1, kiln.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer tr.Close()
+	ctx := context.Background()
+	var a kiln.Tally
+	for range 100 {
+		if err := tr.Step(ctx, &a); err != nil {
+			log.Fatal(err)
+		}
+	}
+	dir, err := os.MkdirTemp("", "ckpt")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	if err := tr.SaveCheckpoint(dir, kiln.TrainState{Step: 100, Tally: a}); err != nil {
+		log.Fatal(err)
+	}
+	again, err := kiln.NewTrainer(g, adam, 1, kiln.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer again.Close()
+	st, err := again.LoadCheckpoint(dir)
+	if err != nil {
+		log.Fatal(err)
+	}
+	loss, _, err := again.Evaluate(ctx, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("signature without data:", tr.Signature().Kind == kiln.NoData)
+	fmt.Println("resumed at step", st.Step, "with", again.Executor().StepCount(), "executor steps")
+	fmt.Printf("loss below 0.01: %v\n", loss < 0.01)
+	// Output:
+	// signature without data: true
+	// resumed at step 100 with 100 executor steps
+	// loss below 0.01: true
 }

@@ -100,7 +100,7 @@ func runRun(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := lf.check(); err != nil {
+	if err := lf.check(fs); err != nil {
 		return err
 	}
 	if err := checkWorkers(*workers); err != nil {
@@ -135,7 +135,7 @@ func runRun(args []string, stdout io.Writer) error {
 			return fmt.Errorf("%s: %v", path, err)
 		}
 	}
-	data, dataName, err := lf.data(true)
+	data, dataName, err := lf.data(t.Signature(), true)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/kilnml/kiln"
@@ -21,28 +24,61 @@ import (
 // kiln run.
 type loopFlags struct {
 	dataPath           string
-	epochs             int
+	epochs, steps      int
+	rows, vocab        int
 	seed               uint64
 	holdout            float64
 	standardize        bool
+	standardizeSet     bool
 	initPath, savePath string
+	ckptDir            string
+	saveEvery          int
+	resume             bool
+	plotPath           string
 }
 
 func addLoopFlags(fs *flag.FlagSet) *loopFlags {
 	l := &loopFlags{}
-	fs.StringVar(&l.dataPath, "data", "", "CSV file (optionally gzipped): features then an integer label per row; \"digits\" is the embedded digits data")
-	fs.IntVar(&l.epochs, "epochs", 30, "passes over the training data")
+	fs.StringVar(&l.dataPath, "data", "", "the data: a CSV file (optionally gzipped) of features then an integer label per row, or a built-in set: \"digits\" (8x8 images, 10 classes), \"kan2d\" (exp(sin(πx)+y²) on [-1,1]²), \"reverse\" (token sequences and their reversals)")
+	fs.IntVar(&l.epochs, "epochs", 30, "passes over the training data (for a graph with no inputs: training steps, unless -steps is given)")
+	fs.IntVar(&l.steps, "steps", 0, "training steps of a graph with no inputs (default: -epochs)")
+	fs.IntVar(&l.rows, "rows", 0, "rows of a generated data set (default: 2000 for kan2d, 4000 for reverse)")
+	fs.IntVar(&l.vocab, "vocab", 0, "tokens of -data reverse (default: the classes of the model's logits)")
 	fs.Uint64Var(&l.seed, "seed", 1, "seed of the param initialization, the split and the shuffles")
 	fs.Float64Var(&l.holdout, "holdout", 0.2, "fraction of the rows held out for evaluation")
-	fs.BoolVar(&l.standardize, "standardize", true, "scale each feature to mean 0, std 1 (statistics of the training rows)")
+	fs.BoolVar(&l.standardize, "standardize", true, "scale each feature to mean 0, std 1 (statistics of the training rows); default true for CSV files and digits, false for the generated sets and never for token inputs")
 	fs.StringVar(&l.initPath, "init", "", "safetensors file with initial values for some or all params")
 	fs.StringVar(&l.savePath, "save", "", "write the trained params to this safetensors file")
+	fs.StringVar(&l.ckptDir, "checkpoint-dir", "", "save the training state (params, optimizer state, step, data order) in this directory, atomically: at the end of each epoch, or every -save-every steps")
+	fs.IntVar(&l.saveEvery, "save-every", 0, "with -checkpoint-dir, save the training state every N training steps (default: at the end of each epoch, or of the run for a graph with no inputs)")
+	fs.BoolVar(&l.resume, "resume", false, "continue the run saved in -checkpoint-dir: the same flags give bitwise the same params as a run never stopped")
+	fs.StringVar(&l.plotPath, "plot", "", "draw the loss and the metric per epoch (the loss per step for a graph with no inputs) in this PNG file")
 	return l
 }
 
-func (l *loopFlags) check() error {
+// check checks the flags' values; fs tells which were set.
+func (l *loopFlags) check(fs *flag.FlagSet) error {
+	fs.Visit(func(f *flag.Flag) { l.standardizeSet = l.standardizeSet || f.Name == "standardize" })
 	if l.epochs < 1 {
 		return usagef("-epochs must be at least 1, found %d", l.epochs)
+	}
+	if l.steps < 0 {
+		return usagef("-steps must be at least 1, found %d", l.steps)
+	}
+	if l.rows < 0 {
+		return usagef("-rows must be positive, found %d", l.rows)
+	}
+	if l.vocab < 0 || l.vocab == 1 {
+		return usagef("-vocab must be at least 2, found %d", l.vocab)
+	}
+	if l.saveEvery < 0 {
+		return usagef("-save-every must be at least 1, found %d", l.saveEvery)
+	}
+	if l.ckptDir == "" && (l.saveEvery > 0 || l.resume) {
+		return usagef("-save-every and -resume need -checkpoint-dir DIR")
+	}
+	if l.resume && l.initPath != "" {
+		return usagef("-init and -resume both set the params; give one")
 	}
 	if !(l.holdout > 0 && l.holdout < 1) {
 		return usagef("-holdout must be in (0,1), found %g", l.holdout)
@@ -50,70 +86,329 @@ func (l *loopFlags) check() error {
 	return nil
 }
 
-// digitsData is the -data value that names the embedded digits data.
-const digitsData = "digits"
+// The -data values that name built-in data sets.
+const (
+	digitsData  = "digits"
+	kan2dData   = "kan2d"
+	reverseData = "reverse"
+)
 
-// data loads -data, or the embedded digits data when it is "digits" or when
-// it is not given and builtin is set; it returns the data and its name for
-// messages.
-func (l *loopFlags) data(builtin bool) (*dataset.Dataset, string, error) {
-	if l.dataPath == "" || l.dataPath == digitsData {
+// The generated data sets' default sizes and their fixed seed.
+const (
+	kan2dRows     = 2000
+	reverseRows   = 4000
+	generatedSeed = 1
+)
+
+// data loads -data for a model of signature sig, or the embedded digits
+// data when it is "digits" or when it is not given and builtin is set; it
+// returns the data and its name for messages. A graph with no inputs takes
+// no data: it returns nil.
+func (l *loopFlags) data(sig kiln.Signature, builtin bool) (*dataset.Dataset, string, error) {
+	if sig.Kind == kiln.NoData {
+		if l.dataPath != "" {
+			return nil, "", usagef("-data %s: the graph takes no inputs; it trains without data", l.dataPath)
+		}
+		return nil, "", nil
+	}
+	if l.steps != 0 {
+		return nil, "", usagef("-steps is for graphs with no inputs; this one trains on data for -epochs")
+	}
+	rows := func(def int) int {
+		if l.rows > 0 {
+			return l.rows
+		}
+		return def
+	}
+	switch l.dataPath {
+	case "", digitsData:
 		if l.dataPath == "" && !builtin {
 			return nil, "", usagef("missing -data FILE.csv")
 		}
 		d, err := dataset.Digits()
 		return d, "the digits data", err
+	case kan2dData:
+		d, err := dataset.KAN2D(rows(kan2dRows), generatedSeed)
+		return d, "the kan2d data", err
+	case reverseData:
+		vocab := l.vocab
+		if vocab == 0 {
+			vocab = sig.Classes
+		}
+		if vocab < 2 {
+			return nil, "", usagef("-data reverse needs -vocab N: the model has no logits output to read the vocabulary from")
+		}
+		d, err := dataset.Reverse(rows(reverseRows), sig.Width, vocab, generatedSeed)
+		return d, "the reverse data", err
 	}
 	d, err := dataset.LoadCSV(l.dataPath)
 	return d, l.dataPath, err
 }
 
-// train splits data, applies -init, runs the epochs with a progress line
-// each, reports the held-out accuracy and applies -save.
+// generated reports whether -data names a generated data set.
+func (l *loopFlags) generated() bool { return l.dataPath == kan2dData || l.dataPath == reverseData }
+
+// train splits data, applies -init or -resume, runs the epochs with a
+// progress line each, reports the held-out metric and applies -save,
+// -checkpoint-dir and -plot. A graph with no inputs runs its steps instead
+// (see trainSteps).
 func (l *loopFlags) train(stdout io.Writer, t *kiln.Trainer, model, optDesc string, data *dataset.Dataset, dataName string) error {
-	trainSet, heldOut := data.Split(l.holdout, l.seed)
-	if l.standardize {
-		mean, std := trainSet.Standardize()
-		heldOut.ApplyStandardize(mean, std)
-	}
 	if l.initPath != "" {
 		if err := loadParams(t, l.initPath); err != nil {
 			return err
 		}
 	}
+	sig := t.Signature()
+	if sig.Kind == kiln.NoData {
+		return l.trainSteps(stdout, t, model, optDesc)
+	}
+	trainSet, heldOut := data.Split(l.holdout, l.seed)
+	standardize := l.standardize && !l.generated()
+	if l.standardizeSet {
+		standardize = l.standardize
+	}
+	if standardize && (sig.Tokens || data.Vocab > 0) {
+		if l.standardizeSet {
+			return usagef("-standardize: the model's input %%%s takes tokens, which are not scaled", sig.Features)
+		}
+		standardize = false
+	}
+	if standardize {
+		mean, std := trainSet.Standardize()
+		heldOut.ApplyStandardize(mean, std)
+	}
+	cfg := l.config(model, optDesc, t)
+	cfg["standardize"] = strconv.FormatBool(standardize)
+	nb := trainSet.NumBatches(t.BatchSize())
 	fmt.Fprintf(stdout, "model %s: %d params (%d values), batch %d, %s; %d training rows, %d held out\n",
 		model, len(t.Plan.Params), countParams(t), t.BatchSize(), optDesc, trainSet.N, heldOut.N)
-	ctx := context.Background()
-	for e := 1; e <= l.epochs; e++ {
-		start := time.Now()
-		trainSet.Shuffle(l.seed + uint64(e))
-		loss, acc, err := t.Epoch(ctx, trainSet)
-		if err != nil {
-			return fmt.Errorf("training on %s: %v", dataName, err)
+	if nb == 0 {
+		return fmt.Errorf("training on %s: the data has %d training rows, fewer than one batch of %d", dataName, trainSet.N, t.BatchSize())
+	}
+	st := kiln.TrainState{Epoch: 1, Config: cfg}
+	if l.resume {
+		var err error
+		if st, err = l.restore(stdout, t, cfg); err != nil {
+			return err
 		}
-		hl, hacc, err := t.Evaluate(ctx, heldOut)
+		if st.Epoch > l.epochs {
+			return fmt.Errorf("checkpoint %s: the run is at epoch %d, past -epochs %d", l.ckptDir, st.Epoch, l.epochs)
+		}
+	}
+	short, long := metricNames(sig)
+	ctx := context.Background()
+	total := int64(l.epochs) * int64(nb)
+	bar := newProgress(stdout, total, t.BatchSize(), st.Step)
+	var curves plotData
+	for e := 1; e <= l.epochs; e++ {
+		// The order of epoch e is the shuffles of epochs 1..e applied in
+		// turn: a resumed run replays those of the epochs it skips.
+		trainSet.Shuffle(l.seed + uint64(e))
+		if e < st.Epoch {
+			continue
+		}
+		start := time.Now()
+		if e > st.Epoch {
+			st.Epoch, st.Batch, st.Tally = e, 0, kiln.Tally{}
+		}
+		for st.Batch < nb {
+			if err := t.TrainBatch(ctx, trainSet, st.Batch, &st.Tally); err != nil {
+				bar.clear()
+				return fmt.Errorf("training on %s: %v", dataName, err)
+			}
+			st.Batch++
+			st.Step++
+			loss, _ := st.Tally.Result()
+			bar.update(st.Step, fmt.Sprintf("epoch %d/%d batch %d/%d", e, l.epochs, st.Batch, nb), loss)
+			if l.saveEvery > 0 && st.Step%int64(l.saveEvery) == 0 {
+				if err := t.SaveCheckpoint(l.ckptDir, st); err != nil {
+					bar.clear()
+					return err
+				}
+			}
+		}
+		// Save at the end of each epoch without -save-every, and at the end
+		// of the run with it.
+		if l.ckptDir != "" && (l.saveEvery == 0 || (e == l.epochs && st.Step%int64(l.saveEvery) != 0)) {
+			if err := t.SaveCheckpoint(l.ckptDir, st); err != nil {
+				bar.clear()
+				return err
+			}
+		}
+		loss, m := st.Tally.Result()
+		hl, hm, err := t.Evaluate(ctx, heldOut)
+		bar.clear()
 		if err != nil {
 			return fmt.Errorf("evaluating on %s: %v", dataName, err)
 		}
-		fmt.Fprintf(stdout, "epoch %3d/%d  loss %.4f  train acc %s  held-out loss %.4f  acc %s  (%s)\n",
-			e, l.epochs, loss, pct(acc), hl, pct(hacc), time.Since(start).Round(time.Millisecond))
+		fmt.Fprintf(stdout, "epoch %3d/%d  loss %.4f  train %s %s  held-out loss %.4f  %s %s  (%s)\n",
+			e, l.epochs, loss, short, metric(sig, m), hl, short, metric(sig, hm), time.Since(start).Round(time.Millisecond))
+		curves.add(float64(e), loss, hl, m, hm)
 	}
-	_, hacc, err := t.Evaluate(ctx, heldOut)
+	_, hm, err := t.Evaluate(ctx, heldOut)
 	if err != nil {
 		return fmt.Errorf("evaluating on %s: %v", dataName, err)
 	}
-	fmt.Fprintf(stdout, "held-out accuracy %s on %d rows\n", pct(hacc), heldOut.N)
-	if l.savePath != "" {
-		if err := saveParams(t, l.savePath, model); err != nil {
+	rows := fmt.Sprintf("%d rows", heldOut.N)
+	if sig.Kind == kiln.TokenLabels {
+		rows += fmt.Sprintf(" (%d tokens)", heldOut.N*sig.K)
+	}
+	fmt.Fprintf(stdout, "held-out %s %s on %s\n", long, metric(sig, hm), rows)
+	if err := l.plot(stdout, model, "epoch", long, curves); err != nil {
+		return err
+	}
+	return l.save(stdout, t, model)
+}
+
+// config returns what a checkpoint records of the run, which a resumed run
+// must match: the model, its optimizer and batch, the data and how it is
+// split and ordered.
+func (l *loopFlags) config(model, optDesc string, t *kiln.Trainer) map[string]string {
+	// kiln run names its plan file in the description; the file may move.
+	opt, _, _ := strings.Cut(optDesc, " (from ")
+	cfg := map[string]string{
+		"model": model, "optimizer": opt, "-seed": strconv.FormatUint(l.seed, 10),
+		"batch": strconv.Itoa(t.BatchSize()),
+	}
+	if t.Signature().Kind != kiln.NoData {
+		data := l.dataPath
+		if data == "" {
+			data = digitsData
+		}
+		cfg["-data"] = data
+		cfg["-holdout"] = strconv.FormatFloat(l.holdout, 'g', -1, 64)
+		cfg["-rows"] = strconv.Itoa(l.rows)
+		cfg["-vocab"] = strconv.Itoa(l.vocab)
+	}
+	return cfg
+}
+
+// restore loads the checkpoint in -checkpoint-dir and checks that it was
+// made by a run like this one.
+func (l *loopFlags) restore(stdout io.Writer, t *kiln.Trainer, cfg map[string]string) (kiln.TrainState, error) {
+	st, err := t.LoadCheckpoint(l.ckptDir)
+	if err != nil {
+		return st, err
+	}
+	keys := make([]string, 0, len(cfg))
+	for k := range cfg {
+		keys = append(keys, k)
+	}
+	for k := range st.Config {
+		if _, ok := cfg[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if cfg[k] != st.Config[k] {
+			return st, fmt.Errorf("checkpoint %s: the run was made with %s %q, this one has %q", l.ckptDir, k, st.Config[k], cfg[k])
+		}
+	}
+	st.Config = cfg
+	where := ""
+	if st.Epoch > 0 {
+		where = fmt.Sprintf(" (epoch %d, batch %d)", st.Epoch, st.Batch)
+	}
+	fmt.Fprintf(stdout, "resumed from %s at step %d%s\n", l.ckptDir, st.Step, where)
+	return st, nil
+}
+
+// trainSteps trains a graph with no inputs for -steps (or -epochs) steps,
+// printing the loss about 20 times, and reports the loss of the forward
+// graph at the end.
+func (l *loopFlags) trainSteps(stdout io.Writer, t *kiln.Trainer, model, optDesc string) error {
+	steps := int64(l.steps)
+	if steps == 0 {
+		steps = int64(l.epochs)
+	}
+	fmt.Fprintf(stdout, "model %s: %d params (%d values), %s; no inputs: %d training steps\n",
+		model, len(t.Plan.Params), countParams(t), optDesc, steps)
+	cfg := l.config(model, optDesc, t)
+	st := kiln.TrainState{Config: cfg}
+	if l.resume {
+		var err error
+		if st, err = l.restore(stdout, t, cfg); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "saved the trained params to %s\n", l.savePath)
+		if st.Step > steps {
+			return fmt.Errorf("checkpoint %s: the run is at step %d, past %d steps", l.ckptDir, st.Step, steps)
+		}
 	}
+	ctx := context.Background()
+	every := max(1, (steps+19)/20)
+	bar := newProgress(stdout, steps, 0, st.Step)
+	var curves plotData
+	start := time.Now()
+	for st.Step < steps {
+		if err := t.Step(ctx, &st.Tally); err != nil {
+			bar.clear()
+			return fmt.Errorf("training step %d: %v", st.Step+1, err)
+		}
+		st.Step++
+		loss, _ := st.Tally.Result()
+		bar.update(st.Step, fmt.Sprintf("step %d/%d", st.Step, steps), loss)
+		if st.Step%every == 0 || st.Step == steps {
+			bar.clear()
+			fmt.Fprintf(stdout, "step %5d/%d  loss %.6g  (%s)\n", st.Step, steps, loss, time.Since(start).Round(time.Millisecond))
+			curves.add(float64(st.Step), loss, math.NaN(), math.NaN(), math.NaN())
+			st.Tally, start = kiln.Tally{}, time.Now()
+		}
+		if (l.saveEvery > 0 && st.Step%int64(l.saveEvery) == 0) || (l.ckptDir != "" && st.Step == steps) {
+			if err := t.SaveCheckpoint(l.ckptDir, st); err != nil {
+				bar.clear()
+				return err
+			}
+		}
+	}
+	bar.clear()
+	loss, _, err := t.Evaluate(ctx, nil)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "final loss %.6g after %d steps\n", loss, steps)
+	if err := l.plot(stdout, model, "step", "", curves); err != nil {
+		return err
+	}
+	return l.save(stdout, t, model)
+}
+
+// save applies -save.
+func (l *loopFlags) save(stdout io.Writer, t *kiln.Trainer, model string) error {
+	if l.savePath == "" {
+		return nil
+	}
+	if err := saveParams(t, l.savePath, model); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "saved the trained params to %s\n", l.savePath)
 	return nil
 }
 
+// metricNames returns the short (epoch lines) and long (final line) names
+// of sig's metric.
+func metricNames(sig kiln.Signature) (short, long string) {
+	switch sig.Kind {
+	case kiln.TokenLabels:
+		return "token acc", "token accuracy"
+	case kiln.Regression:
+		return "R²", "R²"
+	}
+	return "acc", "accuracy"
+}
+
+// metric formats a value of sig's metric: a percentage for accuracies,
+// four decimals for R², n/a for NaN.
+func metric(sig kiln.Signature, v float64) string {
+	if sig.Kind == kiln.Regression && !math.IsNaN(v) {
+		return fmt.Sprintf("%.4f", v)
+	}
+	return pct(v)
+}
+
 // runTrain implements kiln train: with no model, the built-in digits MLP on
-// the embedded digits data; otherwise MODEL.kir on -data FILE.csv.
+// the embedded digits data; otherwise MODEL.kir on -data, or with no data
+// when the model takes no inputs.
 func runTrain(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("train", flag.ContinueOnError)
 	o0 := addO0Flag(fs)
@@ -125,7 +420,7 @@ func runTrain(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := lf.check(); err != nil {
+	if err := lf.check(fs); err != nil {
 		return err
 	}
 	if err := checkWorkers(*workers); err != nil {
@@ -149,21 +444,14 @@ func runTrain(args []string, stdout io.Writer) error {
 			return err
 		}
 	case 1:
-		if lf.dataPath == "" {
-			return usagef("missing -data FILE.csv for %s", pos[0])
-		}
 		if g, err = loadGraph(pos[0]); err != nil {
 			return err
 		}
+		if lf.dataPath == "" && len(g.Inputs()) > 0 {
+			return usagef("missing -data FILE.csv for %s", pos[0])
+		}
 	default:
 		return usagef("expected at most one MODEL.kir, found %d arguments", len(pos))
-	}
-	data, dataName, err := lf.data(len(pos) == 0)
-	if err != nil {
-		return err
-	}
-	if len(pos) == 0 {
-		fmt.Fprintf(stdout, "training the built-in example %s on the digits data (%d rows; UCI, CC BY 4.0)\n", examples.DigitsMLPFile, data.N)
 	}
 	opts := kiln.Options{Debug: dbg, O0: *o0, Workers: *workers}
 	if err := cf.apply(&opts); err != nil {
@@ -180,6 +468,13 @@ func runTrain(args []string, stdout io.Writer) error {
 		return err
 	}
 	defer t.Close()
+	data, dataName, err := lf.data(t.Signature(), len(pos) == 0)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		fmt.Fprintf(stdout, "training the built-in example %s on the digits data (%d rows; UCI, CC BY 4.0)\n", examples.DigitsMLPFile, data.N)
+	}
 	if report != nil && cf.active() {
 		fmt.Fprint(stdout, report)
 	}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"image/color"
+	"image/png"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -10,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kilnml/kiln/frontends/safetensors"
 	"github.com/kilnml/kiln/ir"
@@ -315,5 +318,253 @@ func TestTrainDigitsCNN(t *testing.T) {
 	}
 	if to.accuracy < 97 {
 		t.Errorf("held-out accuracy %.2f%%, want at least 97%%:\n%s", to.accuracy, r.stdout)
+	}
+}
+
+// regressionKir is a 2-32-1 tanh MLP with float targets and its prediction
+// as the second output, the signature of a regression model.
+const regressionKir = `graph regress
+input %x: f32[32,2]
+input %y: f32[32]
+param %w1: f32[2,32]
+param %b1: f32[32]
+param %w2: f32[32,1]
+param %b2: f32[1]
+%h = matmul %x, %w1
+%a = add %h, %b1
+%r = tanh %a
+%z = matmul %r, %w2
+%o = add %z, %b2
+%p = reshape %o {shape=[32]}
+%loss = mse_loss %p, %y
+output %loss, %p
+`
+
+// reverseKir maps token sequences of length 5 over 6 tokens to logits
+// [B*T,6] through an embedding and one linear layer, enough to learn the
+// reversal.
+const reverseKir = `graph reverse_linear
+input %x: i64[16,5]
+input %y: i64[16,5]
+param %emb: f32[6,8]
+param %w: f32[40,30]
+param %c: f32[30]
+%e = embedding %emb, %x
+%f = reshape %e {shape=[16,40]}
+%m = matmul %f, %w
+%z = add %m, %c
+%logits = reshape %z {shape=[80,6]}
+%t = reshape %y {shape=[80]}
+%loss = softmax_cross_entropy %logits, %t
+output %loss, %logits
+`
+
+// seekKir has no inputs: its params move toward a const target.
+const seekKir = `graph seek
+param %w: f32[4]
+%target = const {value=[0.2, -0.4, 0.6, 0.1]}
+%a = tanh %w
+%loss = mse_loss %a, %target
+output %loss
+`
+
+var (
+	finalMetric   = regexp.MustCompile(`(?m)^held-out (R²|token accuracy) (\d+\.\d+)%? on (\d+) rows`)
+	trainStepLine = regexp.MustCompile(`(?m)^step\s+(\d+)/(\d+)\s+loss (\S+)\s`)
+)
+
+// TestTrainTargets runs kiln train on a model of each new kind: a
+// regression on -data kan2d (R²), a token model on -data reverse (token
+// accuracy) and a graph with no inputs (-steps).
+func TestTrainTargets(t *testing.T) {
+	t.Parallel()
+	t.Run("kan2d", func(t *testing.T) {
+		t.Parallel()
+		model := writeFile(t, "regress.kir", regressionKir)
+		r := runKiln(t, "train", model, "-data", "kan2d", "-epochs", "50", "-lr", "0.05")
+		r.want(t, 0)
+		containsAll(t, "stdout", r.stdout, "model regress: 4 params (129 values), batch 32", "1600 training rows, 400 held out", "  train R² 0.")
+		m := finalMetric.FindStringSubmatch(r.stdout)
+		if m == nil || m[1] != "R²" || m[3] != "400" {
+			t.Fatalf("no held-out R² line:\n%s", r.stdout)
+		}
+		// 0.990 with these flags; the features are not standardized.
+		if r2, _ := strconv.ParseFloat(m[2], 64); r2 < 0.97 {
+			t.Errorf("held-out R² %.4f, want at least 0.97:\n%s", r2, r.stdout)
+		}
+		// -standardize=true rescales the features to std 1: another run.
+		s := runKiln(t, "train", model, "-data", "kan2d", "-epochs", "1", "-standardize=true")
+		s.want(t, 0)
+		if a, b := parseEpochLoss(t, r.stdout), parseEpochLoss(t, s.stdout); a == b {
+			t.Errorf("-standardize=true trained on the same features: first loss %s both times", a)
+		}
+	})
+	t.Run("reverse", func(t *testing.T) {
+		t.Parallel()
+		model := writeFile(t, "reverse.kir", reverseKir)
+		r := runKiln(t, "train", model, "-data", "reverse", "-rows", "1500", "-epochs", "10", "-lr", "0.02")
+		r.want(t, 0)
+		containsAll(t, "stdout", r.stdout, "1200 training rows, 300 held out", "train token acc ", "on 300 rows (1500 tokens)")
+		m := finalMetric.FindStringSubmatch(r.stdout)
+		if m == nil || m[1] != "token accuracy" {
+			t.Fatalf("no held-out token accuracy line:\n%s", r.stdout)
+		}
+		if acc, _ := strconv.ParseFloat(m[2], 64); acc < 99 {
+			t.Errorf("held-out token accuracy %.2f%%, want at least 99%%:\n%s", acc, r.stdout)
+		}
+	})
+	t.Run("no inputs", func(t *testing.T) {
+		t.Parallel()
+		model := writeFile(t, "seek.kir", seekKir)
+		r := runKiln(t, "train", model, "-steps", "200", "-lr", "0.05")
+		r.want(t, 0)
+		containsAll(t, "stdout", r.stdout, "model seek: 1 params (4 values), adam lr 0.05; no inputs: 200 training steps", "final loss ")
+		m := trainStepLine.FindAllStringSubmatch(r.stdout, -1)
+		if len(m) != 20 || m[19][1] != "200" {
+			t.Fatalf("%d step lines, want 20 ending at step 200:\n%s", len(m), r.stdout)
+		}
+		first, _ := strconv.ParseFloat(m[0][3], 64)
+		last, _ := strconv.ParseFloat(m[19][3], 64)
+		if !(last < first/100) {
+			t.Errorf("loss %g at the end, %g at the start; want it 100 times lower:\n%s", last, first, r.stdout)
+		}
+		// -epochs counts steps for a graph with no inputs.
+		r = runKiln(t, "train", model, "-epochs", "3")
+		r.want(t, 0)
+		if n := len(trainStepLine.FindAllString(r.stdout, -1)); n != 3 || !strings.Contains(r.stdout, "final loss ") {
+			t.Errorf("-epochs 3: %d step lines, want 3:\n%s", n, r.stdout)
+		}
+	})
+}
+
+// parseEpochLoss returns the first epoch's loss as printed.
+func parseEpochLoss(t *testing.T, out string) string {
+	t.Helper()
+	m := epochLine.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no epoch line:\n%s", out)
+	}
+	return m[3]
+}
+
+func TestTrainTargetErrors(t *testing.T) {
+	t.Parallel()
+	regress := writeFile(t, "regress.kir", regressionKir)
+	reverse := writeFile(t, "reverse.kir", reverseKir)
+	seek := writeFile(t, "seek.kir", seekKir)
+	noLogits := writeFile(t, "nologits.kir", strings.Replace(reverseKir, "output %loss, %logits", "output %loss", 1))
+	oneInput := writeFile(t, "one.kir", "graph one\ninput %x: f32[4,2]\nparam %w: f32[2]\n%p = matmul %x, %w\n%loss = sum %p\noutput %loss\n")
+	tests := []struct {
+		name string
+		args []string
+		code int
+		msg  []string
+	}{
+		{"data for a graph without inputs", []string{seek, "-data", "kan2d"}, 2, []string{"-data kan2d: the graph takes no inputs"}},
+		{"steps for a graph with data", []string{regress, "-data", "kan2d", "-steps", "3"}, 2, []string{"-steps is for graphs with no inputs"}},
+		{"reverse without a vocabulary", []string{noLogits, "-data", "reverse"}, 2, []string{"-data reverse needs -vocab N"}},
+		{"standardized tokens", []string{reverse, "-data", "reverse", "-standardize=true"}, 2, []string{"-standardize: the model's input %x takes tokens"}},
+		{"labels for a regression", []string{regress, "-data", "digits"}, 1, []string{"64 features per row", "%x takes 2"}},
+		{"kan2d for labels", []string{writeFile(t, "tiny.kir", tinyMLPKir), "-data", "kan2d"}, 1, []string{"input %y takes integer labels, the data has float targets"}},
+		{"one input", []string{oneInput, "-data", "kan2d"}, 1, []string{oneInput, "no inputs, or two", "found 1"}},
+		{"bad vocab", []string{reverse, "-data", "reverse", "-vocab", "1"}, 2, []string{"-vocab must be at least 2, found 1"}},
+		{"vocab beyond the embedding", []string{reverse, "-data", "reverse", "-vocab", "9", "-epochs", "1"}, 1, []string{"embedding", "out of range for axis 0 of size 6"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runKiln(t, append([]string{"train"}, tt.args...)...)
+			r.want(t, tt.code)
+			msg := r.stderr
+			if tt.code == 1 {
+				msg = oneLine(t, r.stderr)
+			}
+			containsAll(t, "stderr", msg, append([]string{"kiln train: "}, tt.msg...)...)
+		})
+	}
+}
+
+// TestProgress checks the progress display with a fake clock: on a
+// terminal a bar redrawn in place (at most ten times a second) and erased
+// by clear; elsewhere a plain line every ten seconds and nothing sooner.
+func TestProgress(t *testing.T) {
+	var clock time.Time
+	newP := func(tty bool) (*progress, *strings.Builder) {
+		var b strings.Builder
+		p := newProgress(&b, 100, 32, 0)
+		p.tty, p.now = tty, func() time.Time { return clock }
+		p.start, p.last = clock, clock
+		return p, &b
+	}
+	p, out := newP(false)
+	for s := int64(1); s <= 100; s++ {
+		clock = clock.Add(time.Second / 2)
+		p.update(s, fmt.Sprintf("epoch 1/1 batch %d/100", s), 0.5)
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) != 5 || strings.ContainsAny(out.String(), "\r\033") {
+		t.Fatalf("a 50 s run off a terminal printed %d lines, want 5 plain ones:\n%q", len(lines), out.String())
+	}
+	if want := "epoch 1/1 batch 20/100  step 20/100  loss 0.5  64 samples/s  40s left"; lines[0] != want {
+		t.Errorf("first line %q, want %q", lines[0], want)
+	}
+	p.clear()
+	if strings.Count(out.String(), "\n") != 5 {
+		t.Error("clear wrote to a non-terminal")
+	}
+
+	p, out = newP(true)
+	clock = clock.Add(time.Second)
+	p.update(25, "step 25/100", 1.25)
+	clock = clock.Add(time.Millisecond)
+	p.update(26, "step 26/100", 1.25) // too soon: not drawn
+	p.clear()
+	if want := "\r\033[K[=====               ] step 25/100  step 25/100  loss 1.25  800 samples/s  3s left\r\033[K"; out.String() != want {
+		t.Errorf("terminal output %q, want %q", out.String(), want)
+	}
+	p.clear()
+	if strings.Count(out.String(), "\r") != 2 {
+		t.Error("a second clear wrote again")
+	}
+}
+
+// TestTrainPlot checks -plot: a PNG with a loss panel above an accuracy
+// panel, both curves drawn in their colors.
+func TestTrainPlot(t *testing.T) {
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "loss.png")
+	r := runKiln(t, "train", "-epochs", "3", "-plot", out)
+	r.want(t, 0)
+	containsAll(t, "stdout", r.stdout, "plotted the loss to "+out)
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("%s: %v", out, err)
+	}
+	bounds := img.Bounds()
+	if bounds.Dx() < 600 || bounds.Dy() < 2*bounds.Dx()/3 {
+		t.Errorf("image %v, want two panels of about 640x300 points", bounds)
+	}
+	// Each half holds both curves' colors.
+	for half, ys := range [][2]int{{0, bounds.Dy() / 2}, {bounds.Dy() / 2, bounds.Dy()}} {
+		seen := map[color.RGBA]int{}
+		for y := ys[0]; y < ys[1]; y++ {
+			for x := 0; x < bounds.Dx(); x++ {
+				r, g, b, _ := img.At(x, y).RGBA()
+				seen[color.RGBA{uint8(r >> 8), uint8(g >> 8), uint8(b >> 8), 0xff}]++
+			}
+		}
+		if seen[trainColor] < 20 || seen[heldColor] < 20 {
+			t.Errorf("panel %d has %d training and %d held-out pixels; want both curves", half, seen[trainColor], seen[heldColor])
+		}
+	}
+	// No inputs: the loss alone.
+	seekPlot := filepath.Join(t.TempDir(), "seek.png")
+	runKiln(t, "train", writeFile(t, "seek.kir", seekKir), "-steps", "40", "-plot", seekPlot).want(t, 0)
+	if fi, err := os.Stat(seekPlot); err != nil || fi.Size() == 0 {
+		t.Errorf("no plot for a graph without inputs: %v", err)
 	}
 }

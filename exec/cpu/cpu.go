@@ -184,6 +184,21 @@ func (x *Executor) initBuffer(i int, seed uint64, index int) error {
 	return kernels.SetFloat64s(x.views[i], vals)
 }
 
+// StepCount returns the number of steps completed since New or Reset: the
+// step count that step-dependent kernels such as dropout read.
+func (x *Executor) StepCount() int64 { return *x.step }
+
+// SetStepCount sets the step count, so that a run restored from saved
+// state draws the masks it would have drawn had it never stopped. It
+// returns an error for a negative count.
+func (x *Executor) SetStepCount(n int64) error {
+	if n < 0 {
+		return fmt.Errorf("step count %d is negative", n)
+	}
+	*x.step = n
+	return nil
+}
+
 // Names returns every name Set or Get accepts: inputs, params, state,
 // outputs and grad/PARAM, sorted.
 func (x *Executor) Names() []string {

@@ -52,4 +52,17 @@ output %y
 	if again := mask(); again != m1 {
 		t.Errorf("step 1 after Reset drew %s, want %s", again, m1)
 	}
+	// A restored step count repeats that step's mask.
+	if n := x.StepCount(); n != 2 {
+		t.Errorf("step count %d after two steps, want 2", n)
+	}
+	if err := x.SetStepCount(1); err != nil {
+		t.Fatal(err)
+	}
+	if again := mask(); again != m1 {
+		t.Errorf("step 1 after SetStepCount(1) drew %s, want %s", again, m1)
+	}
+	if err := x.SetStepCount(-1); err == nil {
+		t.Error("SetStepCount(-1) gave no error")
+	}
 }

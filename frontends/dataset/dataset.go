@@ -1,7 +1,10 @@
-// Package dataset loads small tabular classification data sets (float
-// features and an integer label per row) from CSV, and provides the
-// deterministic splitting, shuffling, standardization and batching that
-// kiln's training examples and tests need.
+// Package dataset holds the small data sets kiln's training examples and
+// tests need, and provides their deterministic splitting, shuffling,
+// standardization and batching. A data set is a table of rows: D features
+// per row (floats, or integer tokens) and K targets per row (integer labels
+// or float values). ReadCSV loads classification data (float features and an
+// integer label per row); KAN2D and Reverse generate synthetic regression
+// and sequence data from a seed.
 //
 // The package embeds the UCI handwritten digits data (see Digits and
 // digits/README.md for its attribution), so that examples and tests never
@@ -21,13 +24,22 @@ import (
 	"strings"
 )
 
-// Dataset is a table of float features with an integer label per row.
+// Dataset is a table of N rows, each of D features and K targets. The
+// targets are integer labels in Y (a class per row, or one per token of a
+// sequence) or float values in R (regression); exactly one of the two is
+// set. K = 0 counts as 1, so a literal with one label per row may omit it.
 type Dataset struct {
-	X       []float64 // N*D features, row-major
-	Y       []int64   // N labels, each in [0, Classes)
+	X       []float64 // N*D features, row-major; integer token ids when Vocab > 0
+	Y       []int64   // N*K labels, each in [0, Classes); nil when the targets are R
+	R       []float64 // N*K float targets; nil when the targets are Y
 	N, D    int       // rows and features per row
-	Classes int       // max label + 1
+	K       int       // targets per row (0 means 1)
+	Classes int       // max label + 1 (0 for float targets)
+	Vocab   int       // when > 0, the features are tokens in [0, Vocab): not to be standardized
 }
+
+// Targets returns K, the number of targets per row, at least 1.
+func (d *Dataset) Targets() int { return max(d.K, 1) }
 
 // maxLabel bounds labels so that Classes stays a sensible size.
 const maxLabel = math.MaxInt32
@@ -212,18 +224,31 @@ func uint64n(src *rand.PCG, n uint64) uint64 {
 }
 
 // rows returns a new data set holding d's rows idx, in that order, with
-// d's number of classes.
+// d's number of classes, targets per row and vocabulary.
 func (d *Dataset) rows(idx []int) *Dataset {
+	k := d.Targets()
 	out := &Dataset{
 		X:       make([]float64, len(idx)*d.D),
-		Y:       make([]int64, len(idx)),
 		N:       len(idx),
 		D:       d.D,
+		K:       d.K,
 		Classes: d.Classes,
+		Vocab:   d.Vocab,
+	}
+	if d.Y != nil {
+		out.Y = make([]int64, len(idx)*k)
+	}
+	if d.R != nil {
+		out.R = make([]float64, len(idx)*k)
 	}
 	for i, r := range idx {
 		copy(out.X[i*d.D:(i+1)*d.D], d.X[r*d.D:(r+1)*d.D])
-		out.Y[i] = d.Y[r]
+		if d.Y != nil {
+			copy(out.Y[i*k:(i+1)*k], d.Y[r*k:(r+1)*k])
+		}
+		if d.R != nil {
+			copy(out.R[i*k:(i+1)*k], d.R[r*k:(r+1)*k])
+		}
 	}
 	return out
 }
@@ -247,6 +272,7 @@ func (d *Dataset) Shuffle(seed uint64) {
 	s := d.rows(permutation(d.N, seed))
 	copy(d.X, s.X)
 	copy(d.Y, s.Y)
+	copy(d.R, s.R)
 }
 
 // Standardize rescales every feature in place to zero mean and unit
@@ -314,17 +340,40 @@ func (d *Dataset) NumBatches(batchSize int) int {
 
 // Batch copies rows [i*batchSize, (i+1)*batchSize) into the caller's
 // buffers: their features into x[:batchSize*D] and their labels into
-// y[:batchSize]. It does not allocate. It panics if the batch is not a full
-// batch within d or a buffer is too short.
+// y[:batchSize*K] (y is not used when the targets are float; see BatchR).
+// It does not allocate. It panics if the batch is not a full batch within d
+// or a buffer is too short.
 func (d *Dataset) Batch(i, batchSize int, x []float64, y []int64) {
+	k := d.Targets()
 	if batchSize <= 0 || i < 0 || i >= d.NumBatches(batchSize) {
 		panic(fmt.Sprintf("dataset: Batch: batch %d of size %d is not a full batch of %d rows", i, batchSize, d.N))
 	}
-	if len(x) < batchSize*d.D || len(y) < batchSize {
+	if len(x) < batchSize*d.D || (d.Y != nil && len(y) < batchSize*k) {
 		panic(fmt.Sprintf("dataset: Batch: buffers hold %d features and %d labels, need %d and %d",
-			len(x), len(y), batchSize*d.D, batchSize))
+			len(x), len(y), batchSize*d.D, batchSize*k))
 	}
 	lo := i * batchSize
 	copy(x[:batchSize*d.D], d.X[lo*d.D:(lo+batchSize)*d.D])
-	copy(y[:batchSize], d.Y[lo:lo+batchSize])
+	if d.Y != nil {
+		copy(y[:batchSize*k], d.Y[lo*k:(lo+batchSize)*k])
+	}
+}
+
+// CopyRow copies row src of d to row dst of the caller's batch buffers:
+// its features into x[dst*D:], its labels into y[dst*K:] when the targets
+// are labels and its float targets into r[dst*K:] when they are float.
+// Trainers use it to fill a padded batch. It panics when src is not a row
+// of d or a buffer is too short.
+func (d *Dataset) CopyRow(dst, src int, x []float64, y []int64, r []float64) {
+	if src < 0 || src >= d.N {
+		panic(fmt.Sprintf("dataset: CopyRow: row %d of %d rows", src, d.N))
+	}
+	k := d.Targets()
+	copy(x[dst*d.D:(dst+1)*d.D], d.X[src*d.D:(src+1)*d.D])
+	if d.Y != nil {
+		copy(y[dst*k:(dst+1)*k], d.Y[src*k:(src+1)*k])
+	}
+	if d.R != nil {
+		copy(r[dst*k:(dst+1)*k], d.R[src*k:(src+1)*k])
+	}
 }

@@ -31,3 +31,15 @@ func ExampleReadCSV() {
 	// Y: [0 2 1]
 	// bad.csv:2: column 2: expected a number, found "oops"
 }
+
+func ExampleReverse() {
+	d, err := dataset.Reverse(100, 4, 10, 1)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("rows:", d.N, "tokens per row:", d.D, "labels per row:", d.Targets(), "vocabulary:", d.Vocab)
+	fmt.Println("first sequence:", d.X[:4], "its labels:", d.Y[:4])
+	// Output:
+	// rows: 100 tokens per row: 4 labels per row: 4 vocabulary: 10
+	// first sequence: [7 6 7 7] its labels: [7 7 6 7]
+}

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kilnml/kiln"
+)
+
+// dropoutMLPKir is a digits MLP with dropout, so that its training steps
+// depend on the executor's step count, and wide enough that a step takes
+// a few milliseconds.
+const dropoutMLPKir = `graph digits_dropout
+input %x: f32[32,64]
+input %y: i64[32]
+param %w1: f32[64,256]
+param %b1: f32[256]
+param %w2: f32[256,10]
+param %b2: f32[10]
+%h = matmul %x, %w1
+%a = add %h, %b1
+%r = relu %a
+%d = dropout %r {p=0.2, seed=3}
+%z = matmul %d, %w2
+%logits = add %z, %b2
+%loss = softmax_cross_entropy %logits, %y
+output %loss, %logits
+`
+
+// buildKiln builds the kiln binary into a temporary directory.
+func buildKiln(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "kiln")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// manifestStep returns the step of the checkpoint in dir, or -1 when there
+// is none (yet).
+func manifestStep(dir string) int64 {
+	data, err := os.ReadFile(filepath.Join(dir, kiln.CheckpointManifest))
+	if err != nil {
+		return -1
+	}
+	var m struct{ Step int64 }
+	if json.Unmarshal(data, &m) != nil {
+		return -1
+	}
+	return m.Step
+}
+
+// TestResumeAfterKill starts a real kiln train process that saves a
+// checkpoint every step, kills it with SIGKILL mid-run (mid-save, most
+// likely), resumes from the checkpoint and checks that the final params
+// are bitwise those of a run that was never interrupted.
+func TestResumeAfterKill(t *testing.T) {
+	t.Parallel()
+	bin := buildKiln(t)
+	dir := t.TempDir()
+	model := filepath.Join(dir, "drop.kir")
+	if err := os.WriteFile(model, []byte(dropoutMLPKir), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"train", model, "-data", "digits", "-epochs", "3", "-workers", "1"}
+	whole, resumed := filepath.Join(dir, "whole.safetensors"), filepath.Join(dir, "resumed.safetensors")
+	r := runKiln(t, append(args, "-save", whole)...)
+	r.want(t, 0)
+
+	ckpt := filepath.Join(dir, "ckpt")
+	cmd := exec.Command(bin, append(args, "-checkpoint-dir", ckpt, "-save-every", "1")...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	const total = 3 * 44 // 1438 training rows: 44 batches of 32 per epoch
+	deadline := time.Now().Add(60 * time.Second)
+	for manifestStep(ckpt) < 30 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != -1 {
+		t.Fatalf("the training process was not killed mid-run (%v):\n%s", err, out.String())
+	}
+	step := manifestStep(ckpt)
+	if step < 30 || step >= total {
+		t.Fatalf("killed at checkpoint step %d, want one in [30, %d)", step, total)
+	}
+	t.Logf("killed after the checkpoint of step %d of %d", step, total)
+
+	r = runKiln(t, append(args, "-checkpoint-dir", ckpt, "-resume", "-save", resumed)...)
+	r.want(t, 0)
+	containsAll(t, "stdout", r.stdout, "resumed from "+ckpt+" at step ")
+	a, _ := os.ReadFile(whole)
+	b, _ := os.ReadFile(resumed)
+	if len(a) == 0 || !bytes.Equal(a, b) {
+		t.Error("the resumed run's params differ from the uninterrupted run's")
+	}
+	// The resumed run's last lines match the uninterrupted run's.
+	if a, b := lastEpochLine(t, runKiln(t, args...).stdout), lastEpochLine(t, r.stdout); a != b {
+		t.Errorf("last epoch line %q after resuming, %q uninterrupted", b, a)
+	}
+}
+
+// lastEpochLine returns the last epoch line of out without its time.
+func lastEpochLine(t *testing.T, out string) string {
+	t.Helper()
+	m := epochLine.FindAllStringIndex(out, -1)
+	if m == nil {
+		t.Fatalf("no epoch line:\n%s", out)
+	}
+	line, _, _ := strings.Cut(out[m[len(m)-1][0]:], "\n")
+	if i := strings.LastIndex(line, "  ("); i > 0 {
+		line = line[:i]
+	}
+	return line
+}
+
+// TestResumeInProcess covers what the kill test does not: a graph with no
+// inputs resumed bitwise, a resumed run with more epochs than the first,
+// and the errors of resuming a different run.
+func TestResumeInProcess(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	seek := writeFile(t, "seek.kir", seekKir)
+	tiny := writeFile(t, "tiny.kir", tinyMLPKir)
+	data := writeFile(t, "blobs.csv", separableCSV(100, 2, 3))
+	path := func(name string) string { return filepath.Join(dir, name) }
+	same := func(a, b string) {
+		t.Helper()
+		x, _ := os.ReadFile(a)
+		y, _ := os.ReadFile(b)
+		if len(x) == 0 || !bytes.Equal(x, y) {
+			t.Errorf("%s and %s differ", a, b)
+		}
+	}
+
+	// No inputs: 40 steps, or 25 then 15 more.
+	runKiln(t, "train", seek, "-steps", "40", "-save", path("seek40")).want(t, 0)
+	runKiln(t, "train", seek, "-steps", "25", "-checkpoint-dir", path("s"), "-save-every", "10").want(t, 0)
+	if n := manifestStep(path("s")); n != 25 {
+		t.Errorf("the run of 25 steps ended with a checkpoint of step %d", n)
+	}
+	r := runKiln(t, "train", seek, "-steps", "40", "-checkpoint-dir", path("s"), "-resume", "-save", path("seek25+15"))
+	r.want(t, 0)
+	containsAll(t, "stdout", r.stdout, "resumed from "+path("s")+" at step 25\n", "step    40/40")
+	same(path("seek40"), path("seek25+15"))
+
+	// Data: 4 epochs, or 2 (checkpoints at each epoch's end) then 2 more.
+	runKiln(t, "train", tiny, "-data", data, "-epochs", "4", "-save", path("tiny4")).want(t, 0)
+	runKiln(t, "train", tiny, "-data", data, "-epochs", "2", "-checkpoint-dir", path("d")).want(t, 0)
+	r = runKiln(t, "train", tiny, "-data", data, "-epochs", "4", "-checkpoint-dir", path("d"), "-resume", "-save", path("tiny2+2"))
+	r.want(t, 0)
+	containsAll(t, "stdout", r.stdout, "at step 20 (epoch 2, batch 10)", "epoch   4/4")
+	same(path("tiny4"), path("tiny2+2"))
+
+	for _, tt := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"another seed", []string{tiny, "-data", data, "-seed", "2"}, 1, `the run was made with -seed "1", this one has "2"`},
+		{"another learning rate", []string{tiny, "-data", data, "-lr", "0.1"}, 1, `the run was made with optimizer "adam lr 0.001", this one has "adam lr 0.1"`},
+		{"another model", []string{seek}, 1, "the checkpoint is of graph tiny_mlp, the model is seek"},
+		{"past the epochs", []string{tiny, "-data", data, "-epochs", "1"}, 1, "the run is at epoch 4, past -epochs 1"},
+		{"no checkpoint", []string{tiny, "-data", data, "-checkpoint-dir", path("none")}, 1, filepath.Join(path("none"), kiln.CheckpointManifest)},
+	} {
+		args := append([]string{"train", "-resume", "-checkpoint-dir", path("d")}, tt.args...)
+		r := runKiln(t, args...)
+		r.want(t, tt.code)
+		containsAll(t, tt.name, oneLine(t, r.stderr), tt.want)
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-save-every", "5"}, "-save-every and -resume need -checkpoint-dir DIR"},
+		{[]string{"-resume"}, "-save-every and -resume need -checkpoint-dir DIR"},
+		{[]string{"-checkpoint-dir", dir, "-save-every", "-1"}, "-save-every must be at least 1, found -1"},
+		{[]string{"-checkpoint-dir", dir, "-resume", "-init", path("tiny4")}, "-init and -resume both set the params"},
+	} {
+		r := runKiln(t, append([]string{"train"}, tt.args...)...)
+		r.want(t, 2)
+		containsAll(t, "stderr", r.stderr, tt.want)
+	}
+}
