@@ -55,7 +55,7 @@ type Policy struct {
 	Budget   int64 // bytes; the target of Kind Budget, a limit for the others
 }
 
-// String returns the policy as the -checkpoint and -memory-budget flags
+// String returns the policy as the -recompute and -memory-budget flags
 // spell it, e.g. "sqrt", "segments=4", "budget=536870912".
 func (p Policy) String() string {
 	var s string
@@ -73,7 +73,7 @@ func (p Policy) String() string {
 	return s
 }
 
-// ParsePolicy parses the -checkpoint flag: "" or "none", "manual", "sqrt"
+// ParsePolicy parses the -recompute flag: "" or "none", "manual", "sqrt"
 // or "segments=K" (K >= 1). The budget is set separately (ParseBytes).
 func ParsePolicy(s string) (Policy, error) {
 	switch s := strings.TrimSpace(s); {

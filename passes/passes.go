@@ -62,7 +62,7 @@ var Doc = map[string]string{
 	"optimizer":    "append the optimizer update of every param (SGD with momentum, Adam)",
 	"simplify":     "algebraic simplification, constant folding, common-subexpression and dead-code elimination, to a fixed point (not at -O0)",
 	"fuse":         "fuse softmax and max backward, softmax with cross-entropy, elementwise chains, matmul epilogues and reduction prologues into single ops (not at -O0)",
-	"remat":        "recompute chosen forward activations in the backward pass (-checkpoint, -memory-budget, recompute marks): clone each just before its first backward user",
+	"remat":        "recompute chosen forward activations in the backward pass (-recompute, -memory-budget, recompute marks): clone each just before its first backward user",
 	"dce":          "remove values that no output, gradient or update needs",
 }
 

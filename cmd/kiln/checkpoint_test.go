@@ -34,23 +34,23 @@ recompute %h1, %a1
 `
 
 // TestCheckpointFlags runs every command that builds a plan with
-// -checkpoint and -memory-budget.
+// -recompute and -memory-budget.
 func TestCheckpointFlags(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	model := writeFile(t, "deep.kir", deepKir)
 
 	// kiln plan prints the report, then a plan that passes its check.
-	r := runKiln(t, "plan", "-checkpoint", "sqrt", "-optimizer", "sgd", model)
+	r := runKiln(t, "plan", "-recompute", "sqrt", "-optimizer", "sgd", model)
 	r.want(t, 0)
-	containsAll(t, "plan -checkpoint sqrt", r.stdout, "checkpoint sqrt: sqrt, chain of ", "recomputed ", "activations live at most", "arena ", ".remat")
+	containsAll(t, "plan -recompute sqrt", r.stdout, "checkpoint sqrt: sqrt, chain of ", "recomputed ", "activations live at most", "arena ", ".remat")
 	r = runKiln(t, "plan", model) // the marks alone
 	r.want(t, 0)
 	containsAll(t, "plan with recompute marks", r.stdout, "checkpoint manual: manual", "%a1.remat")
-	r = runKiln(t, "plan", "-checkpoint", "none", model)
+	r = runKiln(t, "plan", "-recompute", "none", model)
 	r.want(t, 0)
 	if strings.Contains(r.stdout, ".remat") {
-		t.Errorf("-checkpoint none recomputed:\n%s", r.stdout)
+		t.Errorf("-recompute none recomputed:\n%s", r.stdout)
 	}
 	r = runKiln(t, "plan", "-memory-budget", "1MiB", model)
 	r.want(t, 0)
@@ -65,7 +65,7 @@ func TestCheckpointFlags(t *testing.T) {
 	containsAll(t, "plan -memory-budget 4096", r.stdout, "chain DP (multi-level)", "a value up to 2 times", ".remat2")
 
 	// kiln dump shows the clones after the remat pass.
-	r = runKiln(t, "dump", "-after", "remat", "-checkpoint", "segments=2", model)
+	r = runKiln(t, "dump", "-after", "remat", "-recompute", "segments=2", model)
 	r.want(t, 0)
 	containsAll(t, "dump -after remat", r.stdout, ".remat: f32[16,8] = ")
 
@@ -89,7 +89,7 @@ func TestCheckpointFlags(t *testing.T) {
 	ts = append(ts, tensor(t, "w4", ir.F32, ir.Shape{8, 4}, make([]float64, 32)), tensor(t, "y", ir.I64, ir.Shape{16}, make([]float64, 16)))
 	writeTensors(t, in, ts)
 	outs := map[string]string{}
-	for _, args := range [][]string{{"-checkpoint", "none"}, {"-checkpoint", "sqrt"}, {"-memory-budget", "1.5GB"}, {}} {
+	for _, args := range [][]string{{"-recompute", "none"}, {"-recompute", "sqrt"}, {"-memory-budget", "1.5GB"}, {}} {
 		out := filepath.Join(dir, strings.Join(args, "")+".safetensors")
 		r := runKiln(t, append([]string{"grad", model, "-inputs", in, "-out", out}, args...)...)
 		r.want(t, 0)
@@ -100,14 +100,14 @@ func TestCheckpointFlags(t *testing.T) {
 		outs[strings.Join(args, " ")] = string(data)
 	}
 	for k, v := range outs {
-		if v != outs["-checkpoint none"] {
-			t.Errorf("kiln grad %s wrote different bytes from -checkpoint none", k)
+		if v != outs["-recompute none"] {
+			t.Errorf("kiln grad %s wrote different bytes from -recompute none", k)
 		}
 	}
 
 	// kiln compile records the policy in the plan file's metadata.
 	plan := filepath.Join(dir, "deep.kplan")
-	r = runKiln(t, "compile", model, "-o", plan, "-checkpoint", "sqrt", "-memory-budget", "64MiB")
+	r = runKiln(t, "compile", model, "-o", plan, "-recompute", "sqrt", "-memory-budget", "64MiB")
 	r.want(t, 0)
 	containsAll(t, "compile output", r.stdout, "checkpoint sqrt,budget=67108864: sqrt")
 	f, err := planner.Load(plan)
@@ -122,9 +122,9 @@ func TestCheckpointFlags(t *testing.T) {
 	}
 
 	// kiln train takes the flags too (the built-in digits MLP).
-	r = runKiln(t, "train", "-epochs", "1", "-checkpoint", "sqrt")
+	r = runKiln(t, "train", "-epochs", "1", "-recompute", "sqrt")
 	r.want(t, 0)
-	containsAll(t, "train -checkpoint sqrt", r.stdout, "checkpoint sqrt:", "held-out accuracy")
+	containsAll(t, "train -recompute sqrt", r.stdout, "checkpoint sqrt:", "held-out accuracy")
 }
 
 func TestCheckpointFlagErrors(t *testing.T) {
@@ -135,12 +135,12 @@ func TestCheckpointFlagErrors(t *testing.T) {
 		code int
 		want []string
 	}{
-		{[]string{"plan", "-checkpoint", "bogus", model}, 2, []string{`-checkpoint: unknown checkpoint policy "bogus"`}},
-		{[]string{"plan", "-checkpoint", "segments=0", model}, 2, []string{"segments=K needs an integer K >= 1"}},
+		{[]string{"plan", "-recompute", "bogus", model}, 2, []string{`-recompute: unknown checkpoint policy "bogus"`}},
+		{[]string{"plan", "-recompute", "segments=0", model}, 2, []string{"segments=K needs an integer K >= 1"}},
 		{[]string{"grad", "-memory-budget", "12x", "-inputs", "a", "-out", "b", model}, 2, []string{`-memory-budget: byte count "12x": unknown unit "x"`}},
 		{[]string{"train", "-memory-budget", "-3", "-epochs", "1"}, 2, []string{"must be positive"}},
 		{[]string{"plan", "-memory-budget", "4KiB", model}, 1, []string{model, "memory budget 4096 bytes (4.0 KiB) is below the least peak recomputation reaches: "}},
-		{[]string{"compile", model, "-o", filepath.Join(t.TempDir(), "x.kplan"), "-checkpoint", "sqrt", "-memory-budget", "4KiB"}, 1, []string{"the plan of checkpoint policy sqrt needs"}},
+		{[]string{"compile", model, "-o", filepath.Join(t.TempDir(), "x.kplan"), "-recompute", "sqrt", "-memory-budget", "4KiB"}, 1, []string{"the plan of checkpoint policy sqrt needs"}},
 	}
 	for _, tc := range tests {
 		r := runKiln(t, tc.args...)

@@ -94,7 +94,7 @@ func addO0Flag(fs *flag.FlagSet) *bool {
 	return fs.Bool("O0", false, "compile without the optimizing passes (canonicalize, simplify, fuse)")
 }
 
-// checkpointFlags are -checkpoint and -memory-budget, taken by every
+// checkpointFlags are -recompute and -memory-budget, taken by every
 // command that builds a plan.
 type checkpointFlags struct {
 	policy, budget string
@@ -102,15 +102,15 @@ type checkpointFlags struct {
 
 func addCheckpointFlags(fs *flag.FlagSet) *checkpointFlags {
 	c := &checkpointFlags{}
-	fs.StringVar(&c.policy, "checkpoint", "", "recompute activations in the backward: sqrt, segments=K, manual (the graph's recompute marks, the default when it has any) or none")
-	fs.StringVar(&c.budget, "memory-budget", "", "most bytes the plan's arena may take (536870912, 512MiB, 1.5GB): alone, recompute what fits it most cheaply; with -checkpoint, check it")
+	fs.StringVar(&c.policy, "recompute", "", "recompute activations in the backward: sqrt, segments=K, manual (the graph's recompute marks, the default when it has any) or none")
+	fs.StringVar(&c.budget, "memory-budget", "", "most bytes the plan's arena may take (536870912, 512MiB, 1.5GB): alone, recompute what fits it most cheaply; with -recompute, check it")
 	return c
 }
 
 // apply checks the flags and sets them in opts; bad values are usage errors.
 func (c *checkpointFlags) apply(opts *kiln.Options) error {
 	if _, err := checkpoint.ParsePolicy(c.policy); err != nil {
-		return usageError{"-checkpoint: " + err.Error()}
+		return usageError{"-recompute: " + err.Error()}
 	}
 	opts.Checkpoint = c.policy
 	if c.budget != "" {

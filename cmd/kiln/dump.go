@@ -81,7 +81,7 @@ func runDump(args []string, stdout io.Writer) error {
 	case *after == "":
 		write(tg)
 	case *after != "all" && !ran:
-		return fmt.Errorf("%s: pass %s did not run for this graph (it runs with -optimizer, or needs params; remat with -checkpoint, -memory-budget or recompute marks)", path, *after)
+		return fmt.Errorf("%s: pass %s did not run for this graph (it runs with -optimizer, or needs params; remat with -recompute, -memory-budget or recompute marks)", path, *after)
 	}
 	return nil
 }

@@ -77,7 +77,7 @@ func TestResumeAfterKill(t *testing.T) {
 	r.want(t, 0)
 
 	ckpt := filepath.Join(dir, "ckpt")
-	cmd := exec.Command(bin, append(args, "-checkpoint-dir", ckpt, "-save-every", "1")...)
+	cmd := exec.Command(bin, append(args, "-checkpoint", ckpt, "-save-every", "1")...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -101,7 +101,7 @@ func TestResumeAfterKill(t *testing.T) {
 	}
 	t.Logf("killed after the checkpoint of step %d of %d", step, total)
 
-	r = runKiln(t, append(args, "-checkpoint-dir", ckpt, "-resume", "-save", resumed)...)
+	r = runKiln(t, append(args, "-checkpoint", ckpt, "-resume", "-save", resumed)...)
 	r.want(t, 0)
 	containsAll(t, "stdout", r.stdout, "resumed from "+ckpt+" at step ")
 	a, _ := os.ReadFile(whole)
@@ -150,19 +150,19 @@ func TestResumeInProcess(t *testing.T) {
 
 	// No inputs: 40 steps, or 25 then 15 more.
 	runKiln(t, "train", seek, "-steps", "40", "-save", path("seek40")).want(t, 0)
-	runKiln(t, "train", seek, "-steps", "25", "-checkpoint-dir", path("s"), "-save-every", "10").want(t, 0)
+	runKiln(t, "train", seek, "-steps", "25", "-checkpoint", path("s"), "-save-every", "10").want(t, 0)
 	if n := manifestStep(path("s")); n != 25 {
 		t.Errorf("the run of 25 steps ended with a checkpoint of step %d", n)
 	}
-	r := runKiln(t, "train", seek, "-steps", "40", "-checkpoint-dir", path("s"), "-resume", "-save", path("seek25+15"))
+	r := runKiln(t, "train", seek, "-steps", "40", "-checkpoint", path("s"), "-resume", "-save", path("seek25+15"))
 	r.want(t, 0)
 	containsAll(t, "stdout", r.stdout, "resumed from "+path("s")+" at step 25\n", "step    40/40")
 	same(path("seek40"), path("seek25+15"))
 
 	// Data: 4 epochs, or 2 (checkpoints at each epoch's end) then 2 more.
 	runKiln(t, "train", tiny, "-data", data, "-epochs", "4", "-save", path("tiny4")).want(t, 0)
-	runKiln(t, "train", tiny, "-data", data, "-epochs", "2", "-checkpoint-dir", path("d")).want(t, 0)
-	r = runKiln(t, "train", tiny, "-data", data, "-epochs", "4", "-checkpoint-dir", path("d"), "-resume", "-save", path("tiny2+2"))
+	runKiln(t, "train", tiny, "-data", data, "-epochs", "2", "-checkpoint", path("d")).want(t, 0)
+	r = runKiln(t, "train", tiny, "-data", data, "-epochs", "4", "-checkpoint", path("d"), "-resume", "-save", path("tiny2+2"))
 	r.want(t, 0)
 	containsAll(t, "stdout", r.stdout, "at step 20 (epoch 2, batch 10)", "epoch   4/4")
 	same(path("tiny4"), path("tiny2+2"))
@@ -177,9 +177,9 @@ func TestResumeInProcess(t *testing.T) {
 		{"another learning rate", []string{tiny, "-data", data, "-lr", "0.1"}, 1, `the run was made with optimizer "adam lr 0.001", this one has "adam lr 0.1"`},
 		{"another model", []string{seek}, 1, "the checkpoint is of graph tiny_mlp, the model is seek"},
 		{"past the epochs", []string{tiny, "-data", data, "-epochs", "1"}, 1, "the run is at epoch 4, past -epochs 1"},
-		{"no checkpoint", []string{tiny, "-data", data, "-checkpoint-dir", path("none")}, 1, filepath.Join(path("none"), kiln.CheckpointManifest)},
+		{"no checkpoint", []string{tiny, "-data", data, "-checkpoint", path("none")}, 1, filepath.Join(path("none"), kiln.CheckpointManifest)},
 	} {
-		args := append([]string{"train", "-resume", "-checkpoint-dir", path("d")}, tt.args...)
+		args := append([]string{"train", "-resume", "-checkpoint", path("d")}, tt.args...)
 		r := runKiln(t, args...)
 		r.want(t, tt.code)
 		containsAll(t, tt.name, oneLine(t, r.stderr), tt.want)
@@ -188,10 +188,10 @@ func TestResumeInProcess(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"-save-every", "5"}, "-save-every and -resume need -checkpoint-dir DIR"},
-		{[]string{"-resume"}, "-save-every and -resume need -checkpoint-dir DIR"},
-		{[]string{"-checkpoint-dir", dir, "-save-every", "-1"}, "-save-every must be at least 1, found -1"},
-		{[]string{"-checkpoint-dir", dir, "-resume", "-init", path("tiny4")}, "-init and -resume both set the params"},
+		{[]string{"-save-every", "5"}, "-save-every and -resume need -checkpoint DIR"},
+		{[]string{"-resume"}, "-save-every and -resume need -checkpoint DIR"},
+		{[]string{"-checkpoint", dir, "-save-every", "-1"}, "-save-every must be at least 1, found -1"},
+		{[]string{"-checkpoint", dir, "-resume", "-init", path("tiny4")}, "-init and -resume both set the params"},
 	} {
 		r := runKiln(t, append([]string{"train"}, tt.args...)...)
 		r.want(t, 2)

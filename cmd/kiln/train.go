@@ -49,9 +49,9 @@ func addLoopFlags(fs *flag.FlagSet) *loopFlags {
 	fs.BoolVar(&l.standardize, "standardize", true, "scale each feature to mean 0, std 1 (statistics of the training rows); default true for CSV files and digits, false for the generated sets and never for token inputs")
 	fs.StringVar(&l.initPath, "init", "", "safetensors file with initial values for some or all params")
 	fs.StringVar(&l.savePath, "save", "", "write the trained params to this safetensors file")
-	fs.StringVar(&l.ckptDir, "checkpoint-dir", "", "save the training state (params, optimizer state, step, data order) in this directory, atomically: at the end of each epoch, or every -save-every steps")
-	fs.IntVar(&l.saveEvery, "save-every", 0, "with -checkpoint-dir, save the training state every N training steps (default: at the end of each epoch, or of the run for a graph with no inputs)")
-	fs.BoolVar(&l.resume, "resume", false, "continue the run saved in -checkpoint-dir: the same flags give bitwise the same params as a run never stopped")
+	fs.StringVar(&l.ckptDir, "checkpoint", "", "save the training state (params, optimizer state, step, data order) in this directory, atomically: at the end of each epoch, or every -save-every steps")
+	fs.IntVar(&l.saveEvery, "save-every", 0, "with -checkpoint, save the training state every N training steps (default: at the end of each epoch, or of the run for a graph with no inputs)")
+	fs.BoolVar(&l.resume, "resume", false, "continue the run saved in -checkpoint: the same flags give bitwise the same params as a run never stopped")
 	fs.StringVar(&l.plotPath, "plot", "", "draw the loss and the metric per epoch (the loss per step for a graph with no inputs) in this PNG file")
 	return l
 }
@@ -75,7 +75,7 @@ func (l *loopFlags) check(fs *flag.FlagSet) error {
 		return usagef("-save-every must be at least 1, found %d", l.saveEvery)
 	}
 	if l.ckptDir == "" && (l.saveEvery > 0 || l.resume) {
-		return usagef("-save-every and -resume need -checkpoint-dir DIR")
+		return usagef("-save-every and -resume need -checkpoint DIR")
 	}
 	if l.resume && l.initPath != "" {
 		return usagef("-init and -resume both set the params; give one")
@@ -150,7 +150,7 @@ func (l *loopFlags) generated() bool { return l.dataPath == kan2dData || l.dataP
 
 // train splits data, applies -init or -resume, runs the epochs with a
 // progress line each, reports the held-out metric and applies -save,
-// -checkpoint-dir and -plot. A graph with no inputs runs its steps instead
+// -checkpoint and -plot. A graph with no inputs runs its steps instead
 // (see trainSteps).
 func (l *loopFlags) train(stdout io.Writer, t *kiln.Trainer, model, optDesc string, data *dataset.Dataset, dataName string) error {
 	if l.initPath != "" {
@@ -283,7 +283,7 @@ func (l *loopFlags) config(model, optDesc string, t *kiln.Trainer) map[string]st
 	return cfg
 }
 
-// restore loads the checkpoint in -checkpoint-dir and checks that it was
+// restore loads the checkpoint in -checkpoint and checks that it was
 // made by a run like this one.
 func (l *loopFlags) restore(stdout io.Writer, t *kiln.Trainer, cfg map[string]string) (kiln.TrainState, error) {
 	st, err := t.LoadCheckpoint(l.ckptDir)
