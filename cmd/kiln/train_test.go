@@ -568,3 +568,20 @@ func TestTrainPlot(t *testing.T) {
 		t.Errorf("no plot for a graph without inputs: %v", err)
 	}
 }
+
+// TestTrainTransformerExample trains examples/transformer/reverse.kir on
+// -data reverse as the README shows it.
+func TestTrainTransformerExample(t *testing.T) {
+	t.Parallel()
+	model := filepath.Join("..", "..", "examples", "transformer", "reverse.kir")
+	r := runKiln(t, "train", model, "-data", "reverse", "-optimizer", "adam", "-lr", "0.003", "-epochs", "2")
+	r.want(t, 0)
+	containsAll(t, "stdout", r.stdout, "model reverse: 38 params", "3200 training rows, 800 held out", "on 800 rows (6400 tokens)")
+	m := finalMetric.FindStringSubmatch(r.stdout)
+	if m == nil || m[1] != "token accuracy" {
+		t.Fatalf("no held-out token accuracy line:\n%s", r.stdout)
+	}
+	if acc, _ := strconv.ParseFloat(m[2], 64); acc < 99 {
+		t.Errorf("held-out token accuracy %.2f%%, want at least 99%%:\n%s", acc, r.stdout)
+	}
+}
