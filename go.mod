@@ -2,6 +2,8 @@ module github.com/kilnml/kiln
 
 go 1.24.0
 
-require gonum.org/v1/gonum v0.17.0
-
-require github.com/google/go-cmp v0.7.0 // indirect
+require (
+	github.com/cogentcore/webgpu v0.23.0
+	github.com/google/go-cmp v0.7.0
+	gonum.org/v1/gonum v0.17.0
+)
