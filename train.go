@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/kilnml/kiln/exec/cpu"
 	"github.com/kilnml/kiln/frontends/dataset"
 	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/kernels"
@@ -22,8 +21,9 @@ type Trainer struct {
 	Plan     *planner.Plan // the training step
 	EvalPlan *planner.Plan // the forward graph without dropout, for evaluation
 
-	train, eval      *cpu.Executor
+	train, eval      Executor
 	features, target string
+	xt, yt           kernels.Tensor // the batch fed to the executors
 	batch, width     int
 	logits           string // "" when the graph has no logits output
 	x                []float64
@@ -52,7 +52,7 @@ func NewTrainer(g *ir.Graph, opt passes.OptimizerConfig, seed uint64, opts Optio
 	if err != nil {
 		return nil, err
 	}
-	return NewTrainerFromPlans(tp, ep, cpu.Options{Seed: seed, CheckNaN: opts.Debug.NaN, Workers: opts.Workers})
+	return NewTrainerFromPlans(tp, ep, ExecOptions{Device: opts.Device, Seed: seed, CheckNaN: opts.Debug.NaN, Workers: opts.Workers})
 }
 
 // trainSignature checks the convention of a trained graph and returns its
@@ -76,8 +76,9 @@ func trainSignature(g *ir.Graph) (features, labels ir.ID, err error) {
 // holds them: train is the training step, eval the forward graph for
 // evaluation; both must follow the convention of NewTrainer and share their
 // params by name. It needs no compiler. x configures both executors: the
-// seed of the params' initial values, the NaN check and the workers.
-func NewTrainerFromPlans(train, eval *planner.Plan, x cpu.Options) (*Trainer, error) {
+// device, the seed of the params' initial values, the NaN check and the
+// workers.
+func NewTrainerFromPlans(train, eval *planner.Plan, x ExecOptions) (*Trainer, error) {
 	t := &Trainer{Plan: train, EvalPlan: eval}
 	g := train.Graph
 	fid, lid, err := trainSignature(g)
@@ -99,16 +100,18 @@ func NewTrainerFromPlans(train, eval *planner.Plan, x cpu.Options) (*Trainer, er
 			return nil, fmt.Errorf("the evaluation plan lacks param %%%s: %s of the training plan", b.Name, b.Type)
 		}
 	}
-	if t.train, err = cpu.New(train, x); err != nil {
+	if t.train, err = NewExecutor(train, x); err != nil {
 		return nil, err
 	}
-	if t.eval, err = cpu.New(eval, x); err != nil {
+	if t.eval, err = NewExecutor(eval, x); err != nil {
 		t.train.Close()
 		return nil, err
 	}
 	t.x = make([]float64, t.batch*t.width)
 	t.y = make([]int64, t.batch)
 	t.yf = make([]float64, t.batch)
+	t.xt = kernels.New(train.Buffers[fid].Type)
+	t.yt = kernels.New(train.Buffers[lid].Type)
 	return t, nil
 }
 
@@ -124,7 +127,7 @@ func (t *Trainer) BatchSize() int { return t.batch }
 
 // Executor returns the training step's executor, for reading and setting
 // params by name.
-func (t *Trainer) Executor() *cpu.Executor { return t.train }
+func (t *Trainer) Executor() Executor { return t.train }
 
 // check reports data that does not fit the model. Training needs at least
 // one full batch; evaluation pads partial batches and needs one row.
@@ -141,27 +144,25 @@ func (t *Trainer) check(d *dataset.Dataset, evaluate bool) error {
 	return nil
 }
 
-func (t *Trainer) feed(x *cpu.Executor, d *dataset.Dataset, i int) error {
+func (t *Trainer) feed(x Executor, d *dataset.Dataset, i int) error {
 	d.Batch(i, t.batch, t.x, t.y)
 	return t.feedRows(x)
 }
 
-func (t *Trainer) feedRows(x *cpu.Executor) error {
-	fx, err := x.Get(t.features)
-	if err != nil {
+func (t *Trainer) feedRows(x Executor) error {
+	if err := kernels.SetFloat64s(t.xt, t.x); err != nil {
 		return err
 	}
-	if err := kernels.SetFloat64s(fx, t.x); err != nil {
+	if err := x.Set(t.features, t.xt); err != nil {
 		return err
 	}
 	for i, v := range t.y {
 		t.yf[i] = float64(v)
 	}
-	ty, err := x.Get(t.target)
-	if err != nil {
+	if err := kernels.SetFloat64s(t.yt, t.yf); err != nil {
 		return err
 	}
-	return kernels.SetFloat64s(ty, t.yf)
+	return x.Set(t.target, t.yt)
 }
 
 // Epoch runs one pass over d's full batches in d's order and returns the
@@ -198,7 +199,7 @@ func (t *Trainer) accuracy(correct, n int) float64 {
 
 // readout returns the loss and the number of the first rows rows whose
 // arg-max logit is the label.
-func (t *Trainer) readout(x *cpu.Executor, rows int) (float64, int, error) {
+func (t *Trainer) readout(x Executor, rows int) (float64, int, error) {
 	p := x.Plan()
 	lt, err := x.Get(p.Outputs[0].Name)
 	if err != nil {

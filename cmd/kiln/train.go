@@ -121,6 +121,7 @@ func runTrain(args []string, stdout io.Writer) error {
 	of := addOptimizerFlags(fs, "adam")
 	cf := addCheckpointFlags(fs)
 	workers := addWorkersFlag(fs)
+	device := addDeviceFlag(fs)
 	pos, err := parseFlags(fs, args, stdout)
 	if err != nil {
 		return err
@@ -129,6 +130,9 @@ func runTrain(args []string, stdout io.Writer) error {
 		return err
 	}
 	if err := checkWorkers(*workers); err != nil {
+		return err
+	}
+	if err := checkDevice(*device); err != nil {
 		return err
 	}
 	opt, err := of.config()
@@ -165,7 +169,7 @@ func runTrain(args []string, stdout io.Writer) error {
 	if len(pos) == 0 {
 		fmt.Fprintf(stdout, "training the built-in example %s on the digits data (%d rows; UCI, CC BY 4.0)\n", examples.DigitsMLPFile, data.N)
 	}
-	opts := kiln.Options{Debug: dbg, O0: *o0, Workers: *workers}
+	opts := kiln.Options{Debug: dbg, O0: *o0, Workers: *workers, Device: *device}
 	if err := cf.apply(&opts); err != nil {
 		return err
 	}

@@ -16,6 +16,8 @@ type device struct {
 	queue  *wgpu.Queue
 	limits wgpu.Limits
 	name   string
+	// software is set for a CPU adapter (Mesa's llvmpipe).
+	software bool
 }
 
 var (
@@ -59,7 +61,8 @@ func open() (*device, error) {
 		name = info.Name
 	}
 	return &device{dev: dev, queue: dev.GetQueue(), limits: dev.GetLimits().Limits,
-		name: fmt.Sprintf("%s (%s, %s)", name, info.BackendType, info.AdapterType)}, nil
+		name:     fmt.Sprintf("%s (%s, %s)", name, info.BackendType, info.AdapterType),
+		software: info.AdapterType == wgpu.AdapterTypeCPU}, nil
 }
 
 // Available opens the GPU if it is not open yet and returns its

@@ -48,3 +48,6 @@ func (x *Executor) Reset(uint64) error { return ErrNotBuilt }
 
 // Close does nothing.
 func (x *Executor) Close() error { return nil }
+
+// MatmulGFLOPS returns ErrNotBuilt.
+func MatmulGFLOPS(n, reps int) (float64, int, error) { return 0, 0, ErrNotBuilt }

@@ -93,7 +93,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
   let m0 = wid.y * TILE;
   let n0 = wid.x * TILE;
   let tid = lid.y * 16u + lid.x;
-  var acc: array<f32, 16>;
+  var c0 = vec4<f32>(0.0);
+  var c1 = vec4<f32>(0.0);
+  var c2 = vec4<f32>(0.0);
+  var c3 = vec4<f32>(0.0);
+  let ra = lid.y * 4u;
+  let rb = lid.x * 4u;
   for (var k0 = 0u; k0 < K; k0 += KT) {
     for (var l = 0u; l < 4u; l++) {
       let e = tid + l * 256u;
@@ -110,25 +115,24 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     }
     workgroupBarrier();
     for (var kk = 0u; kk < KT; kk++) {
-      let ar = vec4<f32>(As[kk * TILE + lid.y * 4u], As[kk * TILE + lid.y * 4u + 1u], As[kk * TILE + lid.y * 4u + 2u], As[kk * TILE + lid.y * 4u + 3u]);
-      let br = vec4<f32>(Bs[kk * TILE + lid.x * 4u], Bs[kk * TILE + lid.x * 4u + 1u], Bs[kk * TILE + lid.x * 4u + 2u], Bs[kk * TILE + lid.x * 4u + 3u]);
-      for (var i = 0u; i < 4u; i++) {
-        acc[i * 4u] = fma(ar[i], br[0], acc[i * 4u]);
-        acc[i * 4u + 1u] = fma(ar[i], br[1], acc[i * 4u + 1u]);
-        acc[i * 4u + 2u] = fma(ar[i], br[2], acc[i * 4u + 2u]);
-        acc[i * 4u + 3u] = fma(ar[i], br[3], acc[i * 4u + 3u]);
-      }
+      let br = vec4<f32>(Bs[kk * TILE + rb], Bs[kk * TILE + rb + 1u], Bs[kk * TILE + rb + 2u], Bs[kk * TILE + rb + 3u]);
+      c0 = fma(vec4<f32>(As[kk * TILE + ra]), br, c0);
+      c1 = fma(vec4<f32>(As[kk * TILE + ra + 1u]), br, c1);
+      c2 = fma(vec4<f32>(As[kk * TILE + ra + 2u]), br, c2);
+      c3 = fma(vec4<f32>(As[kk * TILE + ra + 3u]), br, c3);
     }
     workgroupBarrier();
   }
+  var rows = array<vec4<f32>, 4>(c0, c1, c2, c3);
   for (var i = 0u; i < 4u; i++) {
-    let m = m0 + lid.y * 4u + i;
+    let m = m0 + ra + i;
     if (m >= M) { break; }
+    let row = rows[i];
     for (var j = 0u; j < 4u; j++) {
-      let nn = n0 + lid.x * 4u + j;
+      let nn = n0 + rb + j;
       if (nn >= N) { break; }
       let p = bz * M * N + m * N + nn;
-      let v = acc[i * 4u + j];
+      let v = row[j];
       %s
     }
   }
