@@ -435,7 +435,7 @@ func (x *Executor) read(i int, t kernels.Tensor) error {
 		return fmt.Errorf("reading %%%s: %v", x.plan.Buffers[i].Name, firstLine(err))
 	}
 	x.d.queue.Submit(cb)
-	cb.Release()
+	defer cb.Release() // after the work is done (see Step)
 	m, err := x.mapRead(stage, size)
 	if err != nil {
 		return fmt.Errorf("reading %%%s: %v", x.plan.Buffers[i].Name, err)
@@ -498,11 +498,11 @@ func (x *Executor) Step(ctx context.Context) error {
 			pass.DispatchWorkgroups(r.groups[0], r.groups[1], r.groups[2])
 		}
 	}
-	if err := pass.End(); err != nil {
-		pass.Release()
+	err = pass.End()
+	defer pass.Release() // after the work is done, as the command buffer
+	if err != nil {
 		return fmt.Errorf("recording the step: %v", firstLine(err))
 	}
-	pass.Release()
 	for _, o := range x.outs {
 		buf, off, size := x.region(o.buffer)
 		if size := round4(x.plan.Buffers[o.buffer].Size); size == 0 {
@@ -523,7 +523,10 @@ func (x *Executor) Step(ctx context.Context) error {
 		return fmt.Errorf("recording the step: %v", firstLine(err))
 	}
 	x.d.queue.Submit(cb)
-	cb.Release()
+	// The command buffer is released once its work is done: wgpu-native
+	// crashes later (a segmentation fault on the next step's work) when it
+	// is released right after Submit while long dispatches still run.
+	defer cb.Release()
 	if x.readback == nil {
 		x.d.dev.Poll(true, nil)
 		x.stepNo++
