@@ -33,6 +33,9 @@ type Options struct {
 	After func(pass string, g *ir.Graph)
 	// Plan options for the planner.
 	Plan planner.Options
+	// Device is where a Trainer's executors run: "cpu" (also "") or "gpu"
+	// (see NewExecutor). Compile ignores it: a plan runs on either.
+	Device string
 	// Workers is the number of goroutines the executors a Trainer makes
 	// run steps on (cpu.Options.Workers); 0 means runtime.NumCPU().
 	// Compile ignores it.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/kilnml/kiln/exec/cpu"
 	"github.com/kilnml/kiln/frontends/dataset"
 	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/kernels"
@@ -40,7 +39,8 @@ type Trainer struct {
 	EvalPlan *planner.Plan // the forward graph without dropout, for evaluation
 
 	sig         Signature
-	train, eval *cpu.Executor
+	train, eval Executor
+	xt, yt       kernels.Tensor // the batch fed to the executors (Set copies it in)
 	x           []float64 // a batch of features
 	y           []int64   // a batch of labels
 	r           []float64 // a batch of float targets
@@ -111,7 +111,7 @@ func NewTrainer(g *ir.Graph, opt passes.OptimizerConfig, seed uint64, opts Optio
 	if err != nil {
 		return nil, err
 	}
-	return NewTrainerFromPlans(tp, ep, cpu.Options{Seed: seed, CheckNaN: opts.Debug.NaN, Workers: opts.Workers})
+	return NewTrainerFromPlans(tp, ep, ExecOptions{Device: opts.Device, Seed: seed, CheckNaN: opts.Debug.NaN, Workers: opts.Workers})
 }
 
 // inputSignature reads the convention from g's inputs: everything but the
@@ -183,8 +183,9 @@ func signature(p *planner.Plan) (Signature, error) {
 // holds them: train is the training step, eval the forward graph for
 // evaluation; both must follow the convention of NewTrainer and share their
 // params by name. It needs no compiler. x configures both executors: the
-// seed of the params' initial values, the NaN check and the workers.
-func NewTrainerFromPlans(train, eval *planner.Plan, x cpu.Options) (*Trainer, error) {
+// device, the seed of the params' initial values, the NaN check and the
+// workers.
+func NewTrainerFromPlans(train, eval *planner.Plan, x ExecOptions) (*Trainer, error) {
 	t := &Trainer{Plan: train, EvalPlan: eval}
 	sig, err := signature(train)
 	if err != nil {
@@ -198,10 +199,10 @@ func NewTrainerFromPlans(train, eval *planner.Plan, x cpu.Options) (*Trainer, er
 			return nil, fmt.Errorf("the evaluation plan lacks param %%%s: %s of the training plan", b.Name, b.Type)
 		}
 	}
-	if t.train, err = cpu.New(train, x); err != nil {
+	if t.train, err = NewExecutor(train, x); err != nil {
 		return nil, err
 	}
-	if t.eval, err = cpu.New(eval, x); err != nil {
+	if t.eval, err = NewExecutor(eval, x); err != nil {
 		t.train.Close()
 		return nil, err
 	}
@@ -209,6 +210,12 @@ func NewTrainerFromPlans(train, eval *planner.Plan, x cpu.Options) (*Trainer, er
 	t.y = make([]int64, sig.Batch*sig.K)
 	t.r = make([]float64, sig.Batch*sig.K)
 	t.feedY = make([]float64, sig.Batch*sig.K)
+	if sig.Kind != NoData {
+		g := train.Graph
+		ins := g.Inputs()
+		t.xt = kernels.New(g.Type(ins[0]))
+		t.yt = kernels.New(g.Type(ins[1]))
+	}
 	return t, nil
 }
 
@@ -228,7 +235,7 @@ func (t *Trainer) BatchSize() int { return t.sig.Batch }
 
 // Executor returns the training step's executor, for reading and setting
 // params by name.
-func (t *Trainer) Executor() *cpu.Executor { return t.train }
+func (t *Trainer) Executor() Executor { return t.train }
 
 // check reports data that does not fit the model. Training needs at least
 // one full batch; evaluation pads partial batches and needs one row.
@@ -268,11 +275,7 @@ func (t *Trainer) check(d *dataset.Dataset, evaluate bool) error {
 }
 
 // feed sets the batch buffers as the executor's inputs.
-func (t *Trainer) feed(x *cpu.Executor) error {
-	fx, err := x.Get(t.sig.Features)
-	if err != nil {
-		return err
-	}
+func (t *Trainer) feed(x Executor) error {
 	if t.sig.Tokens {
 		for _, v := range t.x {
 			if v != math.Trunc(v) || math.Abs(v) > math.MaxInt32 {
@@ -280,7 +283,10 @@ func (t *Trainer) feed(x *cpu.Executor) error {
 			}
 		}
 	}
-	if err := kernels.SetFloat64s(fx, t.x); err != nil {
+	if err := kernels.SetFloat64s(t.xt, t.x); err != nil {
+		return err
+	}
+	if err := x.Set(t.sig.Features, t.xt); err != nil {
 		return err
 	}
 	if t.sig.Kind == Regression {
@@ -290,11 +296,10 @@ func (t *Trainer) feed(x *cpu.Executor) error {
 			t.feedY[i] = float64(v)
 		}
 	}
-	ty, err := x.Get(t.sig.Targets)
-	if err != nil {
+	if err := kernels.SetFloat64s(t.yt, t.feedY); err != nil {
 		return err
 	}
-	return kernels.SetFloat64s(ty, t.feedY)
+	return x.Set(t.sig.Targets, t.yt)
 }
 
 // Tally accumulates the results of training or evaluation steps: the loss
@@ -404,7 +409,7 @@ func (t *Trainer) Step(ctx context.Context, a *Tally) error {
 
 // readout adds the loss and the metric of the first rows rows of the step
 // just run to a.
-func (t *Trainer) readout(x *cpu.Executor, rows int, a *Tally) error {
+func (t *Trainer) readout(x Executor, rows int, a *Tally) error {
 	lt, err := x.Get(x.Plan().Outputs[0].Name)
 	if err != nil {
 		return err

@@ -129,20 +129,25 @@ type Key struct {
 	DType ir.DType
 }
 
-// Registry maps (op, dtype) to kernel builders for one backend.
-type Registry struct {
+// Table maps (op, dtype) to one backend's kernel builders, of whatever
+// form that backend's builders take: a CPU builder returns a Func, a GPU
+// builder a description of its shader dispatches (kernels/wgsl).
+type Table[B any] struct {
 	name     string
-	builders map[Key]Builder
+	builders map[Key]B
 }
 
-// NewRegistry returns an empty registry for the named backend.
-func NewRegistry(name string) *Registry {
-	return &Registry{name: name, builders: map[Key]Builder{}}
+// NewTable returns an empty table for the named backend.
+func NewTable[B any](name string) *Table[B] {
+	return &Table[B]{name: name, builders: map[Key]B{}}
 }
+
+// Name returns the backend's name.
+func (r *Table[B]) Name() string { return r.name }
 
 // Register adds the builder for op producing dtype dt. Registering a key
 // twice is a programming error and panics at init.
-func (r *Registry) Register(op ir.Op, dt ir.DType, b Builder) {
+func (r *Table[B]) Register(op ir.Op, dt ir.DType, b B) {
 	k := Key{op, dt}
 	if _, dup := r.builders[k]; dup {
 		panic(fmt.Sprintf("kernels: %s kernel for %s/%s registered twice", r.name, op, dt))
@@ -151,22 +156,74 @@ func (r *Registry) Register(op ir.Op, dt ir.DType, b Builder) {
 }
 
 // Has reports whether a kernel is registered for op producing dt.
-func (r *Registry) Has(op ir.Op, dt ir.DType) bool {
+func (r *Table[B]) Has(op ir.Op, dt ir.DType) bool {
 	_, ok := r.builders[Key{op, dt}]
 	return ok
 }
 
+// Lookup returns the builder for op producing dt, or an error naming the
+// backend, the op and the dtype when there is none.
+func (r *Table[B]) Lookup(op ir.Op, dt ir.DType) (B, error) {
+	b, ok := r.builders[Key{op, dt}]
+	if !ok {
+		return b, fmt.Errorf("%s backend has no %s kernel for %s", r.name, op, dt)
+	}
+	return b, nil
+}
+
+// Registry maps (op, dtype) to CPU-style kernel builders for one backend.
+type Registry struct {
+	*Table[Builder]
+}
+
+// NewRegistry returns an empty registry for the named backend.
+func NewRegistry(name string) *Registry {
+	return &Registry{NewTable[Builder](name)}
+}
+
 // Build returns the kernel for n.
 func (r *Registry) Build(n *Node) (Func, error) {
-	b, ok := r.builders[Key{n.Op, n.Out.DType}]
-	if !ok {
-		return nil, fmt.Errorf("%s backend has no %s kernel for %s", r.name, n.Op, n.Out.DType)
+	b, err := r.Lookup(n.Op, n.Out.DType)
+	if err != nil {
+		return nil, err
 	}
 	f, err := b(n)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", n.Op, err)
 	}
 	return f, nil
+}
+
+// CheckNode reports whether n is a node a builder for (op, dt) may take
+// without further checks: the right op, arity and result dtype, valid
+// dtypes, no negative dimension, and a result type equal to the one ir
+// infers from the argument types and attributes. Builders can then index
+// shapes freely.
+func CheckNode(op ir.Op, dt ir.DType, n *Node) error {
+	if n.Op != op || n.Out.DType != dt {
+		return fmt.Errorf("kernel for %s/%s given a %s node producing %s", op, dt, n.Op, n.Out.DType)
+	}
+	if err := ir.CheckArity(op, len(n.Args)); err != nil {
+		return err
+	}
+	for _, t := range append([]ir.Type{n.Out}, n.Args...) {
+		if t.DType.Size() == 0 {
+			return fmt.Errorf("invalid dtype in %s", t)
+		}
+		for _, d := range t.Shape {
+			if d < 0 {
+				return fmt.Errorf("shape %s has a negative dimension", t.Shape)
+			}
+		}
+	}
+	want, err := op.Info().Infer(n.Args, n.Attrs)
+	if err != nil {
+		return err
+	}
+	if !want.Equal(n.Out) {
+		return fmt.Errorf("result type %s does not match %s, inferred from %v%s", n.Out, want, n.Args, n.Attrs)
+	}
+	return nil
 }
 
 // Float64s returns t's elements converted to float64 (bool as 0 or 1).

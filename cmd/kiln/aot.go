@@ -8,7 +8,6 @@ import (
 
 	"github.com/kilnml/kiln"
 	"github.com/kilnml/kiln/checkpoint"
-	"github.com/kilnml/kiln/exec/cpu"
 	"github.com/kilnml/kiln/kernels"
 	"github.com/kilnml/kiln/planner"
 )
@@ -92,6 +91,7 @@ func runRun(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	lf := addLoopFlags(fs)
 	workers := addWorkersFlag(fs)
+	device := addDeviceFlag(fs)
 	pos, err := parseFlags(fs, args, stdout)
 	if err != nil {
 		return err
@@ -104,6 +104,9 @@ func runRun(args []string, stdout io.Writer) error {
 		return err
 	}
 	if err := checkWorkers(*workers); err != nil {
+		return err
+	}
+	if err := checkDevice(*device); err != nil {
 		return err
 	}
 	seedSet := false
@@ -125,7 +128,7 @@ func runRun(args []string, stdout io.Writer) error {
 			return fmt.Errorf("%s: bad seed %q in the metadata", path, s)
 		}
 	}
-	t, err := kiln.NewTrainerFromPlans(train, eval, cpu.Options{Seed: lf.seed, CheckNaN: dbg.NaN, Workers: *workers})
+	t, err := kiln.NewTrainerFromPlans(train, eval, kiln.ExecOptions{Device: *device, Seed: lf.seed, CheckNaN: dbg.NaN, Workers: *workers})
 	if err != nil {
 		return fmt.Errorf("%s: %v", path, err)
 	}

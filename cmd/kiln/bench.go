@@ -15,6 +15,7 @@ import (
 	"github.com/kilnml/kiln"
 	"github.com/kilnml/kiln/checkpoint"
 	"github.com/kilnml/kiln/exec/cpu"
+	"github.com/kilnml/kiln/exec/gpu"
 	"github.com/kilnml/kiln/internal/atomicfile"
 	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/kernels"
@@ -41,6 +42,8 @@ func runBench(args []string, stdout io.Writer) error {
 	seed := fs.Uint64("seed", 1, "seed of the random inputs and the param initialization")
 	of := addOptimizerFlags(fs, "")
 	workers := addWorkersFlag(fs)
+	device := addDeviceFlag(fs)
+	matmulN := fs.Int("matmul", 0, "with -device gpu: the size N of the N×N×N f32 matmul timed on the device for its GFLOP/s (default 4096 on a hardware GPU, 256 on a software adapter)")
 	tracePath := fs.String("trace", "", "after the timed steps, run one more and write its timeline to `FILE.json` (Chrome trace events: one row per worker; open in Perfetto or chrome://tracing)")
 	pos, err := parseFlags(fs, args, stdout)
 	if err != nil {
@@ -59,6 +62,14 @@ func runBench(args []string, stdout io.Writer) error {
 		return usagef("-workers must not be negative, found %d", *workers)
 	case *batch < 0:
 		return usagef("-batch must be at least 1, found %d", *batch)
+	case *matmulN < 0:
+		return usagef("-matmul must be at least 1, found %d", *matmulN)
+	}
+	if err := checkDevice(*device); err != nil {
+		return err
+	}
+	if *device == "gpu" && *tracePath != "" {
+		return usagef("-trace times the CPU executor's workers; it needs -device cpu")
 	}
 	opt, err := of.config()
 	if err != nil {
@@ -80,7 +91,7 @@ func runBench(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	x, err := cpu.New(p, cpu.Options{Seed: *seed, CheckNaN: opts.Debug.NaN, Workers: *workers})
+	x, err := kiln.NewExecutor(p, kiln.ExecOptions{Device: *device, Seed: *seed, CheckNaN: opts.Debug.NaN, Workers: *workers})
 	if err != nil {
 		return fail(path, "%v", err)
 	}
@@ -90,12 +101,12 @@ func runBench(args []string, stdout io.Writer) error {
 	feeds := kiln.RandomFeeds(g, *seed)
 	for _, i := range p.Inputs {
 		name := p.Buffers[i].Name
-		t, err := x.Get(name)
-		if err != nil {
-			return err
-		}
+		t := kernels.New(p.Buffers[i].Type)
 		if err := kernels.SetFloat64s(t, feeds[name]); err != nil {
 			return fail(path, "input %%%s: %v", name, err)
+		}
+		if err := x.Set(name, t); err != nil {
+			return err
 		}
 	}
 	ctx := context.Background()
@@ -113,16 +124,24 @@ func runBench(args []string, stdout io.Writer) error {
 		}
 		times[i] = time.Since(start)
 	}
-	if *tracePath != "" {
-		if err := writeTrace(ctx, x, *tracePath); err != nil {
-			return fail(path, "%v", err)
-		}
-	}
 	r := benchResult{
 		Model: g.Name, File: path, Compile: benchCompile(opts), Batch: batchOf(p), Rebatched: *batch > 0,
 		Steps: len(p.Steps), Buffers: len(p.Buffers), Arena: p.ArenaBytes, LowerBound: p.LowerBound,
-		Warmup: *warmup, Workers: x.Workers(), Times: times, Traffic: traffic(p),
-		FLOPs: planFLOPs(p), Peak: measurePeak(x.Workers(), 100*time.Millisecond),
+		Warmup: *warmup, Times: times, Traffic: traffic(p), FLOPs: planFLOPs(p),
+	}
+	if cx, ok := x.(*cpu.Executor); ok {
+		if *tracePath != "" {
+			if err := writeTrace(ctx, cx, *tracePath); err != nil {
+				return fail(path, "%v", err)
+			}
+		}
+		r.Workers = cx.Workers()
+		r.Peak = measurePeak(cx.Workers(), 100*time.Millisecond)
+	} else {
+		r.Device = x.(interface{ Device() string }).Device()
+		if r.Peak, r.MatmulN, err = gpu.MatmulGFLOPS(*matmulN, 5); err != nil {
+			return fail(path, "timing the %d³ matmul: %v", *matmulN, err)
+		}
 	}
 	_, err = io.WriteString(stdout, r.Format())
 	return err
@@ -298,7 +317,9 @@ type benchResult struct {
 	Times                []time.Duration // the timed steps
 	Traffic              int64           // estimated bytes per step
 	FLOPs                float64         // the cost model's floating-point operations per step
-	Peak                 float64         // GFLOP/s measured on Workers goroutines
+	Peak                 float64         // GFLOP/s measured on Workers goroutines, or of the GPU's matmul
+	Device               string          // the GPU, or "" on the CPU
+	MatmulN              int             // the GPU matmul's size
 }
 
 // median returns the median of the timed steps (the mean of the middle two
@@ -332,7 +353,11 @@ func (r *benchResult) Format() string {
 	}
 	line("plan", "%d steps, %d buffers", r.Steps, r.Buffers)
 	line("arena", "%d bytes (lower bound %d)", r.Arena, r.LowerBound)
-	line("workers", "%d", r.Workers)
+	if r.Device != "" {
+		line("device", "gpu: %s", r.Device)
+	} else {
+		line("workers", "%d", r.Workers)
+	}
 	line("runs", "%d warmup, %d timed steps", r.Warmup, len(r.Times))
 	line("median", "%s ms", ms(med))
 	line("range", "%s - %s ms", ms(lo), ms(hi))
@@ -341,9 +366,13 @@ func (r *benchResult) Format() string {
 	rate := r.FLOPs / med.Seconds() / 1e9
 	line("flops", "%.4f GFLOP per step (%.0f)", r.FLOPs/1e9, r.FLOPs)
 	line("GFLOP/s", "%.2f", rate)
-	line("peak", "%.2f GFLOP/s (%d workers, f32 gemm micro-kernel)", r.Peak, r.Workers)
+	if r.Device != "" {
+		line("matmul", "%.2f GFLOP/s (f32 %d×%d×%d on the device, best of 5)", r.Peak, r.MatmulN, r.MatmulN, r.MatmulN)
+	} else {
+		line("peak", "%.2f GFLOP/s (%d workers, f32 gemm micro-kernel)", r.Peak, r.Workers)
+	}
 	if r.Peak > 0 {
-		line("of peak", "%.1f%%", 100*rate/r.Peak)
+		line("of peak", "%.1f%%", 100*rate/r.Peak) // on the GPU: of its matmul rate
 	} else {
 		line("of peak", "unknown")
 	}

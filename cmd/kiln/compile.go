@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 
 	"github.com/kilnml/kiln"
@@ -80,6 +81,19 @@ func debugSwitches() (passes.Debug, error) {
 // addWorkersFlag adds -workers, taken by every command that runs a plan.
 func addWorkersFlag(fs *flag.FlagSet) *int {
 	return fs.Int("workers", 0, "goroutines that run the plan's steps (default: the number of CPUs); results are the same for any number")
+}
+
+// addDeviceFlag adds -device, taken by every command that runs a plan.
+func addDeviceFlag(fs *flag.FlagSet) *string {
+	return fs.String("device", "cpu", "where the plan runs: cpu or gpu (WebGPU: Vulkan, Metal, D3D12 or GL)")
+}
+
+// checkDevice rejects an unknown -device.
+func checkDevice(d string) error {
+	if !slices.Contains(kiln.Devices, d) {
+		return usagef("-device must be cpu or gpu, found %q", d)
+	}
+	return nil
 }
 
 // checkWorkers rejects a negative -workers.

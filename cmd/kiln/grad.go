@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/kilnml/kiln"
-	"github.com/kilnml/kiln/exec/cpu"
 	"github.com/kilnml/kiln/frontends/safetensors"
 	"github.com/kilnml/kiln/kernels"
 	"github.com/kilnml/kiln/planner"
@@ -24,11 +23,15 @@ func runGrad(args []string, stdout io.Writer) error {
 	inPath := fs.String("inputs", "", "safetensors file with a tensor for every input and param (named without %)")
 	outPath := fs.String("out", "", "safetensors file to write: every output by name and grad/PARAM for every param")
 	workers := addWorkersFlag(fs)
+	device := addDeviceFlag(fs)
 	pos, err := parseFlags(fs, args, stdout)
 	if err != nil {
 		return err
 	}
 	if err := checkWorkers(*workers); err != nil {
+		return err
+	}
+	if err := checkDevice(*device); err != nil {
 		return err
 	}
 	path, err := oneFile(pos, "FILE.kir")
@@ -49,7 +52,7 @@ func runGrad(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	x, err := cpu.New(p, cpu.Options{CheckNaN: opts.Debug.NaN, Workers: *workers})
+	x, err := kiln.NewExecutor(p, kiln.ExecOptions{Device: *device, CheckNaN: opts.Debug.NaN, Workers: *workers})
 	if err != nil {
 		return fail(path, "%v", err)
 	}
@@ -81,7 +84,7 @@ func runGrad(args []string, stdout io.Writer) error {
 
 // feedAll sets every input and param of p from tensors, which must hold
 // exactly those, with the plan's dtypes and shapes.
-func feedAll(x *cpu.Executor, p *planner.Plan, tensors []safetensors.Tensor, file, model string) error {
+func feedAll(x kiln.Executor, p *planner.Plan, tensors []safetensors.Tensor, file, model string) error {
 	want := map[string]int{}
 	var names []string
 	for _, i := range append(append([]int(nil), p.Inputs...), p.Params...) {

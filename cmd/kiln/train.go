@@ -416,6 +416,7 @@ func runTrain(args []string, stdout io.Writer) error {
 	of := addOptimizerFlags(fs, "adam")
 	cf := addCheckpointFlags(fs)
 	workers := addWorkersFlag(fs)
+	device := addDeviceFlag(fs)
 	pos, err := parseFlags(fs, args, stdout)
 	if err != nil {
 		return err
@@ -424,6 +425,9 @@ func runTrain(args []string, stdout io.Writer) error {
 		return err
 	}
 	if err := checkWorkers(*workers); err != nil {
+		return err
+	}
+	if err := checkDevice(*device); err != nil {
 		return err
 	}
 	opt, err := of.config()
@@ -453,7 +457,7 @@ func runTrain(args []string, stdout io.Writer) error {
 	default:
 		return usagef("expected at most one MODEL.kir, found %d arguments", len(pos))
 	}
-	opts := kiln.Options{Debug: dbg, O0: *o0, Workers: *workers}
+	opts := kiln.Options{Debug: dbg, O0: *o0, Workers: *workers, Device: *device}
 	if err := cf.apply(&opts); err != nil {
 		return err
 	}

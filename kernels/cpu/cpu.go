@@ -17,8 +17,6 @@
 package cpu
 
 import (
-	"fmt"
-
 	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/kernels"
 )
@@ -109,29 +107,8 @@ func register(op ir.Op, dt ir.DType, b kernels.Builder) {
 // attributes. Builders can then index shapes without further checks.
 func checked(op ir.Op, dt ir.DType, b kernels.Builder) kernels.Builder {
 	return func(n *kernels.Node) (kernels.Func, error) {
-		if n.Op != op || n.Out.DType != dt {
-			return nil, fmt.Errorf("kernel for %s/%s given a %s node producing %s", op, dt, n.Op, n.Out.DType)
-		}
-		info := op.Info()
-		if err := ir.CheckArity(op, len(n.Args)); err != nil {
+		if err := kernels.CheckNode(op, dt, n); err != nil {
 			return nil, err
-		}
-		for _, t := range append([]ir.Type{n.Out}, n.Args...) {
-			if t.DType.Size() == 0 {
-				return nil, fmt.Errorf("invalid dtype in %s", t)
-			}
-			for _, d := range t.Shape {
-				if d < 0 {
-					return nil, fmt.Errorf("shape %s has a negative dimension", t.Shape)
-				}
-			}
-		}
-		want, err := info.Infer(n.Args, n.Attrs)
-		if err != nil {
-			return nil, err
-		}
-		if !want.Equal(n.Out) {
-			return nil, fmt.Errorf("result type %s does not match %s, inferred from %v%s", n.Out, want, n.Args, n.Attrs)
 		}
 		return b(n)
 	}

@@ -1,0 +1,678 @@
+//go:build cgo
+
+package gpu
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/cogentcore/webgpu/wgpu"
+	"github.com/kilnml/kiln/exec"
+	"github.com/kilnml/kiln/ir"
+	"github.com/kilnml/kiln/kernels"
+	"github.com/kilnml/kiln/kernels/wgsl"
+	"github.com/kilnml/kiln/planner"
+)
+
+// Options configure an executor.
+type Options struct {
+	// Seed selects the initial values of the params (see exec.InitialValues).
+	Seed uint64
+}
+
+// statusSlot is the bytes of one step's status words in the status buffer:
+// a binding offset must be aligned, and 256 suits every device.
+const statusSlot = planner.Align
+
+// mapTimeout bounds the wait for a readback: a device that does not finish
+// is reported, not waited on for ever.
+const mapTimeout = 5 * time.Minute
+
+// Executor runs one plan on the GPU. It is not safe for concurrent use.
+type Executor struct {
+	plan   *planner.Plan
+	d      *device
+	chunk  int64          // bytes of each arena chunk
+	arena  []*wgpu.Buffer // the arena, in chunks
+	status *wgpu.Buffer   // status words, one slot per step that reports errors
+	extra  []*wgpu.Buffer // scratch and data buffers of the kernels
+	steps  []gpuStep
+	byName map[string]int
+
+	readback *wgpu.Buffer // MAP_READ: the outputs, then the status slots
+	outs     []readItem
+	statusAt int64 // offset of the status slots in readback
+	slots    int
+	host     map[int]kernels.Tensor // host copies returned by Get, by buffer
+	initial  []byte                 // the status buffer's contents before a step
+	stepNo   int64
+	closed   bool
+}
+
+type gpuStep struct {
+	dispatches []recorded
+	checks     []wgsl.Check
+	slot       int // status slot, or -1
+}
+
+type recorded struct {
+	pipe   *wgpu.ComputePipeline
+	group  *wgpu.BindGroup
+	groups [3]uint32
+}
+
+type readItem struct {
+	buffer int
+	at     int64 // offset in readback
+}
+
+// round4 rounds n up to a multiple of 4 (binding and copy sizes).
+func round4(n int64) int64 { return (n + 3) &^ 3 }
+
+// New prepares p for running on the GPU: it checks the plan, refuses what
+// the device cannot hold or compute (f64 values, an arena or a buffer
+// beyond the device's limits), allocates the arena, compiles every step's
+// shaders and makes their bind groups, and sets the params and state to
+// their initial values.
+func New(p *planner.Plan, opts Options) (*Executor, error) {
+	if err := p.Check(); err != nil {
+		return nil, fmt.Errorf("invalid plan: %w", err)
+	}
+	for _, b := range p.Buffers {
+		if _, err := wgsl.ValueType(b.Type.DType); err != nil {
+			return nil, fmt.Errorf("plan %s: value %%%s is %s; the GPU has no f64 (WGSL), compile the graph in f32", p.Graph.Name, b.Name, b.Type)
+		}
+	}
+	d, err := openDevice()
+	if err != nil {
+		return nil, err
+	}
+	x := &Executor{plan: p, d: d, byName: map[string]int{}, host: map[int]kernels.Tensor{}}
+	if err := x.allocate(); err != nil {
+		return nil, err
+	}
+	if err := x.build(); err != nil {
+		x.Close()
+		return nil, err
+	}
+	for _, i := range p.Inputs {
+		x.byName[p.Buffers[i].Name] = i
+	}
+	for _, i := range append(append([]int(nil), p.Params...), p.States...) {
+		x.byName[p.Buffers[i].Name] = i
+	}
+	for _, n := range append(append([]planner.Named(nil), p.Outputs...), p.Grads...) {
+		x.byName[n.Name] = n.Buffer
+	}
+	if err := x.Reset(opts.Seed); err != nil {
+		x.Close()
+		return nil, err
+	}
+	return x, nil
+}
+
+// Device returns the description of the GPU the executor runs on.
+func (x *Executor) Device() string { return x.d.name }
+
+// allocate makes the arena chunks, checking the plan against the device's
+// limits.
+func (x *Executor) allocate() error {
+	p, lim := x.plan, x.d.limits
+	binding := int64(lim.MaxStorageBufferBindingSize) &^ (planner.Align - 1)
+	maxBuf := int64(lim.MaxBufferSize) &^ (planner.Align - 1)
+	x.chunk = min(binding, maxBuf)
+	for _, b := range p.Buffers {
+		if round4(b.Size) > x.chunk {
+			return fmt.Errorf("plan %s: value %%%s (%s, %d bytes) is larger than the GPU %s binds at once (%d bytes)", p.Graph.Name, b.Name, b.Type, b.Size, x.d.name, x.chunk)
+		}
+		if c := b.Offset / x.chunk; b.Size > 0 && (b.Offset+round4(b.Size)-1)/x.chunk != c {
+			return fmt.Errorf("plan %s: value %%%s at arena offset %d straddles the GPU's %d-byte binding boundary; the arena (%d bytes) must be planned in chunks", p.Graph.Name, b.Name, b.Offset, x.chunk, p.ArenaBytes)
+		}
+	}
+	n := max((p.ArenaBytes+x.chunk-1)/x.chunk, 1)
+	for c := int64(0); c < n; c++ {
+		size := min(p.ArenaBytes-c*x.chunk, x.chunk) + planner.Align // slack: a binding rounded up to 4 bytes at the end
+		buf, err := x.d.dev.CreateBuffer(&wgpu.BufferDescriptor{Label: fmt.Sprintf("arena %d", c), Size: uint64(size),
+			Usage: wgpu.BufferUsageStorage | wgpu.BufferUsageCopySrc | wgpu.BufferUsageCopyDst})
+		if err != nil {
+			return fmt.Errorf("plan %s: the GPU cannot allocate the arena (%d bytes): %v", p.Graph.Name, p.ArenaBytes, firstLine(err))
+		}
+		x.arena = append(x.arena, buf)
+	}
+	return nil
+}
+
+// firstLine returns the first line of err's message (wgpu's run on).
+func firstLine(err error) string {
+	s := err.Error()
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return strings.TrimSpace(s)
+}
+
+// region returns the arena buffer holding plan buffer i and its offset
+// and binding size there.
+func (x *Executor) region(i int) (*wgpu.Buffer, uint64, uint64) {
+	b := x.plan.Buffers[i]
+	c := b.Offset / x.chunk
+	return x.arena[c], uint64(b.Offset - c*x.chunk), uint64(max(round4(b.Size), 4))
+}
+
+func (x *Executor) describe(s int) string {
+	st := x.plan.Steps[s]
+	if st.Kind == planner.Copy {
+		return fmt.Sprintf("copy %%%s <- %%%s", x.plan.Buffers[st.Out].Name, x.plan.Buffers[st.Args[0]].Name)
+	}
+	return x.plan.Graph.FormatValue(ir.ID(st.Out))
+}
+
+// build makes every step's kernel: pipelines (one per distinct source),
+// scratch and data buffers, bind groups, the status slots and the
+// readback buffer.
+func (x *Executor) build() error {
+	p := x.plan
+	pipes := map[string]*wgpu.ComputePipeline{}
+	kerns := make([]*wgsl.Kernel, len(p.Steps))
+	x.steps = make([]gpuStep, len(p.Steps))
+	for s, st := range p.Steps {
+		var k *wgsl.Kernel
+		if st.Kind == planner.Copy {
+			k = wgsl.Copy(p.Buffers[st.Out].Type)
+		} else {
+			types := make([]ir.Type, len(st.Args))
+			for j, a := range st.Args {
+				types[j] = p.Buffers[a].Type
+			}
+			var err error
+			k, err = wgsl.Build(&kernels.Node{Op: st.Op, Attrs: st.Attrs, Args: types, Out: p.Buffers[st.Out].Type})
+			if err != nil {
+				return fmt.Errorf("step %d (%s): %v", s, x.describe(s), err)
+			}
+		}
+		kerns[s] = k
+		x.steps[s].slot = -1
+		for _, dp := range k.Dispatches {
+			for _, o := range dp.Bind {
+				if o.Kind == wgsl.Status && x.steps[s].slot < 0 {
+					x.steps[s].slot = x.slots
+					x.slots++
+				}
+			}
+		}
+		x.steps[s].checks = k.Checks
+	}
+	statusBytes := int64(max(x.slots, 1)) * statusSlot
+	var err error
+	x.status, err = x.d.dev.CreateBuffer(&wgpu.BufferDescriptor{Label: "status", Size: uint64(statusBytes),
+		Usage: wgpu.BufferUsageStorage | wgpu.BufferUsageCopySrc | wgpu.BufferUsageCopyDst})
+	if err != nil {
+		return fmt.Errorf("the GPU cannot allocate the status words: %v", firstLine(err))
+	}
+	x.initial = make([]byte, statusBytes)
+	for sl := 0; sl < x.slots; sl++ {
+		for b := 4; b < 8; b++ {
+			x.initial[int64(sl)*statusSlot+int64(b)] = 0xff // word 1: the least index reported, from MaxUint32
+		}
+	}
+	for s, k := range kerns {
+		var scratch, data []*wgpu.Buffer
+		for _, size := range k.Scratch {
+			b, err := x.d.dev.CreateBuffer(&wgpu.BufferDescriptor{Label: "scratch", Size: uint64(max(round4(size), 4)), Usage: wgpu.BufferUsageStorage})
+			if err != nil {
+				return fmt.Errorf("step %d (%s): scratch buffer: %v", s, x.describe(s), firstLine(err))
+			}
+			scratch = append(scratch, b)
+			x.extra = append(x.extra, b)
+		}
+		for _, dat := range k.Data {
+			b, err := x.d.dev.CreateBufferInit(&wgpu.BufferInitDescriptor{Label: "data", Contents: padded(dat), Usage: wgpu.BufferUsageStorage})
+			if err != nil {
+				return fmt.Errorf("step %d (%s): data buffer: %v", s, x.describe(s), firstLine(err))
+			}
+			data = append(data, b)
+			x.extra = append(x.extra, b)
+		}
+		st := p.Steps[s]
+		for _, dp := range k.Dispatches {
+			if len(dp.Bind) > int(x.d.limits.MaxStorageBuffersPerShaderStage) {
+				return fmt.Errorf("step %d (%s): %d storage buffers in one shader, the GPU allows %d", s, x.describe(s), len(dp.Bind), x.d.limits.MaxStorageBuffersPerShaderStage)
+			}
+			pipe, ok := pipes[dp.Source]
+			if !ok {
+				sm, err := x.d.dev.CreateShaderModule(&wgpu.ShaderModuleDescriptor{Label: st.Op.String(), WGSLDescriptor: &wgpu.ShaderModuleWGSLDescriptor{Code: dp.Source}})
+				if err != nil {
+					return fmt.Errorf("step %d (%s): the GPU rejected its shader: %v", s, x.describe(s), err)
+				}
+				pipe, err = x.d.dev.CreateComputePipeline(&wgpu.ComputePipelineDescriptor{Label: st.Op.String(), Compute: wgpu.ProgrammableStageDescriptor{Module: sm, EntryPoint: "main"}})
+				sm.Release()
+				if err != nil {
+					return fmt.Errorf("step %d (%s): the GPU rejected its pipeline: %v", s, x.describe(s), err)
+				}
+				pipes[dp.Source] = pipe
+			}
+			entries := make([]wgpu.BindGroupEntry, len(dp.Bind))
+			for i, o := range dp.Bind {
+				e := wgpu.BindGroupEntry{Binding: uint32(i)}
+				switch o.Kind {
+				case wgsl.Arg:
+					e.Buffer, e.Offset, e.Size = x.region(st.Args[o.Index])
+				case wgsl.Out:
+					e.Buffer, e.Offset, e.Size = x.region(st.Out)
+				case wgsl.Scratch:
+					e.Buffer, e.Size = scratch[o.Index], scratch[o.Index].GetSize()
+				case wgsl.Data:
+					e.Buffer, e.Size = data[o.Index], data[o.Index].GetSize()
+				case wgsl.Status:
+					e.Buffer, e.Offset, e.Size = x.status, uint64(x.steps[s].slot)*statusSlot, 8
+				}
+				entries[i] = e
+			}
+			layout := pipe.GetBindGroupLayout(0)
+			group, err := x.d.dev.CreateBindGroup(&wgpu.BindGroupDescriptor{Layout: layout, Entries: entries})
+			layout.Release()
+			if err != nil {
+				return fmt.Errorf("step %d (%s): binding its buffers: %v", s, x.describe(s), firstLine(err))
+			}
+			if dp.Groups[0] == 0 || dp.Groups[1] == 0 || dp.Groups[2] == 0 {
+				continue
+			}
+			x.steps[s].dispatches = append(x.steps[s].dispatches, recorded{pipe: pipe, group: group, groups: dp.Groups})
+		}
+	}
+	// Readback: every output, then the status slots.
+	var at int64
+	for _, o := range p.Outputs {
+		x.outs = append(x.outs, readItem{buffer: o.Buffer, at: at})
+		at += round4(p.Buffers[o.Buffer].Size)
+	}
+	x.statusAt = at
+	at += int64(x.slots) * statusSlot
+	if at > 0 {
+		x.readback, err = x.d.dev.CreateBuffer(&wgpu.BufferDescriptor{Label: "readback", Size: uint64(at), Usage: wgpu.BufferUsageMapRead | wgpu.BufferUsageCopyDst})
+		if err != nil {
+			return fmt.Errorf("the GPU cannot allocate the readback buffer: %v", firstLine(err))
+		}
+	}
+	return nil
+}
+
+// padded returns b padded with zeros to a multiple of 4 bytes (at least 4).
+func padded(b []byte) []byte {
+	n := max(round4(int64(len(b))), 4)
+	if int64(len(b)) == n {
+		return b
+	}
+	out := make([]byte, n)
+	copy(out, b)
+	return out
+}
+
+// Plan returns the plan the executor runs.
+func (x *Executor) Plan() *planner.Plan { return x.plan }
+
+// Names returns every name Set or Get accepts, sorted.
+func (x *Executor) Names() []string {
+	names := make([]string, 0, len(x.byName))
+	for n := range x.byName {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func (x *Executor) lookup(name string) (int, error) {
+	i, ok := x.byName[name]
+	if !ok {
+		return 0, fmt.Errorf("plan %s has no tensor %q (it has: %s)", x.plan.Graph.Name, name, strings.Join(x.Names(), ", "))
+	}
+	return i, nil
+}
+
+// Reset sets every param and state to its initial value for seed and the
+// step count to 0.
+func (x *Executor) Reset(seed uint64) error {
+	x.stepNo = 0
+	for _, group := range [][]int{x.plan.Params, x.plan.States} {
+		for k, i := range group {
+			b := x.plan.Buffers[i]
+			vals, err := exec.InitialValues(x.plan.Graph.Value(b.Value), seed, k)
+			if err != nil {
+				return err
+			}
+			t := kernels.New(b.Type)
+			if err := kernels.SetFloat64s(t, vals); err != nil {
+				return err
+			}
+			if err := x.upload(i, t.Data); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// StepCount returns the number of steps completed since New or Reset: the
+// step count that step-dependent kernels such as dropout read.
+func (x *Executor) StepCount() int64 { return int64(x.stepNo) }
+
+// SetStepCount sets the step count, so that a run restored from saved
+// state continues as it would have had it never stopped. It returns an
+// error for a negative count.
+func (x *Executor) SetStepCount(n int64) error {
+	if n < 0 {
+		return fmt.Errorf("step count %d is negative", n)
+	}
+	x.stepNo = n
+	return nil
+}
+
+func (x *Executor) upload(i int, data []byte) error {
+	if len(data) == 0 {
+		return nil
+	}
+	buf, off, _ := x.region(i)
+	if err := x.d.queue.WriteBuffer(buf, off, padded(data)); err != nil {
+		return fmt.Errorf("uploading %%%s: %v", x.plan.Buffers[i].Name, firstLine(err))
+	}
+	return nil
+}
+
+// Set copies t into the input, param or state called name. The type must
+// match the plan's exactly.
+func (x *Executor) Set(name string, t kernels.Tensor) error {
+	i, err := x.lookup(name)
+	if err != nil {
+		return err
+	}
+	b := &x.plan.Buffers[i]
+	if b.Role == planner.Temp {
+		return fmt.Errorf("tensor %q is an output of plan %s; it cannot be set", name, x.plan.Graph.Name)
+	}
+	if !t.Type.Equal(b.Type) {
+		return fmt.Errorf("tensor %q: expected %s, found %s", name, b.Type, t.Type)
+	}
+	return x.upload(i, t.Data)
+}
+
+// Get returns a host copy of the tensor called name: an input, param,
+// state, output or grad/PARAM. Outputs were read back by the last Step;
+// anything else is read back from the device now. The copy is overwritten
+// by the next Step or Get of the same name; copy what must outlive it.
+func (x *Executor) Get(name string) (kernels.Tensor, error) {
+	i, err := x.lookup(name)
+	if err != nil {
+		return kernels.Tensor{}, err
+	}
+	t := x.hostTensor(i)
+	for _, o := range x.outs {
+		if o.buffer == i {
+			return t, nil
+		}
+	}
+	if err := x.read(i, t); err != nil {
+		return kernels.Tensor{}, err
+	}
+	return t, nil
+}
+
+func (x *Executor) hostTensor(i int) kernels.Tensor {
+	t, ok := x.host[i]
+	if !ok {
+		t = kernels.New(x.plan.Buffers[i].Type)
+		x.host[i] = t
+	}
+	return t
+}
+
+// read copies buffer i from the device into t.
+func (x *Executor) read(i int, t kernels.Tensor) error {
+	size := uint64(max(round4(int64(len(t.Data))), 4))
+	stage, err := x.d.dev.CreateBuffer(&wgpu.BufferDescriptor{Label: "read", Size: size, Usage: wgpu.BufferUsageMapRead | wgpu.BufferUsageCopyDst})
+	if err != nil {
+		return fmt.Errorf("reading %%%s: %v", x.plan.Buffers[i].Name, firstLine(err))
+	}
+	defer stage.Release()
+	enc, err := x.d.dev.CreateCommandEncoder(nil)
+	if err != nil {
+		return fmt.Errorf("reading %%%s: %v", x.plan.Buffers[i].Name, firstLine(err))
+	}
+	defer enc.Release()
+	buf, off, _ := x.region(i)
+	if err := enc.CopyBufferToBuffer(buf, off, stage, 0, size); err != nil {
+		return fmt.Errorf("reading %%%s: %v", x.plan.Buffers[i].Name, firstLine(err))
+	}
+	cb, err := enc.Finish(nil)
+	if err != nil {
+		return fmt.Errorf("reading %%%s: %v", x.plan.Buffers[i].Name, firstLine(err))
+	}
+	x.d.queue.Submit(cb)
+	defer cb.Release() // after the work is done (see Step)
+	m, err := x.mapRead(stage, size)
+	if err != nil {
+		return fmt.Errorf("reading %%%s: %v", x.plan.Buffers[i].Name, err)
+	}
+	copy(t.Data, m)
+	return stage.Unmap()
+}
+
+// mapRead maps the MAP_READ buffer b after the work submitted so far and
+// returns its first size bytes (valid until Unmap). It polls the device
+// until the mapping is done, and gives up with an error when the device is
+// lost or does not finish within mapTimeout.
+func (x *Executor) mapRead(b *wgpu.Buffer, size uint64) ([]byte, error) {
+	var status wgpu.BufferMapAsyncStatus
+	done := false
+	if err := b.MapAsync(wgpu.MapModeRead, 0, size, func(s wgpu.BufferMapAsyncStatus) { status, done = s, true }); err != nil {
+		return nil, fmt.Errorf("the GPU could not map its results (device lost?): %v", firstLine(err))
+	}
+	deadline := time.Now().Add(mapTimeout)
+	for !done {
+		x.d.dev.Poll(true, nil)
+		if !done && time.Now().After(deadline) {
+			return nil, fmt.Errorf("the GPU did not finish the step within %v", mapTimeout)
+		}
+	}
+	if status != wgpu.BufferMapAsyncStatusSuccess {
+		return nil, fmt.Errorf("the GPU could not map its results (%v; device lost?)", status)
+	}
+	return b.GetMappedRange(0, uint(size)), nil
+}
+
+// Step runs the plan once: it records every step's dispatches into one
+// compute pass, then the copies of the outputs and status words, submits
+// them as one command buffer and reads the outputs back. A data error a
+// kernel reports (a label out of range) is returned naming the first such
+// step in plan order; the params and state are then those the step
+// computed anyway, so Reset before relying on them.
+func (x *Executor) Step(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if x.closed {
+		return fmt.Errorf("plan %s: the GPU executor is closed", x.plan.Graph.Name)
+	}
+	if x.slots > 0 {
+		if err := x.d.queue.WriteBuffer(x.status, 0, x.initial); err != nil {
+			return fmt.Errorf("the GPU refused the status words (device lost?): %v", firstLine(err))
+		}
+	}
+	enc, err := x.d.dev.CreateCommandEncoder(nil)
+	if err != nil {
+		return fmt.Errorf("the GPU refused a command encoder (device lost?): %v", firstLine(err))
+	}
+	defer enc.Release()
+	pass := enc.BeginComputePass(nil)
+	for _, st := range x.steps {
+		for _, r := range st.dispatches {
+			pass.SetPipeline(r.pipe)
+			pass.SetBindGroup(0, r.group, nil)
+			pass.DispatchWorkgroups(r.groups[0], r.groups[1], r.groups[2])
+		}
+	}
+	err = pass.End()
+	defer pass.Release() // after the work is done, as the command buffer
+	if err != nil {
+		return fmt.Errorf("recording the step: %v", firstLine(err))
+	}
+	for _, o := range x.outs {
+		buf, off, size := x.region(o.buffer)
+		if size := round4(x.plan.Buffers[o.buffer].Size); size == 0 {
+			continue
+		}
+		if err := enc.CopyBufferToBuffer(buf, off, x.readback, uint64(o.at), uint64(round4(x.plan.Buffers[o.buffer].Size))); err != nil {
+			return fmt.Errorf("recording the readback: %v", firstLine(err))
+		}
+		_ = size
+	}
+	if x.slots > 0 {
+		if err := enc.CopyBufferToBuffer(x.status, 0, x.readback, uint64(x.statusAt), uint64(x.slots)*statusSlot); err != nil {
+			return fmt.Errorf("recording the readback: %v", firstLine(err))
+		}
+	}
+	cb, err := enc.Finish(nil)
+	if err != nil {
+		return fmt.Errorf("recording the step: %v", firstLine(err))
+	}
+	x.d.queue.Submit(cb)
+	// The command buffer is released once its work is done: wgpu-native
+	// crashes later (a segmentation fault on the next step's work) when it
+	// is released right after Submit while long dispatches still run.
+	defer cb.Release()
+	if x.readback == nil {
+		x.d.dev.Poll(true, nil)
+		x.stepNo++
+		return nil
+	}
+	size := uint64(x.statusAt) + uint64(x.slots)*statusSlot
+	m, err := x.mapRead(x.readback, size)
+	if err != nil {
+		return fmt.Errorf("plan %s: %v", x.plan.Graph.Name, err)
+	}
+	for _, o := range x.outs {
+		t := x.hostTensor(o.buffer)
+		copy(t.Data, m[o.at:])
+	}
+	var stepErr error
+	for s, st := range x.steps {
+		if st.slot < 0 {
+			continue
+		}
+		w := m[x.statusAt+int64(st.slot)*statusSlot:]
+		code := le32(w)
+		if code == 0 {
+			continue
+		}
+		index := int64(le32(w[4:]))
+		stepErr = x.dataError(s, st, int(code), index)
+		break
+	}
+	if err := x.readback.Unmap(); err != nil {
+		return fmt.Errorf("plan %s: %v", x.plan.Graph.Name, firstLine(err))
+	}
+	if stepErr != nil {
+		return stepErr
+	}
+	x.stepNo++
+	return nil
+}
+
+func le32(b []byte) uint32 {
+	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+}
+
+// dataError formats the data error code of step s at index, quoting the
+// checked argument's element there.
+func (x *Executor) dataError(s int, st gpuStep, code int, index int64) error {
+	if code > len(st.checks) {
+		return fmt.Errorf("step %d (%s): the GPU kernel reported error code %d", s, x.describe(s), code)
+	}
+	c := st.checks[code-1]
+	var v int64
+	if c.Arg >= 0 {
+		i := x.plan.Steps[s].Args[c.Arg]
+		t := kernels.New(x.plan.Buffers[i].Type)
+		if err := x.read(i, t); err == nil {
+			if vals := kernels.Float64s(t); index < int64(len(vals)) {
+				v = int64(vals[index])
+			}
+		}
+	}
+	return fmt.Errorf("step %d (%s): %s", s, x.describe(s), c.Message(v, index))
+}
+
+// Close releases the executor's device buffers. The shared device stays
+// open for other executors. Closing twice does nothing.
+func (x *Executor) Close() error {
+	if x.closed {
+		return nil
+	}
+	x.closed = true
+	for _, b := range x.arena {
+		b.Release()
+	}
+	for _, b := range x.extra {
+		b.Release()
+	}
+	if x.status != nil {
+		x.status.Release()
+	}
+	if x.readback != nil {
+		x.readback.Release()
+	}
+	return nil
+}
+
+// MatmulGFLOPS times an n×n×n f32 matmul on the device, reps times after
+// one untimed run, each a step of its own (submitted and waited for; only
+// a sum of the product, 4 bytes, is read back), and returns the best rate
+// in GFLOP/s (2n³ operations per product), with the n it used. n 0 means
+// 4096 on a hardware GPU and 256 on a software adapter, which takes
+// seconds per product from 512 on.
+func MatmulGFLOPS(n, reps int) (float64, int, error) {
+	d, err := openDevice()
+	if err != nil {
+		return 0, 0, err
+	}
+	if n <= 0 {
+		n = 4096
+		if d.software {
+			n = 256
+		}
+	}
+	r, err := matmulRate(n, reps)
+	return r, n, err
+}
+
+func matmulRate(n, reps int) (float64, error) {
+	src := fmt.Sprintf("graph matmul\ninput %%a: f32[%d,%d]\ninput %%b: f32[%d,%d]\n%%y = matmul %%a, %%b\n%%s = sum %%y\noutput %%s\n", n, n, n, n)
+	g, err := ir.Parse("matmul.kir", []byte(src))
+	if err != nil {
+		return 0, err
+	}
+	p, err := planner.New(g, planner.Options{})
+	if err != nil {
+		return 0, err
+	}
+	x, err := New(p, Options{})
+	if err != nil {
+		return 0, err
+	}
+	defer x.Close()
+	ctx := context.Background()
+	if err := x.Step(ctx); err != nil {
+		return 0, err
+	}
+	best := time.Duration(1 << 62)
+	for range max(reps, 1) {
+		start := time.Now()
+		if err := x.Step(ctx); err != nil {
+			return 0, err
+		}
+		best = min(best, time.Since(start))
+	}
+	return 2 * float64(n) * float64(n) * float64(n) / best.Seconds() / 1e9, nil
+}
