@@ -473,9 +473,9 @@ func buildScatterAdd(n *kernels.Node) (*Kernel, error) {
 	}, nil
 }
 
-// buildIndexAdd builds index_add(x, index, src) {axis} in four dispatches
-// over two scratch buffers: (1) one thread per destination row s counts
-// the index elements equal to s; (2) one workgroup turns the counts into
+// buildIndexAdd builds index_add(x, index, src) {axis} in five dispatches
+// over two scratch buffers: (0, 1) each row's count of index elements
+// pointing at it, by integer atomics; (2) one workgroup turns the counts into
 // list starts (an exclusive scan); (3) one thread per row writes its list,
 // the positions i with index[i] == s in increasing order; (4) one thread
 // per result element adds x and src's elements along its row's list. Index
@@ -506,18 +506,24 @@ func buildIndexAdd(n *kernels.Node) (*Kernel, error) {
 	if idt == ir.I64 {
 		bad += " || hi_idx(i) != 0"
 	}
-	// (1) counts, and the range check (by row 0's thread).
+	// (0) zero counts; (1) one thread per index element counts it into its
+	// row (integer atomics: the counts do not depend on the order) or
+	// reports it out of range.
+	gz, iz := Grid(r.size + 1)
+	var z strings.Builder
+	z.WriteString("@group(0) @binding(0) var<storage, read_write> cnt: array<u32>;\n")
+	z.WriteString(header(WorkgroupSize))
+	fmt.Fprintf(&z, "  let s = %s;\n  if (s <= %du) { cnt[s] = 0u; }\n}\n", iz, r.size)
+	k.Dispatches = append(k.Dispatches, Dispatch{Source: z.String(), Groups: gz, Bind: []Operand{{Scratch, 0}}})
 	var c strings.Builder
 	c.WriteString(Decl(0, "idx", idt))
-	c.WriteString("@group(0) @binding(1) var<storage, read_write> cnt: array<u32>;\n")
+	c.WriteString("@group(0) @binding(1) var<storage, read_write> cnt: array<atomic<u32>>;\n")
 	c.WriteString(StatusDecl(2))
-	groups, idx := Grid(r.size)
+	gm, im := Grid(r.m)
 	c.WriteString(header(WorkgroupSize))
-	fmt.Fprintf(&c, "  let s = %s;\n  if (s >= %du) { return; }\n  var n = 0u;\n", idx, r.size)
-	fmt.Fprintf(&c, "  for (var i = 0u; i < %du; i++) {\n    let k = ld_idx(i);\n", r.m)
-	fmt.Fprintf(&c, "    if (%s) {\n      if (s == 0u) { atomicMax(&status[0], 1u); atomicMin(&status[1], i); }\n      continue;\n    }\n", bad)
-	c.WriteString("    if (u32(k) == s) { n++; }\n  }\n  cnt[s] = n;\n}\n")
-	k.Dispatches = append(k.Dispatches, Dispatch{Source: c.String(), Groups: groups, Bind: []Operand{{Arg, 1}, {Scratch, 0}, {Status, 0}}})
+	fmt.Fprintf(&c, "  let i = %s;\n  if (i >= %du) { return; }\n  let k = ld_idx(i);\n", im, r.m)
+	fmt.Fprintf(&c, "  if (%s) { atomicMax(&status[0], 1u); atomicMin(&status[1], i); return; }\n  atomicAdd(&cnt[u32(k)], 1u);\n}\n", bad)
+	k.Dispatches = append(k.Dispatches, Dispatch{Source: c.String(), Groups: gm, Bind: []Operand{{Arg, 1}, {Scratch, 0}, {Status, 0}}})
 	// (2) exclusive scan in place: thread t owns a contiguous chunk.
 	chunk := (r.size + WorkgroupSize - 1) / WorkgroupSize
 	var s strings.Builder
@@ -530,6 +536,7 @@ func buildIndexAdd(n *kernels.Node) (*Kernel, error) {
 	fmt.Fprintf(&s, "  var run = part[t] - tot;\n  for (var j = lo; j < hi; j++) { let c = cnt[j]; cnt[j] = run; run = run + c; }\n  if (t == %du) { cnt[%d] = part[t]; }\n}\n", WorkgroupSize-1, r.size)
 	k.Dispatches = append(k.Dispatches, Dispatch{Source: s.String(), Groups: [3]uint32{1, 1, 1}, Bind: []Operand{{Scratch, 0}}})
 	// (3) the lists.
+	groups, idx := Grid(r.size)
 	var l strings.Builder
 	l.WriteString(Decl(0, "idx", idt))
 	l.WriteString("@group(0) @binding(1) var<storage, read_write> cnt: array<u32>;\n")
