@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kilnml/kiln/exec/gpu"
 	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/kernels"
 )
@@ -118,5 +117,3 @@ func TestIndexOutOfRange(t *testing.T) {
 		})
 	}
 }
-
-var _ = gpu.Available
