@@ -225,8 +225,8 @@ func TestErrors(t *testing.T) {
 			"plan f: value %d is f64[3]; the GPU has no f64 (WGSL), compile the graph in f32"},
 		{"too large", "graph big\nparam %w: f32[40000,40000]\n%y = sum %w\noutput %y",
 			"plan big: value %w (f32[40000,40000], 6400000000 bytes) is larger than the GPU"},
-		{"no kernel", "graph nk\ninput %a: f32[3,4]\n%y = flip %a {axes=[0]}\noutput %y",
-			"step 0 (%y: f32[3,4] = flip %a {axes=[0]}): gpu backend has no flip kernel for f32"},
+		{"no kernel", "graph nk\ninput %a: i64[3,4]\n%y = prod %a {axes=[0]}\noutput %y",
+			"step 0 (%y: i64[4] = prod %a {axes=[0], keepdims=false}): gpu backend has no prod kernel for i64"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := gpu.New(plan(t, tc.src), gpu.Options{})

@@ -410,3 +410,10 @@ func indexAddMove[T number, I integer](r moveRows) kernels.Func {
 		return nil
 	}
 }
+
+// IndexError is the error of the movement kernels for index element pos
+// (flat, in an index of shape is) holding v, outside [0, size) of axis:
+// other backends report the same message.
+func IndexError(op ir.Op, what string, is ir.Shape, pos int, v int64, axis, size int) error {
+	return moveIndexError(op, what, is, pos, v, axis, size)
+}

@@ -1,0 +1,106 @@
+package gpu_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/kilnml/kiln"
+	"github.com/kilnml/kiln/ir"
+	"github.com/kilnml/kiln/passes"
+	"github.com/kilnml/kiln/planner"
+)
+
+// embeddingModel is a bag-of-tokens classifier whose forward and backward
+// use the movement, reduction and loss kernels: embedding (backward
+// index_add), slice, concat, max and mean over the tokens (max_grad),
+// log_softmax and nll_loss (log_softmax_grad; the mean of the
+// log-probabilities keeps the fuse pass from making them one
+// softmax_cross_entropy), gather with mse_loss (backward scatter_add),
+// logsumexp and std.
+const embeddingModel = `graph bag
+param %table: f32[50,16]
+param %w: f32[32,10]
+input %tok: i64[8,5]
+input %labels: i64[8]
+input %pick: i64[8,3]
+input %target: f32[8,3]
+%e = embedding %table, %tok
+%tail = slice %e {axis=1, start=1}
+%c = concat %e, %tail {axis=1}
+%mx = max %c {axes=[1]}
+%mn = mean %c {axes=[1]}
+%f = concat %mx, %mn {axis=1}
+%h = matmul %f, %w
+%ls = log_softmax %h
+%nll = nll_loss %ls, %labels
+%g = gather %h, %pick {axis=1}
+%mse = mse_loss %g, %target
+%lsm = mean %ls
+%lse = logsumexp %h {axes=[1]}
+%v = std %f {axes=[1]}
+%r = add %lse, %v
+%rm = mean %r
+%a1 = add %nll, %mse
+%a2 = add %a1, %lsm
+%loss = add %a2, %rm
+output %loss
+`
+
+// planOps returns the ops of p's kernel steps.
+func planOps(p *planner.Plan) map[ir.Op]bool {
+	ops := map[ir.Op]bool{}
+	for _, s := range p.Steps {
+		if s.Kind != planner.Copy {
+			ops[s.Op] = true
+		}
+	}
+	return ops
+}
+
+// TestEmbeddingModelTrainsLikeCPU compares the embedding model's
+// gradients after one step, and its params and Adam state after four Adam
+// steps, on the GPU and the CPU (within gradTol).
+func TestEmbeddingModelTrainsLikeCPU(t *testing.T) {
+	needGPU(t)
+	t.Run("gradients", func(t *testing.T) {
+		p := compile(t, []byte(embeddingModel), kiln.Options{Grad: true})
+		ops := planOps(p)
+		for _, op := range []ir.Op{ir.OpEmbedding, ir.OpIndexAdd, ir.OpGather, ir.OpScatterAdd, ir.OpMaxGrad, ir.OpLogSoftmaxGrad, ir.OpNLLLoss, ir.OpMSELoss, ir.OpLogSumExp, ir.OpStd, ir.OpSlice, ir.OpConcat, ir.OpPad} {
+			if !ops[op] {
+				t.Errorf("the training plan has no %s step", op)
+			}
+		}
+		c, g := executors(t, p)
+		feed(t, p, rand.New(rand.NewPCG(1, 2)), 10, c, g)
+		for _, x := range []interface{ Step(context.Context) error }{c, g} {
+			if err := x.Step(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(p.Grads) != 2 {
+			t.Fatalf("%d gradients, want 2", len(p.Grads))
+		}
+		for _, n := range append(append([]planner.Named(nil), p.Outputs...), p.Grads...) {
+			compareTensor(t, n.Name, c, g)
+		}
+	})
+	t.Run("adam", func(t *testing.T) {
+		opt := passes.OptimizerConfig{Kind: "adam", LR: 0.01, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
+		p := compile(t, []byte(embeddingModel), kiln.Options{Optimizer: &opt})
+		c, g := executors(t, p)
+		rng := rand.New(rand.NewPCG(5, 6))
+		for step := range 4 {
+			feed(t, p, rng, 10, c, g)
+			for _, x := range []interface{ Step(context.Context) error }{c, g} {
+				if err := x.Step(context.Background()); err != nil {
+					t.Fatalf("step %d: %v", step, err)
+				}
+			}
+			compareTensor(t, "loss", c, g)
+		}
+		for _, i := range append(append([]int(nil), p.Params...), p.States...) {
+			compareTensor(t, p.Buffers[i].Name, c, g)
+		}
+	})
+}
