@@ -40,11 +40,11 @@ type Trainer struct {
 
 	sig         Signature
 	train, eval Executor
-	xt, yt       kernels.Tensor // the batch fed to the executors (Set copies it in)
-	x           []float64 // a batch of features
-	y           []int64   // a batch of labels
-	r           []float64 // a batch of float targets
-	feedY       []float64 // the targets as float64s, for kernels.SetFloat64s
+	xt, yt      kernels.Tensor // the batch fed to the executors (Set copies it in)
+	x           []float64      // a batch of features
+	y           []int64        // a batch of labels
+	r           []float64      // a batch of float targets
+	feedY       []float64      // the targets as float64s, for kernels.SetFloat64s
 }
 
 // TargetKind says what a trained graph's targets are.
