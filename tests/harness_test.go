@@ -138,7 +138,7 @@ func checkGrads(t *testing.T, g *ir.Graph, f feeds, tol tolerance) {
 }
 
 // optimizer returns the named optimizer's defaults with lr.
-func optimizer(t *testing.T, kind string, lr float64) *passes.OptimizerConfig {
+func optimizer(t testing.TB, kind string, lr float64) *passes.OptimizerConfig {
 	c, err := passes.DefaultOptimizer(kind)
 	if err != nil {
 		t.Fatal(err)

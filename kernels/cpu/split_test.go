@@ -3,6 +3,7 @@ package cpu
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"sync"
 	"testing"
 
@@ -102,6 +103,41 @@ func TestFusedElementwiseSplitBitwise(t *testing.T) {
 			for _, w := range []int{2, 3, 8} {
 				if got := buildWith(t, goPool(w), ir.OpFusedElementwise, prog, x, y); !bytes.Equal(got.Data, want.Data) {
 					t.Errorf("%s %v on %d parts: differs from the unsplit result", dt, sh, w)
+				}
+			}
+		}
+	}
+}
+
+// TestBsplineSplitBitwise checks that bspline (bases and derivatives)
+// split across 2, 3, 5 and 8 parts (every x split, whatever its size)
+// gives the bits of the unsplit kernel, with x inside and outside the
+// grid, on knots, NaN and ±Inf, and with fewer elements than parts.
+func TestBsplineSplitBitwise(t *testing.T) {
+	defer func(v int) { kanSplitElems = v }(kanSplitElems)
+	kanSplitElems = 1
+	grids := []ir.Attrs{
+		kanGridAttrs(-1, 1, 5, 3, 0),
+		kanGridAttrs(-1, 1, 5, 3, 1),
+		kanGridAttrs(-1, 1, 4, 2, 0),
+		kanGridAttrs(-0.5, 1.5, 9, 6, 2),
+		kanGridAttrs(-1, 1, 5, 0, 0),
+	}
+	for _, dt := range []ir.DType{ir.F32, ir.F64} {
+		r := newRand(11)
+		for _, shape := range [][]int{{37, 29}, {3}, {2, 7}} {
+			x := fuseewRandom(r, ir.TensorOf(dt, shape...))
+			if n := len(x.Data) / dt.Size(); n > 4 {
+				vals := kernels.Float64s(x)
+				vals[0], vals[1], vals[2], vals[n-1] = math.NaN(), math.Inf(1), math.Inf(-1), 1e30
+				kernels.SetFloat64s(x, vals)
+			}
+			for _, a := range grids {
+				want := buildWith(t, nil, ir.OpBspline, a, x)
+				for _, w := range []int{2, 3, 5, 8} {
+					if got := buildWith(t, goPool(w), ir.OpBspline, a, x); !bytes.Equal(got.Data, want.Data) {
+						t.Errorf("%s %v %v on %d parts: differs from the unsplit result", dt, shape, a, w)
+					}
 				}
 			}
 		}

@@ -1,0 +1,161 @@
+package tests
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/kilnml/kiln"
+	"github.com/kilnml/kiln/exec/cpu"
+	"github.com/kilnml/kiln/frontends"
+	"github.com/kilnml/kiln/ir"
+	"github.com/kilnml/kiln/kernels"
+)
+
+// kanTarget is the function the 2-layer KAN fits: exp(sin(πx) + y²).
+func kanTarget(x, y float64) float64 { return math.Exp(math.Sin(math.Pi*x) + y*y) }
+
+// kanNet builds a KAN of the given widths (widths[0] inputs) on batches of
+// batch rows, with the loss mse(prediction, target) first and the
+// prediction [batch] second when the last width is 1.
+func kanNet(t *testing.T, dt ir.DType, batch int, widths []int, o frontends.KANOptions) *ir.Graph {
+	t.Helper()
+	b := frontends.NewBuilder("kan")
+	h := b.Input("x", dt, batch, widths[0])
+	target := b.Input("y", dt, batch)
+	for i, w := range widths[1:] {
+		h = b.KANLinear("l"+string(rune('1'+i)), h, w, o)
+	}
+	pred := b.Rename(b.Reshape(h, batch), "pred")
+	b.Output(b.MSELoss(pred, target), pred)
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// kanPoints draws n points uniform in [-1,1]² and their targets.
+func kanPoints(rng *rand.Rand, n int) (xy, f []float64) {
+	xy, f = make([]float64, 2*n), make([]float64, n)
+	for i := range f {
+		x, y := 2*rng.Float64()-1, 2*rng.Float64()-1
+		xy[2*i], xy[2*i+1], f[i] = x, y, kanTarget(x, y)
+	}
+	return xy, f
+}
+
+func setTensor(t *testing.T, x *cpu.Executor, name string, v []float64) {
+	t.Helper()
+	tn, err := x.Get(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kernels.SetFloat64s(tn, v); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+}
+
+func getTensor(t *testing.T, x *cpu.Executor, name string) []float64 {
+	t.Helper()
+	tn, err := x.Get(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kernels.Float64s(tn)
+}
+
+// TestTrainKAN2D trains a 2-layer KAN [2, 5, 1] with Adam on 1024 points of
+// exp(sin(πx) + y²) on [-1,1]² and checks R² = 1 - SS_res/SS_tot >= 0.99 on
+// 1000 held-out points.
+func TestTrainKAN2D(t *testing.T) {
+	const batch, nTrain, nHeld, epochs = 64, 1024, 1000, 200
+	widths := []int{2, 5, 1}
+	o := frontends.KANOptions{GridSize: 5, Order: 3}
+	rng := rand.New(rand.NewPCG(1, 2))
+	trainX, trainF := kanPoints(rng, nTrain)
+	heldX, heldF := kanPoints(rng, nHeld)
+
+	tp, err := kiln.Compile(kanNet(t, ir.F32, batch, widths, o), kiln.Options{Optimizer: optimizer(t, "adam", 0.01)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := kiln.Compile(kanNet(t, ir.F32, nHeld, widths, o), kiln.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := cpu.New(tp, cpu.Options{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Close()
+	ex, err := cpu.New(ep, cpu.Options{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+
+	bx, bf := make([]float64, 2*batch), make([]float64, batch)
+	order := make([]int, nTrain)
+	for i := range order {
+		order[i] = i
+	}
+	var first, last float64
+	for e := range epochs {
+		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		sum := 0.0
+		for s := 0; s+batch <= nTrain; s += batch {
+			for r := range batch {
+				k := order[s+r]
+				bx[2*r], bx[2*r+1], bf[r] = trainX[2*k], trainX[2*k+1], trainF[k]
+			}
+			setTensor(t, tx, "x", bx)
+			setTensor(t, tx, "y", bf)
+			if err := tx.Step(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			sum += getTensor(t, tx, tp.Outputs[0].Name)[0]
+		}
+		if e == 0 {
+			first = sum / (nTrain / batch)
+		}
+		last = sum / (nTrain / batch)
+	}
+	for _, i := range tp.Params {
+		name := tp.Buffers[i].Name
+		v, err := tx.Get(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ex.Set(name, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setTensor(t, ex, "x", heldX)
+	setTensor(t, ex, "y", heldF)
+	if err := ex.Step(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	pred := getTensor(t, ex, "pred")
+	r2 := rSquared(pred, heldF)
+	t.Logf("training mse %.4g -> %.4g, held-out R² %.5f", first, last, r2)
+	if r2 < 0.99 {
+		t.Errorf("held-out R² %.5f, want >= 0.99", r2)
+	}
+}
+
+// rSquared returns 1 - SS_res/SS_tot of pred against want.
+func rSquared(pred, want []float64) float64 {
+	mean := 0.0
+	for _, v := range want {
+		mean += v
+	}
+	mean /= float64(len(want))
+	var res, tot float64
+	for i, v := range want {
+		res += (v - pred[i]) * (v - pred[i])
+		tot += (v - mean) * (v - mean)
+	}
+	return 1 - res/tot
+}
