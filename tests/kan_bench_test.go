@@ -8,7 +8,6 @@ import (
 
 	"github.com/kilnml/kiln"
 	"github.com/kilnml/kiln/exec/cpu"
-	"github.com/kilnml/kiln/frontends"
 	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/kernels"
 )
@@ -23,7 +22,7 @@ func BenchmarkKANLayer(b *testing.B) {
 	for _, sh := range []struct{ batch, in, out int }{
 		{256, 32, 1024}, {256, 1024, 16}, {256, 256, 256}, {64, 1024, 1024},
 	} {
-		g := kanLayerNet(b, ir.F32, sh.batch, sh.in, sh.out, frontends.KANOptions{})
+		g := kanLayerNet(b, ir.F32, sh.batch, []int{sh.in, sh.out}, nil)
 		p, err := kiln.Compile(g, kiln.Options{Optimizer: optimizer(b, "sgd", 1e-3)})
 		if err != nil {
 			b.Fatal(err)

@@ -8,33 +8,12 @@ import (
 
 	"github.com/kilnml/kiln"
 	"github.com/kilnml/kiln/exec/cpu"
-	"github.com/kilnml/kiln/frontends"
 	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/kernels"
 )
 
 // kanTarget is the function the 2-layer KAN fits: exp(sin(πx) + y²).
 func kanTarget(x, y float64) float64 { return math.Exp(math.Sin(math.Pi*x) + y*y) }
-
-// kanNet builds a KAN of the given widths (widths[0] inputs) on batches of
-// batch rows, with the loss mse(prediction, target) first and the
-// prediction [batch] second when the last width is 1.
-func kanNet(t *testing.T, dt ir.DType, batch int, widths []int, o frontends.KANOptions) *ir.Graph {
-	t.Helper()
-	b := frontends.NewBuilder("kan")
-	h := b.Input("x", dt, batch, widths[0])
-	target := b.Input("y", dt, batch)
-	for i, w := range widths[1:] {
-		h = b.KANLinear("l"+string(rune('1'+i)), h, w, o)
-	}
-	pred := b.Rename(b.Reshape(h, batch), "pred")
-	b.Output(b.MSELoss(pred, target), pred)
-	g, err := b.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return g
-}
 
 // kanPoints draws n points uniform in [-1,1]² and their targets.
 func kanPoints(rng *rand.Rand, n int) (xy, f []float64) {
@@ -71,17 +50,15 @@ func getTensor(t *testing.T, x *cpu.Executor, name string) []float64 {
 // 1000 held-out points.
 func TestTrainKAN2D(t *testing.T) {
 	const batch, nTrain, nHeld, epochs = 64, 1024, 1000, 200
-	widths := []int{2, 5, 1}
-	o := frontends.KANOptions{GridSize: 5, Order: 3}
 	rng := rand.New(rand.NewPCG(1, 2))
 	trainX, trainF := kanPoints(rng, nTrain)
 	heldX, heldF := kanPoints(rng, nHeld)
 
-	tp, err := kiln.Compile(kanNet(t, ir.F32, batch, widths, o), kiln.Options{Optimizer: optimizer(t, "adam", 0.01)})
+	tp, err := kiln.Compile(kanFit(t, ir.F32, batch), kiln.Options{Optimizer: optimizer(t, "adam", 0.01)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep, err := kiln.Compile(kanNet(t, ir.F32, nHeld, widths, o), kiln.Options{})
+	ep, err := kiln.Compile(kanFit(t, ir.F32, nHeld), kiln.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
