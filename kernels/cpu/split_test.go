@@ -143,3 +143,34 @@ func TestBsplineSplitBitwise(t *testing.T) {
 		}
 	}
 }
+
+// TestTransposeSplitBitwise checks that a transpose split across 2, 3, 5
+// and 8 parts (every transpose split, whatever its size) gives the bits of
+// the unsplit kernel: matrices with fewer rows than parts·16, ragged tiles,
+// permutations of rank 3 and 4, and every dtype.
+func TestTransposeSplitBitwise(t *testing.T) {
+	defer func(v int) { transposeSplitElems = v }(transposeSplitElems)
+	transposeSplitElems = 1
+	tests := []struct {
+		shape, perm []int
+	}{
+		{[]int{130, 70}, []int{1, 0}},
+		{[]int{5, 40}, []int{1, 0}},
+		{[]int{3, 35, 18}, []int{2, 0, 1}},
+		{[]int{6, 20, 33}, []int{0, 2, 1}},
+		{[]int{2, 3, 17, 19}, []int{3, 1, 0, 2}},
+	}
+	for _, dt := range []ir.DType{ir.F32, ir.F64, ir.I32, ir.I64, ir.Bool} {
+		r := newRand(13)
+		for _, tc := range tests {
+			x := fuseewRandom(r, ir.TensorOf(dt, tc.shape...))
+			attrs := ir.MakeAttrs("perm", ir.Ints(tc.perm...))
+			want := buildWith(t, nil, ir.OpTranspose, attrs, x)
+			for _, w := range []int{2, 3, 5, 8} {
+				if got := buildWith(t, goPool(w), ir.OpTranspose, attrs, x); !bytes.Equal(got.Data, want.Data) {
+					t.Errorf("%s %v perm %v on %d parts: differs from the unsplit result", dt, tc.shape, tc.perm, w)
+				}
+			}
+		}
+	}
+}
