@@ -56,6 +56,16 @@ func kanBsplineCase(name string, g kanGrid, shape ...int) gradCase {
 	}}
 }
 
+// kanLayerCase is a KAN layer (frontends.Builder.KANLinear) of out outputs
+// on x [batch, in] = kanX, with the grid g: the gradients of x, of the base
+// weight and of the spline weight.
+func kanLayerCase(name string, g kanGrid, batch, in, out int) gradCase {
+	return gradCase{name: name, build: func(b *frontends.Builder, dt ir.DType) frontends.Value {
+		x := kanX(b, dt, g, batch, in)
+		return b.KANLinear("l1", x, out, frontends.KANOptions{GridMin: g.lo, GridMax: g.hi, GridSize: g.size, Order: g.order})
+	}}
+}
+
 var kanGradCases = []gradCase{
 	kanBsplineCase("bspline order 0", kanDefaultGrid.withOrder(0), 13),
 	kanBsplineCase("bspline order 1", kanDefaultGrid.withOrder(1), 3, 3),
@@ -72,6 +82,11 @@ var kanGradCases = []gradCase{
 	kanBsplineCase("bspline order 6 derivative 4", kanDefaultGrid.withOrder(6).withDeriv(4), 19),
 	kanBsplineCase("bspline order 3 derivative 3", kanDefaultGrid.withDeriv(3), 13),
 	kanBsplineCase("bspline scalar", kanDefaultGrid, []int{}...),
+
+	kanLayerCase("kan layer order 2", kanDefaultGrid.withOrder(2), 3, 4, 3),
+	kanLayerCase("kan layer order 3", kanDefaultGrid, 4, 3, 5),
+	kanLayerCase("kan layer order 4", kanDefaultGrid.withOrder(4), 3, 5, 2),
+	kanLayerCase("kan layer order 6 other grid", kanGrid{0, 3, 3, 6, 0}, 2, 4, 3),
 
 	{name: "logic_gate", build: func(b *frontends.Builder, dt ir.DType) frontends.Value {
 		return b.LogicGate(p(b, "a", dt, 3, 4), p(b, "b", dt, 3, 4), p(b, "lg", dt, 4, 16))

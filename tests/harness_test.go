@@ -126,7 +126,14 @@ var f32Tol = tolerance{rtol: 1e-4, atol: 1e-7}
 // points where the reference exists.
 func checkGrads(t *testing.T, g *ir.Graph, f feeds, tol tolerance) {
 	t.Helper()
-	res, err := kiln.GradCheck(g, f, kiln.GradCheckOptions{RTol: tol.rtol, ATol: tol.atol, Native: true})
+	checkGradsStep(t, g, f, tol, 0)
+}
+
+// checkGradsStep is checkGrads with the central differences' step h (0:
+// GradCheck's default, 1e-3).
+func checkGradsStep(t *testing.T, g *ir.Graph, f feeds, tol tolerance, h float64) {
+	t.Helper()
+	res, err := kiln.GradCheck(g, f, kiln.GradCheckOptions{RTol: tol.rtol, ATol: tol.atol, Native: true, Step: h})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,24 +35,49 @@ func init() {
 // NaN there too; derivatives at non-finite x are NaN as well. Inside the grid
 // only the bases that can be nonzero are computed (see kanBsplineRow). The
 // recursion runs in place in a scratch row made here.
+//
+// From kanSplitElems elements of x on, the elements are split into one
+// contiguous range per worker, each with its own scratch row: every
+// element's bases are computed alone, by the same arithmetic, so the result
+// is the same for any split.
 func buildKanBspline[T float](n *kernels.Node) (kernels.Func, error) {
 	g, err := ir.BsplineGridOf(n.Attrs)
 	if err != nil {
 		return nil, err
 	}
 	knots := kanKnots[T](g)
-	scratch := make([]T, g.Intervals())
 	nb := g.Bases()
-	return func(out kernels.Tensor, args []kernels.Tensor) error {
-		o, x := kernels.View[T](out), kernels.View[T](args[0])
-		o = o[:len(x)*nb]
-		for i, v := range x {
-			kanBsplineDeriv(scratch, knots, v, g.Order, g.Deriv, g.H)
-			copy(o[i*nb:(i+1)*nb], scratch[:nb])
+	count := n.Args[0].Shape.NumElements()
+	parts := 1
+	if count >= kanSplitElems {
+		parts = min(kernels.Workers(n.Par), count)
+	}
+	scratch := make([][]T, parts)
+	bounds := make([]int, parts+1)
+	for p := range parts {
+		scratch[p] = make([]T, g.Intervals())
+		bounds[p+1] = (p + 1) * count / parts
+	}
+	var o, x []T
+	body := func(p int) {
+		b := scratch[p]
+		for i := bounds[p]; i < bounds[p+1]; i++ {
+			kanBsplineDeriv(b, knots, x[i], g.Order, g.Deriv, g.H)
+			copy(o[i*nb:(i+1)*nb], b[:nb])
 		}
+	}
+	par := n.Par
+	return func(out kernels.Tensor, args []kernels.Tensor) error {
+		o, x = kernels.View[T](out), kernels.View[T](args[0])
+		kernels.Run(par, parts, body)
+		o, x = nil, nil
 		return nil
 	}, nil
 }
+
+// kanSplitElems is the number of elements of x from which bspline splits
+// them across the executor's workers.
+var kanSplitElems = 1 << 13 // a variable for the tests
 
 // kanKnots returns g's knots in T, computed as efficient-kan computes its
 // grid buffer: T(j - order)·T(h) + T(grid_min), each operation rounded to T.

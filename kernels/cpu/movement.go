@@ -18,7 +18,94 @@ func buildTranspose[T kernels.Elem](n *kernels.Node) (kernels.Func, error) {
 	for i, p := range perm {
 		src[i] = xst[p]
 	}
-	return gatherFunc[T](newWalk(n.Out.Shape, src, nil)), nil
+	w := newWalk(n.Out.Shape, src, nil)
+	if w.ia <= 1 || len(w.dims) == 0 {
+		return gatherFunc[T](w), nil // rows read contiguous memory (or one row)
+	}
+	return transposeTiled[T](w, n.Par), nil
+}
+
+// transposeTile is the side of the tiles transposeTiled copies: 16 rows of
+// the output by 16 of their elements.
+const transposeTile = 16
+
+// transposeSplitElems is the size (elements) from which a transpose splits
+// its output rows across the executor's workers.
+var transposeSplitElems = 1 << 16 // a variable for the tests
+
+// transposeTiled returns the Func of a transpose whose output rows read x
+// with a stride (w.ia > 1), copying tiles of 16 rows by 16 elements. When
+// the 16 rows' offsets in x are neighbours (a matrix transpose), a tile
+// reads 16 runs of 16 contiguous elements of x into a scratch tile and
+// writes 16 contiguous runs of the output from it, so that neither side
+// makes strided accesses, which with a power-of-two stride would all fall
+// into one set of the cache. Other rows are copied element by element, a
+// tile at a time. A large output is split into ranges of whole tiles of
+// rows, one per worker, each with its scratch tile; every element is a
+// copy, so the result is the same for any split.
+func transposeTiled[T kernels.Elem](w *walk, par kernels.Parallel) kernels.Func {
+	const tile = transposeTile
+	offs := make([]int, 0, w.n/w.inner)
+	w.each(func(_, a, _ int) { offs = append(offs, a) })
+	rows, inner, ia := len(offs), w.inner, w.ia
+	parts := 1
+	if w.n >= transposeSplitElems {
+		parts = min(kernels.Workers(par), (rows+tile-1)/tile)
+	}
+	bounds := make([]int, parts+1)
+	for p := range parts {
+		bounds[p+1] = min(rows, roundUp((p+1)*rows/parts, tile))
+	}
+	bounds[parts] = rows
+	// dense[g]: the rows of tile g (rows g·16 ..) are 16 neighbours in x.
+	dense := make([]bool, (rows+tile-1)/tile)
+	for g := range dense {
+		r0 := g * tile
+		dense[g] = r0+tile <= rows
+		for r := r0 + 1; dense[g] && r < r0+tile; r++ {
+			dense[g] = offs[r] == offs[r0]+(r-r0)
+		}
+	}
+	bufs := make([][]T, parts)
+	for p := range bufs {
+		bufs[p] = make([]T, tile*tile)
+	}
+	var o, x []T
+	body := func(p int) {
+		buf := bufs[p]
+		for r0 := bounds[p]; r0 < bounds[p+1]; r0 += tile {
+			r1 := min(r0+tile, bounds[p+1])
+			for c0 := 0; c0 < inner; c0 += tile {
+				c1 := min(c0+tile, inner)
+				if dense[r0/tile] {
+					for c := c0; c < c1; c++ {
+						a := offs[r0] + c*ia
+						copy(buf[(c-c0)*tile:(c-c0+1)*tile], x[a:a+tile])
+					}
+					for r := range tile {
+						row := o[(r0+r)*inner+c0 : (r0+r)*inner+c1]
+						for c := range row {
+							row[c] = buf[c*tile+r]
+						}
+					}
+					continue
+				}
+				for r := r0; r < r1; r++ {
+					row, a := o[r*inner+c0:r*inner+c1], offs[r]+c0*ia
+					for c := range row {
+						row[c] = x[a]
+						a += ia
+					}
+				}
+			}
+		}
+	}
+	return func(out kernels.Tensor, args []kernels.Tensor) error {
+		o, x = kernels.View[T](out), kernels.View[T](args[0])
+		kernels.Run(par, parts, body)
+		o, x = nil, nil
+		return nil
+	}
 }
 
 // buildBroadcastTo builds broadcast_to {shape}: x repeated along the

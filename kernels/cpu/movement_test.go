@@ -57,6 +57,9 @@ func testTranspose[T kernels.Elem](t *testing.T) {
 		{[]int{1, 5, 1, 3}, []int{3, 1, 2, 0}},
 		{[]int{2, 3, 4, 5}, []int{0, 1, 3, 2}},
 		{[]int{2, 3, 4, 5}, []int{2, 3, 0, 1}},
+		{[]int{37, 50}, nil},               // tiles of 16, with ragged edges
+		{[]int{3, 35, 18}, []int{2, 0, 1}}, // rows whose offsets are not neighbours
+		{[]int{4, 33, 17}, []int{0, 2, 1}},
 	}
 	for _, tc := range tests {
 		xs := ir.Shape(tc.shape)

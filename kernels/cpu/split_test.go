@@ -3,6 +3,7 @@ package cpu
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"sync"
 	"testing"
 
@@ -102,6 +103,72 @@ func TestFusedElementwiseSplitBitwise(t *testing.T) {
 			for _, w := range []int{2, 3, 8} {
 				if got := buildWith(t, goPool(w), ir.OpFusedElementwise, prog, x, y); !bytes.Equal(got.Data, want.Data) {
 					t.Errorf("%s %v on %d parts: differs from the unsplit result", dt, sh, w)
+				}
+			}
+		}
+	}
+}
+
+// TestBsplineSplitBitwise checks that bspline (bases and derivatives)
+// split across 2, 3, 5 and 8 parts (every x split, whatever its size)
+// gives the bits of the unsplit kernel, with x inside and outside the
+// grid, on knots, NaN and ±Inf, and with fewer elements than parts.
+func TestBsplineSplitBitwise(t *testing.T) {
+	defer func(v int) { kanSplitElems = v }(kanSplitElems)
+	kanSplitElems = 1
+	grids := []ir.Attrs{
+		kanGridAttrs(-1, 1, 5, 3, 0),
+		kanGridAttrs(-1, 1, 5, 3, 1),
+		kanGridAttrs(-1, 1, 4, 2, 0),
+		kanGridAttrs(-0.5, 1.5, 9, 6, 2),
+		kanGridAttrs(-1, 1, 5, 0, 0),
+	}
+	for _, dt := range []ir.DType{ir.F32, ir.F64} {
+		r := newRand(11)
+		for _, shape := range [][]int{{37, 29}, {3}, {2, 7}} {
+			x := fuseewRandom(r, ir.TensorOf(dt, shape...))
+			if n := len(x.Data) / dt.Size(); n > 4 {
+				vals := kernels.Float64s(x)
+				vals[0], vals[1], vals[2], vals[n-1] = math.NaN(), math.Inf(1), math.Inf(-1), 1e30
+				kernels.SetFloat64s(x, vals)
+			}
+			for _, a := range grids {
+				want := buildWith(t, nil, ir.OpBspline, a, x)
+				for _, w := range []int{2, 3, 5, 8} {
+					if got := buildWith(t, goPool(w), ir.OpBspline, a, x); !bytes.Equal(got.Data, want.Data) {
+						t.Errorf("%s %v %v on %d parts: differs from the unsplit result", dt, shape, a, w)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestTransposeSplitBitwise checks that a transpose split across 2, 3, 5
+// and 8 parts (every transpose split, whatever its size) gives the bits of
+// the unsplit kernel: matrices with fewer rows than parts·16, ragged tiles,
+// permutations of rank 3 and 4, and every dtype.
+func TestTransposeSplitBitwise(t *testing.T) {
+	defer func(v int) { transposeSplitElems = v }(transposeSplitElems)
+	transposeSplitElems = 1
+	tests := []struct {
+		shape, perm []int
+	}{
+		{[]int{130, 70}, []int{1, 0}},
+		{[]int{5, 40}, []int{1, 0}},
+		{[]int{3, 35, 18}, []int{2, 0, 1}},
+		{[]int{6, 20, 33}, []int{0, 2, 1}},
+		{[]int{2, 3, 17, 19}, []int{3, 1, 0, 2}},
+	}
+	for _, dt := range []ir.DType{ir.F32, ir.F64, ir.I32, ir.I64, ir.Bool} {
+		r := newRand(13)
+		for _, tc := range tests {
+			x := fuseewRandom(r, ir.TensorOf(dt, tc.shape...))
+			attrs := ir.MakeAttrs("perm", ir.Ints(tc.perm...))
+			want := buildWith(t, nil, ir.OpTranspose, attrs, x)
+			for _, w := range []int{2, 3, 5, 8} {
+				if got := buildWith(t, goPool(w), ir.OpTranspose, attrs, x); !bytes.Equal(got.Data, want.Data) {
+					t.Errorf("%s %v perm %v on %d parts: differs from the unsplit result", dt, tc.shape, tc.perm, w)
 				}
 			}
 		}
