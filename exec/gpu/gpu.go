@@ -269,7 +269,7 @@ func (x *Executor) build() error {
 					e.Buffer, e.Size = data[o.Index], data[o.Index].GetSize()
 				case wgsl.Status:
 					e.Buffer, e.Offset, e.Size = x.status, uint64(x.steps[s].slot)*statusSlot, 8
-				case wgsl.StepCount:
+				case wgsl.StepNo:
 					if x.count == nil {
 						x.count, err = x.d.dev.CreateBuffer(&wgpu.BufferDescriptor{Label: "step count", Size: 8,
 							Usage: wgpu.BufferUsageStorage | wgpu.BufferUsageCopyDst})

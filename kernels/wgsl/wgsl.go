@@ -45,12 +45,12 @@ type Kind uint8
 
 // The operand kinds.
 const (
-	Arg       Kind = iota // the step's argument Index
-	Out                   // the step's result
-	Scratch               // Kernel.Scratch[Index], device memory private to the step
-	Data                  // Kernel.Data[Index], a constant table uploaded once
-	Status                // the step's status words (see Kernel.Checks)
-	StepCount             // the executor's count of completed steps (see StepDecl)
+	Arg     Kind = iota // the step's argument Index
+	Out                 // the step's result
+	Scratch             // Kernel.Scratch[Index], device memory private to the step
+	Data                // Kernel.Data[Index], a constant table uploaded once
+	Status              // the step's status words (see Kernel.Checks)
+	StepNo              // the executor's count of completed steps (see StepDecl)
 )
 
 // Operand is one binding of a dispatch.
