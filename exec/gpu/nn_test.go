@@ -5,10 +5,15 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"testing"
 
+	"github.com/kilnml/kiln"
+	"github.com/kilnml/kiln/exec/gpu"
 	"github.com/kilnml/kiln/kernels"
+	"github.com/kilnml/kiln/passes"
+	"github.com/kilnml/kiln/planner"
 )
 
 // nnCases are the convolution, pooling, normalization, dropout, B-spline
@@ -132,4 +137,194 @@ func equalFloats(a, b []float64) bool {
 		}
 	}
 	return len(a) == len(b)
+}
+
+// digitsCNN returns examples/digits/cnn.kir with a dropout (p = 0.25)
+// before the linear layer, so that a training step has convolutions, batch
+// norms, max pooling and dropout forward and backward.
+func digitsCNN(t testing.TB) []byte {
+	t.Helper()
+	src, err := os.ReadFile("../../examples/digits/cnn.kir")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(src)
+	for _, r := range [][2]string{
+		{"%z = matmul %flat, %w3", "%drop = dropout %flat {p=0.25, seed=11}\n%z = matmul %drop, %w3"},
+		{"%c1 = conv2d %img, %w1, %b1", "%c1 = conv2d %img, %w1"},
+		{"%c2 = conv2d %p1, %w2, %b2", "%c2 = conv2d %p1, %w2"},
+		{"param %b1: f32[16]\n", ""},
+		{"param %b2: f32[32]\n", ""},
+	} {
+		if !strings.Contains(s, r[0]) {
+			t.Fatalf("examples/digits/cnn.kir has no line %q", r[0])
+		}
+		s = strings.Replace(s, r[0], r[1], 1)
+	}
+	return []byte(s)
+}
+
+// stepBoth runs one step on each executor.
+func stepBoth(t testing.TB, step int, xs ...interface{ Step(context.Context) error }) {
+	t.Helper()
+	for _, x := range xs {
+		if err := x.Step(context.Background()); err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+	}
+}
+
+// checkTraining compiles src twice: with gradients, whose outputs and
+// gradients after steps steps (new inputs each, the dropout masks
+// changing) must match the CPU's within gradTol; and with Adam, whose
+// loss at every step and params and state after steps steps must too.
+func checkTraining(t *testing.T, src []byte, o0 bool, labels, steps int) {
+	t.Run("gradients", func(t *testing.T) {
+		p := compile(t, src, kiln.Options{Grad: true, O0: o0})
+		c, g := executors(t, p)
+		rng := rand.New(rand.NewPCG(1, 2))
+		for step := range steps {
+			feed(t, p, rng, labels, c, g)
+			stepBoth(t, step, c, g)
+			for _, n := range append(append([]planner.Named(nil), p.Outputs...), p.Grads...) {
+				compareTensor(t, n.Name, c, g)
+			}
+		}
+		if len(p.Grads) == 0 {
+			t.Fatal("no gradients compared")
+		}
+	})
+	t.Run("adam", func(t *testing.T) {
+		opt := passes.OptimizerConfig{Kind: "adam", LR: 0.01, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
+		p := compile(t, src, kiln.Options{Optimizer: &opt, O0: o0})
+		c, g := executors(t, p)
+		rng := rand.New(rand.NewPCG(5, 6))
+		for step := range steps {
+			feed(t, p, rng, labels, c, g)
+			stepBoth(t, step, c, g)
+			compareTensor(t, p.Outputs[0].Name, c, g)
+		}
+		for _, i := range append(append([]int(nil), p.Params...), p.States...) {
+			compareTensor(t, p.Buffers[i].Name, c, g)
+		}
+	})
+}
+
+func TestDigitsCNNTrainingMatchesCPU(t *testing.T) {
+	needGPU(t)
+	checkTraining(t, digitsCNN(t), false, 10, 3)
+}
+
+// kanLayers is two Kolmogorov-Arnold layers (efficient-kan's KANLinear:
+// silu(x)·W_base + bsplines(x)·W_spline) on a squared error, so that the
+// backward has bspline's derivative.
+const kanLayers = `graph kan
+input %x: f32[9,4]
+input %t: f32[9,3]
+param %wb1: f32[4,5]
+param %ws1: f32[32,5]
+param %wb2: f32[5,3]
+param %ws2: f32[40,3]
+%s1 = silu %x
+%base1 = matmul %s1, %wb1
+%bs1 = bspline %x {grid_size=5, order=3, grid_min=-3.0, grid_max=3.0}
+%flat1 = reshape %bs1 {shape=[9,32]}
+%sp1 = matmul %flat1, %ws1
+%h = add %base1, %sp1
+%s2 = silu %h
+%base2 = matmul %s2, %wb2
+%bs2 = bspline %h {grid_size=5, order=3}
+%flat2 = reshape %bs2 {shape=[9,40]}
+%sp2 = matmul %flat2, %ws2
+%y = add %base2, %sp2
+%d = sub %y, %t
+%sq = square %d
+%loss = mean %sq
+output %loss
+`
+
+func TestKANTrainingMatchesCPU(t *testing.T) {
+	needGPU(t)
+	checkTraining(t, []byte(kanLayers), false, 0, 2)
+}
+
+// logicLayers is two difflogic layers; %a [8,1] is read by every gate of
+// the first, so its gradient adds the contributions of 12 gates.
+const logicLayers = `graph gates
+input %a: f32[8,1]
+input %b: f32[8,12]
+input %t: f32[8,12]
+param %l1: f32[12,16]
+param %l2: f32[12,16]
+%h1 = logic_gate %a, %b, %l1
+%h2 = logic_gate %h1, %b, %l2
+%d = sub %h2, %t
+%sq = square %d
+%loss = mean %sq
+output %loss
+`
+
+// TestLogicGateTrainingMatchesCPU compiles without the optimizing passes,
+// so that the softmax gradient in logic_gate's backward stays composite
+// (mul, sub, sum) rather than the fused softmax_grad, a kernel of another
+// family.
+func TestLogicGateTrainingMatchesCPU(t *testing.T) {
+	needGPU(t)
+	checkTraining(t, []byte(logicLayers), true, 0, 2)
+}
+
+// TestNNDeterministic runs two gradient steps of a small network of this
+// family's ops (the gather-form backward of convolutions and pooling,
+// workgroup reductions of the norms, dropout) twice on the GPU and
+// compares every output and gradient bit for bit.
+func TestNNDeterministic(t *testing.T) {
+	needGPU(t)
+	p := compile(t, []byte(`graph det
+input %x: f32[6,3,9,9]
+input %t: f32[6,4,5,5]
+param %w: f32[4,3,3,3]
+param %b: f32[4]
+param %g: f32[4] {init="ones"}
+param %s: f32[4]
+%c = conv2d %x, %w, %b {padding=[1,1]}
+%n = batch_norm %c, %g, %s
+%m = max_pool2d %n {kernel=[3,3], stride=[2,2], padding=[1,1]}
+%a = avg_pool2d %m {kernel=[3,3], stride=[1,1], padding=[1,1]}
+%l = layer_norm %a {axes=[2,3]}
+%d = dropout %l {p=0.3, seed=5}
+%e = sub %d, %t
+%q = square %e
+%loss = mean %q
+output %loss
+`), kiln.Options{Grad: true})
+	run := func() map[string][]byte {
+		g, err := gpu.New(p, gpu.Options{Seed: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer g.Close()
+		rng := rand.New(rand.NewPCG(8, 9))
+		out := map[string][]byte{}
+		for step := range 2 {
+			feed(t, p, rng, 0, g)
+			stepBoth(t, step, g)
+			for _, n := range append(append([]planner.Named(nil), p.Outputs...), p.Grads...) {
+				v, err := g.Get(n.Name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out[fmt.Sprintf("%s at step %d", n.Name, step)] = append([]byte(nil), v.Data...)
+			}
+		}
+		return out
+	}
+	a, b := run(), run()
+	for name, v := range a {
+		if string(v) != string(b[name]) {
+			t.Errorf("%s differs between two runs", name)
+		}
+	}
+	if len(a) != 2*5 {
+		t.Fatalf("%d tensors compared, want 10 (the loss and 4 gradients, 2 steps)", len(a))
+	}
 }
