@@ -121,7 +121,7 @@ output %a, %b, %c, %d, %e`)
 				}
 			}
 			if name == "a" {
-				if prev != nil && equalFloats(prev, want) {
+				if prev != nil && nnEqual(prev, want) {
 					t.Errorf("step %d: the mask of %%a did not change from the step before", step)
 				}
 				prev = append(prev[:0], want...)
@@ -130,7 +130,7 @@ output %a, %b, %c, %d, %e`)
 	}
 }
 
-func equalFloats(a, b []float64) bool {
+func nnEqual(a, b []float64) bool {
 	for i := range a {
 		if a[i] != b[i] {
 			return false
@@ -164,8 +164,8 @@ func digitsCNN(t testing.TB) []byte {
 	return []byte(s)
 }
 
-// stepBoth runs one step on each executor.
-func stepBoth(t testing.TB, step int, xs ...interface{ Step(context.Context) error }) {
+// nnStepAll runs one step on each executor.
+func nnStepAll(t testing.TB, step int, xs ...interface{ Step(context.Context) error }) {
 	t.Helper()
 	for _, x := range xs {
 		if err := x.Step(context.Background()); err != nil {
@@ -174,18 +174,18 @@ func stepBoth(t testing.TB, step int, xs ...interface{ Step(context.Context) err
 	}
 }
 
-// checkTraining compiles src twice: with gradients, whose outputs and
+// nnCheckTraining compiles src twice: with gradients, whose outputs and
 // gradients after steps steps (new inputs each, the dropout masks
 // changing) must match the CPU's within gradTol; and with Adam, whose
 // loss at every step and params and state after steps steps must too.
-func checkTraining(t *testing.T, src []byte, o0 bool, labels, steps int) {
+func nnCheckTraining(t *testing.T, src []byte, o0 bool, labels, steps int) {
 	t.Run("gradients", func(t *testing.T) {
 		p := compile(t, src, kiln.Options{Grad: true, O0: o0})
 		c, g := executors(t, p)
 		rng := rand.New(rand.NewPCG(1, 2))
 		for step := range steps {
 			feed(t, p, rng, labels, c, g)
-			stepBoth(t, step, c, g)
+			nnStepAll(t, step, c, g)
 			for _, n := range append(append([]planner.Named(nil), p.Outputs...), p.Grads...) {
 				compareTensor(t, n.Name, c, g)
 			}
@@ -201,7 +201,7 @@ func checkTraining(t *testing.T, src []byte, o0 bool, labels, steps int) {
 		rng := rand.New(rand.NewPCG(5, 6))
 		for step := range steps {
 			feed(t, p, rng, labels, c, g)
-			stepBoth(t, step, c, g)
+			nnStepAll(t, step, c, g)
 			compareTensor(t, p.Outputs[0].Name, c, g)
 		}
 		for _, i := range append(append([]int(nil), p.Params...), p.States...) {
@@ -212,7 +212,7 @@ func checkTraining(t *testing.T, src []byte, o0 bool, labels, steps int) {
 
 func TestDigitsCNNTrainingMatchesCPU(t *testing.T) {
 	needGPU(t)
-	checkTraining(t, digitsCNN(t), false, 10, 3)
+	nnCheckTraining(t, digitsCNN(t), false, 10, 3)
 }
 
 // kanLayers is two Kolmogorov-Arnold layers (efficient-kan's KANLinear:
@@ -245,7 +245,7 @@ output %loss
 
 func TestKANTrainingMatchesCPU(t *testing.T) {
 	needGPU(t)
-	checkTraining(t, []byte(kanLayers), false, 0, 2)
+	nnCheckTraining(t, []byte(kanLayers), false, 0, 2)
 }
 
 // logicLayers is two difflogic layers; %a [8,1] is read by every gate of
@@ -270,7 +270,7 @@ output %loss
 // family.
 func TestLogicGateTrainingMatchesCPU(t *testing.T) {
 	needGPU(t)
-	checkTraining(t, []byte(logicLayers), true, 0, 2)
+	nnCheckTraining(t, []byte(logicLayers), true, 0, 2)
 }
 
 // TestNNDeterministic runs two gradient steps of a small network of this
@@ -307,7 +307,7 @@ output %loss
 		out := map[string][]byte{}
 		for step := range 2 {
 			feed(t, p, rng, 0, g)
-			stepBoth(t, step, g)
+			nnStepAll(t, step, g)
 			for _, n := range append(append([]planner.Named(nil), p.Outputs...), p.Grads...) {
 				v, err := g.Get(n.Name)
 				if err != nil {

@@ -41,10 +41,10 @@ func convConsts(g ir.ConvGeom) string {
 		"SH", sh, "SW", g.Stride[i], "PH", ph, "PW", g.Padding[i], "DH", dh, "DW", g.Dilation[i])
 }
 
-// elementwiseKernel returns a one-dispatch kernel of count threads, each
+// perElement returns a one-dispatch kernel of count threads, each
 // running body with p its flat index (as i32), after decls; binds are the
 // bindings decls declare.
-func elementwiseKernel(decls, body string, count int, bind []Operand) *Kernel {
+func perElement(decls, body string, count int, bind []Operand) *Kernel {
 	if count == 0 {
 		return &Kernel{}
 	}
@@ -100,7 +100,7 @@ func buildConv(n *kernels.Node) (*Kernel, error) {
   }
   out[p] = %s;
 `, bias)
-	return elementwiseKernel(d.String(), body, n.Out.Shape.NumElements(), bind), nil
+	return perElement(d.String(), body, n.Out.Shape.NumElements(), bind), nil
 }
 
 // buildConvInputGrad builds conv_input_grad(dy, w) {..., input_shape}, the
@@ -141,14 +141,14 @@ func buildConvInputGrad(n *kernels.Node) (*Kernel, error) {
   }
   out[p] = s;
 `
-	return elementwiseKernel(d.String(), body, n.Out.Shape.NumElements(), []Operand{{Arg, 0}, {Arg, 1}, {Out, 0}}), nil
+	return perElement(d.String(), body, n.Out.Shape.NumElements(), []Operand{{Arg, 0}, {Arg, 1}, {Out, 0}}), nil
 }
 
-// gatherSum returns a one-dispatch kernel whose result element o is the sum
+// sumTerms returns a one-dispatch kernel whose result element o is the sum
 // over r in [0, count) of term, WGSL of the i32 o and r (after decls). As
 // the reductions: at most reduceSerialMax terms are one thread's, in
 // order; more are a workgroup's strided partial sums added by a tree.
-func gatherSum(decls, term string, out, count int, bind []Operand) *Kernel {
+func sumTerms(decls, term string, out, count int, bind []Operand) *Kernel {
 	if out == 0 {
 		return &Kernel{}
 	}
@@ -206,7 +206,7 @@ func buildConvWeightGrad(n *kernels.Node) (*Kernel, error) {
 	for _, o := range g.Out {
 		count *= o
 	}
-	return gatherSum(d.String(), "tap(o, r)", n.Out.Shape.NumElements(), count, []Operand{{Arg, 0}, {Arg, 1}, {Out, 0}}), nil
+	return sumTerms(d.String(), "tap(o, r)", n.Out.Shape.NumElements(), count, []Operand{{Arg, 0}, {Arg, 1}, {Out, 0}}), nil
 }
 
 // poolConsts returns g as WGSL constants: PLANES, H, W, OH, OW, K0, K1,
@@ -305,7 +305,7 @@ func buildMaxPool(n *kernels.Node) (*Kernel, error) {
   out[p] = s;
 `
 	}
-	return elementwiseKernel(d.String(), body, n.Out.Shape.NumElements(), bind), nil
+	return perElement(d.String(), body, n.Out.Shape.NumElements(), bind), nil
 }
 
 // avgWindowSource is the WGSL of window(oy, ox) -> (y0, y1, x0, x1, div):
@@ -353,7 +353,7 @@ func buildAvgPool(n *kernels.Node) (*Kernel, error) {
   }
   out[p] = s / f32(wd[4]);
 `
-	return elementwiseKernel(d, body, n.Out.Shape.NumElements(), []Operand{{Arg, 0}, {Out, 0}}), nil
+	return perElement(d, body, n.Out.Shape.NumElements(), []Operand{{Arg, 0}, {Out, 0}}), nil
 }
 
 // buildAvgPoolGrad builds avg_pool2d_grad(dy) {..., input_shape} as a
@@ -386,7 +386,7 @@ func buildAvgPoolGrad(n *kernels.Node) (*Kernel, error) {
   }
   out[p] = s;
 `
-	return elementwiseKernel(d, body, n.Out.Shape.NumElements(), []Operand{{Arg, 0}, {Out, 0}}), nil
+	return perElement(d, body, n.Out.Shape.NumElements(), []Operand{{Arg, 0}, {Out, 0}}), nil
 }
 
 func init() {

@@ -72,7 +72,7 @@ func buildBspline(n *kernels.Node) (*Kernel, error) {
 `
 	}
 	body += "  out[p] = b[0];\n"
-	k := elementwiseKernel(d.String(), body, n.Out.Shape.NumElements(), []Operand{{Arg, 0}, {Out, 0}, {Data, 0}})
+	k := perElement(d.String(), body, n.Out.Shape.NumElements(), []Operand{{Arg, 0}, {Out, 0}, {Data, 0}})
 	if len(k.Dispatches) > 0 {
 		k.Data = [][]byte{knots}
 	}

@@ -8,9 +8,9 @@ import (
 	"github.com/kilnml/kiln/kernels"
 )
 
-// nodes parses a graph and returns the kernel node of each value that is
+// nnNodes parses a graph and returns the kernel node of each value that is
 // not an input, in order.
-func nodes(t *testing.T, src string) []*kernels.Node {
+func nnNodes(t *testing.T, src string) []*kernels.Node {
 	t.Helper()
 	g, err := ir.Parse("test.kir", []byte(src))
 	if err != nil {
@@ -35,7 +35,7 @@ func nodes(t *testing.T, src string) []*kernels.Node {
 // only operands it has, and dropout (alone) binds the step count; a
 // bspline beyond the GPU's order is refused with an error naming it.
 func TestNNKernelsShape(t *testing.T) {
-	ns := nodes(t, `graph k
+	ns := nnNodes(t, `graph k
 input %x: f32[2,3,9,9]
 input %w: f32[4,3,3,3]
 input %b: f32[4]
@@ -87,7 +87,7 @@ output %c, %ci, %cw, %m, %mg, %ms, %a, %ag, %ln, %bn, %d, %s, %lg
 			t.Errorf("%s binds the step count %d times, want %d", n.Op, steps, want)
 		}
 	}
-	big := nodes(t, "graph b\ninput %x: f32[3]\n%s = bspline %x {order=33}\noutput %s")[0]
+	big := nnNodes(t, "graph b\ninput %x: f32[3]\n%s = bspline %x {order=33}\noutput %s")[0]
 	_, err := Build(big)
 	if want := "bspline: order 33: the GPU computes B-splines of order at most 32"; err == nil || err.Error() != want {
 		t.Fatalf("got %v, want %q", err, want)

@@ -125,7 +125,7 @@ func buildDropout(n *kernels.Node) (*Kernel, error) {
   let bits = pcg(pcg(u32(p) ^ key)) >> 8u;
   out[p] = x[p] * select(0.0, %s, bits >= %du);
 `, uint32(seed>>32), uint32(seed), F32(float64(scale)), thr)
-	return elementwiseKernel(d, body, count, []Operand{{Arg, 0}, {Out, 0}, {StepNo, 0}}), nil
+	return perElement(d, body, count, []Operand{{Arg, 0}, {Out, 0}, {StepNo, 0}}), nil
 }
 
 func init() {
