@@ -328,3 +328,26 @@ output %loss
 		t.Fatalf("%d tensors compared, want 10 (the loss and 4 gradients, 2 steps)", len(a))
 	}
 }
+
+// BenchmarkDigitsCNNStep times one Adam step of the digits CNN (batch 32,
+// with the dropout of digitsCNN) on the GPU and on the CPU executor (one
+// worker), inputs set once.
+func BenchmarkDigitsCNNStep(b *testing.B) {
+	needGPU(b)
+	opt := passes.OptimizerConfig{Kind: "adam", LR: 0.01, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
+	p := compile(b, digitsCNN(b), kiln.Options{Optimizer: &opt})
+	c, g := executors(b, p)
+	feed(b, p, rand.New(rand.NewPCG(1, 2)), 10, c, g)
+	for _, x := range []struct {
+		name string
+		x    interface{ Step(context.Context) error }
+	}{{"gpu", g}, {"cpu", c}} {
+		b.Run(x.name, func(b *testing.B) {
+			for b.Loop() {
+				if err := x.x.Step(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -58,7 +58,8 @@ func perElement(decls, body string, count int, bind []Operand) *Kernel {
 
 // buildConv builds conv1d and conv2d(x, w[, bias]) {stride, padding,
 // dilation, groups}: one thread per output element sums its window over
-// the group's input channels (channel, then row, then column), then adds
+// the group's input channels (for each tap in the input, row then column,
+// the channels in order: the bounds are checked once per tap), then adds
 // the bias, as the CPU's gemm and bias do.
 func buildConv(n *kernels.Node) (*Kernel, error) {
 	if err := checkDTypes(n); err != nil {
@@ -87,14 +88,18 @@ func buildConv(n *kernels.Node) (*Kernel, error) {
   let b = p / (OW * OH * COUT);
   let ci0 = (co / OG) * CG;
   var s = 0.0;
-  for (var c = 0; c < CG; c++) {
-    for (var i = 0; i < KH; i++) {
-      let iy = oy * SH - PH + i * DH;
-      if (iy < 0 || iy >= H) { continue; }
-      for (var j = 0; j < KW; j++) {
-        let ix = ox * SW - PW + j * DW;
-        if (ix < 0 || ix >= W) { continue; }
-        s = s + w[((co * CG + c) * KH + i) * KW + j] * x[(((b * CIN + ci0 + c) * H + iy) * W + ix)];
+  for (var i = 0; i < KH; i++) {
+    let iy = oy * SH - PH + i * DH;
+    if (iy < 0 || iy >= H) { continue; }
+    for (var j = 0; j < KW; j++) {
+      let ix = ox * SW - PW + j * DW;
+      if (ix < 0 || ix >= W) { continue; }
+      var wi = (co * CG * KH + i) * KW + j;
+      var xi = ((b * CIN + ci0) * H + iy) * W + ix;
+      for (var c = 0; c < CG; c++) {
+        s = s + w[wi] * x[xi];
+        wi += KH * KW;
+        xi += H * W;
       }
     }
   }
@@ -105,8 +110,8 @@ func buildConv(n *kernels.Node) (*Kernel, error) {
 
 // buildConvInputGrad builds conv_input_grad(dy, w) {..., input_shape}, the
 // transposed convolution, as a gather: one thread per input element adds,
-// for every output channel of its group and every tap (row, then column)
-// whose window covers it, the weight times that window's dy.
+// for every tap (row, then column) whose window covers it and every output
+// channel of its group in order, the weight times that window's dy.
 func buildConvInputGrad(n *kernels.Node) (*Kernel, error) {
 	if err := checkDTypes(n); err != nil {
 		return nil, err
@@ -127,15 +132,19 @@ func buildConvInputGrad(n *kernels.Node) (*Kernel, error) {
   let gr = ci / CG;
   let c = ci % CG;
   var s = 0.0;
-  for (var co = gr * OG; co < (gr + 1) * OG; co++) {
-    for (var i = 0; i < KH; i++) {
-      let ty = iy + PH - i * DH;
-      if (ty < 0 || ty % SH != 0 || ty / SH >= OH) { continue; }
-      let oy = ty / SH;
-      for (var j = 0; j < KW; j++) {
-        let tx = ix + PW - j * DW;
-        if (tx < 0 || tx % SW != 0 || tx / SW >= OW) { continue; }
-        s = s + w[((co * CG + c) * KH + i) * KW + j] * dy[((b * COUT + co) * OH + oy) * OW + tx / SW];
+  for (var i = 0; i < KH; i++) {
+    let ty = iy + PH - i * DH;
+    if (ty < 0 || ty % SH != 0 || ty / SH >= OH) { continue; }
+    let oy = ty / SH;
+    for (var j = 0; j < KW; j++) {
+      let tx = ix + PW - j * DW;
+      if (tx < 0 || tx % SW != 0 || tx / SW >= OW) { continue; }
+      var wi = ((gr * OG * CG + c) * KH + i) * KW + j;
+      var di = ((b * COUT + gr * OG) * OH + oy) * OW + tx / SW;
+      for (var co = 0; co < OG; co++) {
+        s = s + w[wi] * dy[di];
+        wi += CG * KH * KW;
+        di += OH * OW;
       }
     }
   }
@@ -144,10 +153,18 @@ func buildConvInputGrad(n *kernels.Node) (*Kernel, error) {
 	return perElement(d.String(), body, n.Out.Shape.NumElements(), []Operand{{Arg, 0}, {Arg, 1}, {Out, 0}}), nil
 }
 
+// sumTermsSerialOut is the number of results from which sumTerms gives
+// each to one thread whatever the number of terms: there are threads
+// enough, and workgroups of tree reductions cost more than they save (on
+// llvmpipe, the digits CNN's weight gradient took 300 ms that way,
+// against a few ms serially).
+const sumTermsSerialOut = 2048
+
 // sumTerms returns a one-dispatch kernel whose result element o is the sum
 // over r in [0, count) of term, WGSL of the i32 o and r (after decls). As
-// the reductions: at most reduceSerialMax terms are one thread's, in
-// order; more are a workgroup's strided partial sums added by a tree.
+// the reductions: at most reduceSerialMax terms (or any number, for at
+// least sumTermsSerialOut results) are one thread's, in order; more are a
+// workgroup's strided partial sums added by a tree.
 func sumTerms(decls, term string, out, count int, bind []Operand) *Kernel {
 	if out == 0 {
 		return &Kernel{}
@@ -155,7 +172,7 @@ func sumTerms(decls, term string, out, count int, bind []Operand) *Kernel {
 	var b strings.Builder
 	b.WriteString(decls)
 	fmt.Fprintf(&b, "fn term(o: i32, r: i32) -> f32 { return %s; }\n", term)
-	if count <= reduceSerialMax {
+	if count <= reduceSerialMax || out >= sumTermsSerialOut {
 		groups, idx := Grid(out)
 		b.WriteString(header(WorkgroupSize))
 		fmt.Fprintf(&b, "  if (%[1]s >= %[2]du) { return; }\n  let o = i32(%[1]s);\n  var s = 0.0;\n", idx, out)
