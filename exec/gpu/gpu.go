@@ -38,6 +38,7 @@ type Executor struct {
 	chunk  int64          // bytes of each arena chunk
 	arena  []*wgpu.Buffer // the arena, in chunks
 	status *wgpu.Buffer   // status words, one slot per step that reports errors
+	count  *wgpu.Buffer   // the step count (two u32 words), for kernels that bind it; or nil
 	extra  []*wgpu.Buffer // scratch and data buffers of the kernels
 	steps  []gpuStep
 	byName map[string]int
@@ -268,6 +269,15 @@ func (x *Executor) build() error {
 					e.Buffer, e.Size = data[o.Index], data[o.Index].GetSize()
 				case wgsl.Status:
 					e.Buffer, e.Offset, e.Size = x.status, uint64(x.steps[s].slot)*statusSlot, 8
+				case wgsl.StepNo:
+					if x.count == nil {
+						x.count, err = x.d.dev.CreateBuffer(&wgpu.BufferDescriptor{Label: "step count", Size: 8,
+							Usage: wgpu.BufferUsageStorage | wgpu.BufferUsageCopyDst})
+						if err != nil {
+							return fmt.Errorf("step %d (%s): step count buffer: %v", s, x.describe(s), firstLine(err))
+						}
+					}
+					e.Buffer, e.Size = x.count, 8
 				}
 				entries[i] = e
 			}
@@ -500,6 +510,13 @@ func (x *Executor) Step(ctx context.Context) error {
 			return fmt.Errorf("the GPU refused the status words (device lost?): %v", firstLine(err))
 		}
 	}
+	if x.count != nil {
+		n := uint64(x.stepNo)
+		if err := x.d.queue.WriteBuffer(x.count, 0, []byte{byte(n), byte(n >> 8), byte(n >> 16), byte(n >> 24),
+			byte(n >> 32), byte(n >> 40), byte(n >> 48), byte(n >> 56)}); err != nil {
+			return fmt.Errorf("the GPU refused the step count (device lost?): %v", firstLine(err))
+		}
+	}
 	enc, err := x.d.dev.CreateCommandEncoder(nil)
 	if err != nil {
 		return fmt.Errorf("the GPU refused a command encoder (device lost?): %v", firstLine(err))
@@ -619,6 +636,9 @@ func (x *Executor) Close() error {
 	}
 	if x.status != nil {
 		x.status.Release()
+	}
+	if x.count != nil {
+		x.count.Release()
 	}
 	if x.readback != nil {
 		x.readback.Release()

@@ -50,6 +50,7 @@ const (
 	Scratch             // Kernel.Scratch[Index], device memory private to the step
 	Data                // Kernel.Data[Index], a constant table uploaded once
 	Status              // the step's status words (see Kernel.Checks)
+	StepNo              // the executor's count of completed steps (see StepDecl)
 )
 
 // Operand is one binding of a dispatch.
@@ -189,6 +190,14 @@ func Decl(i int, name string, dt ir.DType) string {
 // words, called status.
 func StatusDecl(i int) string {
 	return fmt.Sprintf("@group(0) @binding(%d) var<storage, read_write> status: array<atomic<u32>>;\n", i)
+}
+
+// StepDecl returns the declaration of binding i as the executor's count of
+// completed steps since its last Reset, called step_count: two u32 words,
+// the low and the high half of the 64-bit count, which the executor writes
+// before every step (dropout's mask depends on it, as on the CPU).
+func StepDecl(i int) string {
+	return fmt.Sprintf("@group(0) @binding(%d) var<storage, read_write> step_count: array<u32>;\n", i)
 }
 
 // F32 returns the WGSL literal of v rounded to f32, exactly (by its bits),
