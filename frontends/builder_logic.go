@@ -57,13 +57,24 @@ func RandomLogicWiring(in, gates int, rng *rand.Rand) LogicWiring {
 	return LogicWiring{In: in, A: c[:gates:gates], B: c[gates:]}
 }
 
-// logicIndex returns ids as an i32 constant [len(ids)].
+// logicIndex returns ids as an i32 constant [len(ids)]. Layers with the
+// same wiring (a recurrent network's every step) read the constant made
+// the first time.
 func (b *Builder) logicIndex(ids []int) Value {
+	key := fmt.Sprint(ids)
+	if v, ok := b.logicIdx[key]; ok {
+		return v
+	}
+	if b.logicIdx == nil {
+		b.logicIdx = map[string]Value{}
+	}
 	v := make([]float64, len(ids))
 	for i, id := range ids {
 		v[i] = float64(id)
 	}
-	return b.Const(ir.I32, []int{len(ids)}, v...)
+	c := b.Const(ir.I32, []int{len(ids)}, v...)
+	b.logicIdx[key] = c
+	return c
 }
 
 // logicInputs returns the inputs that w's gates read from x [..., w.In]:
