@@ -16,9 +16,11 @@ func alignUp(n int64) int64 { return (n + Align - 1) / Align * Align }
 // The forward region is every value up to fwdEnd, the last value that an
 // output depends on; a user after fwdEnd is a backward user (gradients,
 // optimizer updates). An activation (a candidate for recomputation) is a
-// computed forward value that depends on an input, is an ancestor of an
-// output and is not itself an output, gradient or update value; it is
-// saved when a backward user reads it.
+// computed forward value that depends on an input or a param (a graph with
+// no inputs, such as a cellular automaton's rollout from a constant grid,
+// has activations too), is an ancestor of an output and is not itself an
+// output, gradient or update value; it is saved when a backward user reads
+// it.
 type analysis struct {
 	g      *ir.Graph
 	n      int
@@ -26,7 +28,7 @@ type analysis struct {
 	users  [][]ir.ID
 
 	pinned []bool // read by an output, gradient or update: never recomputed
-	dep    []bool // depends on an input
+	dep    []bool // depends on an input or a param
 	cand   []bool // activations
 	saved  []bool // activations with a backward user
 
@@ -85,7 +87,7 @@ func analyze(g *ir.Graph) *analysis {
 		v := &g.Values[i]
 		a.size[i] = alignUp(int64(v.Type.Bytes()))
 		a.flops[i] = FLOPs(g, ir.ID(i))
-		dep[i] = v.Op == ir.OpInput
+		dep[i] = v.Op == ir.OpInput || v.Op == ir.OpParam
 		for _, x := range v.Args {
 			dep[i] = dep[i] || dep[x]
 		}

@@ -24,7 +24,7 @@ const maxBoundaries = 256
 
 // cuts returns the cut vertices of the chain, in order.
 func (a *analysis) cuts() []int {
-	// open[p]: forward input-dependent computed values defined at or
+	// open[p]: forward input- or param-dependent computed values defined at or
 	// before p that a forward value after p reads.
 	diff := make([]int, a.n+1)
 	for i := 0; i <= a.fwdEnd; i++ {

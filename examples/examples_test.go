@@ -17,7 +17,7 @@ var update = flag.Bool("update", false, "rewrite examples/linreg/inputs.safetens
 // TestExamplesCompile compiles every example model for training.
 func TestExamplesCompile(t *testing.T) {
 	files := map[string][]byte{examples.DigitsMLPFile: examples.DigitsMLP}
-	for _, name := range []string{"linreg/linreg.kir", "digits/cnn.kir", "transformer/reverse.kir", "kan/kan.kir"} {
+	for _, name := range []string{"linreg/linreg.kir", "digits/cnn.kir", "transformer/reverse.kir", "kan/kan.kir", "lgca/automaton.kir"} {
 		src, err := os.ReadFile(name)
 		if err != nil {
 			t.Fatal(err)

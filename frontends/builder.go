@@ -16,8 +16,9 @@ import (
 // call, and returned by Build; later calls do nothing, so model code reads
 // straight through without error checks.
 type Builder struct {
-	g   *ir.Graph
-	err error
+	g        *ir.Graph
+	err      error
+	logicIdx map[string]Value // LogicLayer's index constants, by their values
 }
 
 // Value is a value of the graph being built.

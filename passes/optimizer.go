@@ -2,6 +2,7 @@ package passes
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/kilnml/kiln/ir"
@@ -16,6 +17,11 @@ type OptimizerConfig struct {
 	Beta2       float64 // adam: second-moment decay
 	Eps         float64 // adam: added to the root of the second moment
 	WeightDecay float64 // L2 penalty added to the gradient (PyTorch's weight_decay)
+	// ClipGrad, when positive, clamps every element of every gradient to
+	// [-ClipGrad, ClipGrad] before the update (and before weight decay is
+	// added), as torch.nn.utils.clip_grad_value_ before optimizer.step; 0
+	// clips nothing.
+	ClipGrad float64
 }
 
 // DefaultOptimizer returns kind's PyTorch defaults: SGD with lr 0.01, no
@@ -41,6 +47,8 @@ func (c OptimizerConfig) Validate() error {
 		return fmt.Errorf("momentum must be in [0,1), found %g", c.Momentum)
 	case c.WeightDecay < 0:
 		return fmt.Errorf("weight decay must be >= 0, found %g", c.WeightDecay)
+	case !(c.ClipGrad >= 0) || math.IsInf(c.ClipGrad, 0):
+		return fmt.Errorf("gradient clip must be finite and >= 0 (0: none), found %g", c.ClipGrad)
 	case c.Kind == "adam" && (c.Beta1 < 0 || c.Beta1 >= 1 || c.Beta2 < 0 || c.Beta2 >= 1):
 		return fmt.Errorf("adam betas must be in [0,1), found %g, %g", c.Beta1, c.Beta2)
 	case c.Kind == "adam" && !(c.Eps > 0):
@@ -53,7 +61,8 @@ func (c OptimizerConfig) Validate() error {
 // training step is one graph. The optimizer's state (momentum buffers, Adam's
 // moments and bias-correction powers) becomes state values, zero-initialized
 // unless stated, updated at the end of each step like the params. The
-// arithmetic follows torch.optim.SGD and torch.optim.Adam.
+// arithmetic follows torch.optim.SGD and torch.optim.Adam, after the
+// gradient is clamped elementwise when ClipGrad is set.
 func Optimize(g *ir.Graph, c OptimizerConfig) error {
 	if err := c.Validate(); err != nil {
 		return err
@@ -87,6 +96,9 @@ func Optimize(g *ir.Graph, c OptimizerConfig) error {
 		t := g.Type(p)
 		dt := t.DType
 		name := g.Values[p].Name
+		if c.ClipGrad > 0 {
+			grad = e.Op(ir.OpClip, ir.MakeAttrs("min", ir.Float(-c.ClipGrad), "max", ir.Float(c.ClipGrad)), grad)
+		}
 		if c.WeightDecay != 0 {
 			grad = e.Op(ir.OpAdd, nil, grad, e.Op(ir.OpMul, nil, p, scalar(c.WeightDecay, dt)))
 		}

@@ -1,6 +1,7 @@
 package passes_test
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -178,6 +179,9 @@ func TestOptimizerValidate(t *testing.T) {
 		{Kind: "sgd", LR: 0.1, Momentum: 1},
 		{Kind: "adam", LR: 0.1, Beta1: 1, Beta2: 0.9, Eps: 1e-8},
 		{Kind: "adam", LR: 0.1, Beta1: 0.9, Beta2: 0.9, Eps: 0},
+		{Kind: "adam", LR: 0.1, Beta1: 0.9, Beta2: 0.9, Eps: 1e-8, ClipGrad: -1},
+		{Kind: "sgd", LR: 0.1, ClipGrad: math.NaN()},
+		{Kind: "sgd", LR: 0.1, ClipGrad: math.Inf(1)},
 	}
 	for _, c := range bad {
 		if err := c.Validate(); err == nil {

@@ -14,7 +14,9 @@ import (
 // compares w with the same updates computed here in float64, following the
 // torch.optim.SGD and torch.optim.Adam formulas (bias-corrected Adam, L2
 // weight decay added to the gradient, momentum buffer starting at the first
-// gradient).
+// gradient), with each gradient element first clamped to ±ClipGrad where it
+// is set (torch.nn.utils.clip_grad_value_). The clipped cases' bounds cut
+// some elements of the gradient 2·w·r (|w|, |r| in [0.1, 1]) and not others.
 func TestOptimizerSteps(t *testing.T) {
 	tests := []struct {
 		name string
@@ -24,6 +26,8 @@ func TestOptimizerSteps(t *testing.T) {
 		{"sgd momentum decay", passes.OptimizerConfig{Kind: "sgd", LR: 0.05, Momentum: 0.9, WeightDecay: 0.01}},
 		{"adam", passes.OptimizerConfig{Kind: "adam", LR: 0.01, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}},
 		{"adam decay", passes.OptimizerConfig{Kind: "adam", LR: 0.02, Beta1: 0.8, Beta2: 0.99, Eps: 1e-6, WeightDecay: 0.1}},
+		{"sgd clip", passes.OptimizerConfig{Kind: "sgd", LR: 0.1, ClipGrad: 0.3}},
+		{"adam clip decay", passes.OptimizerConfig{Kind: "adam", LR: 0.02, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.1, ClipGrad: 0.25}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -44,11 +48,17 @@ func TestOptimizerSteps(t *testing.T) {
 			buf := make([]float64, 5)
 			m := make([]float64, 5)
 			v := make([]float64, 5)
+			clipped := 0
 			for step := 1; step <= 4; step++ {
 				// One step in the executor (inputs only; w stays on the plan).
 				x.run(feeds{"r": rr})
 				for i := range want {
-					grad := 2*want[i]*rr[i] + cfg.WeightDecay*want[i]
+					grad := 2 * want[i] * rr[i]
+					if c := cfg.ClipGrad; c > 0 && math.Abs(grad) > c {
+						grad = math.Copysign(c, grad)
+						clipped++
+					}
+					grad += cfg.WeightDecay * want[i]
 					switch cfg.Kind {
 					case "sgd":
 						if cfg.Momentum != 0 {
@@ -70,6 +80,9 @@ func TestOptimizerSteps(t *testing.T) {
 						t.Fatalf("step %d: w[%d] = %.15g, want %.15g", step, i, got[i], want[i])
 					}
 				}
+			}
+			if total := 4 * len(want); cfg.ClipGrad > 0 && (clipped == 0 || clipped == total) {
+				t.Fatalf("the clip bound %g cut %d of %d gradient elements; the case must cut some and not all", cfg.ClipGrad, clipped, total)
 			}
 		})
 	}

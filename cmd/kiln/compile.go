@@ -27,6 +27,7 @@ type optimizerFlags struct {
 	kind                      string
 	lr, momentum, weightDecay float64
 	beta1, beta2, eps         float64
+	clipGrad                  float64
 	defaultKind               string
 }
 
@@ -43,6 +44,7 @@ func addOptimizerFlags(fs *flag.FlagSet, defaultKind string) *optimizerFlags {
 	fs.Float64Var(&o.beta1, "beta1", 0.9, "adam first-moment decay")
 	fs.Float64Var(&o.beta2, "beta2", 0.999, "adam second-moment decay")
 	fs.Float64Var(&o.eps, "eps", 1e-8, "adam epsilon")
+	fs.Float64Var(&o.clipGrad, "clip-grad", 0, "clamp every gradient element to [-v, v] before the update (0: no clipping)")
 	return o
 }
 
@@ -58,7 +60,7 @@ func (o *optimizerFlags) config() (*passes.OptimizerConfig, error) {
 	if o.lr != 0 {
 		c.LR = o.lr
 	}
-	c.Momentum, c.WeightDecay = o.momentum, o.weightDecay
+	c.Momentum, c.WeightDecay, c.ClipGrad = o.momentum, o.weightDecay, o.clipGrad
 	if c.Kind == "adam" {
 		c.Beta1, c.Beta2, c.Eps = o.beta1, o.beta2, o.eps
 	}

@@ -359,6 +359,7 @@ func TestPlanErrors(t *testing.T) {
 		{"bad optimizer", []string{"-optimizer", "nope", digitsMLP}, 2, []string{`unknown optimizer "nope"`}},
 		{"bad momentum", []string{"-optimizer", "sgd", "-momentum", "1", digitsMLP}, 2, []string{"momentum must be in [0,1)"}},
 		{"bad adam eps", []string{"-optimizer", "adam", "-eps", "-1", digitsMLP}, 2, []string{"adam eps must be positive"}},
+		{"bad clip-grad", []string{"-optimizer", "adam", "-clip-grad", "-100", digitsMLP}, 2, []string{"gradient clip must be finite and >= 0", "-100"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
