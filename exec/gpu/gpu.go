@@ -39,6 +39,7 @@ type Executor struct {
 	arena  []*wgpu.Buffer // the arena, in chunks
 	status *wgpu.Buffer   // status words, one slot per step that reports errors
 	extra  []*wgpu.Buffer // scratch and data buffers of the kernels
+	pipes  []*wgpu.ComputePipeline
 	steps  []gpuStep
 	byName map[string]int
 
@@ -281,6 +282,7 @@ func (x *Executor) build() error {
 					return fmt.Errorf("step %d (%s): the GPU rejected its pipeline: %v", s, x.describe(s), err)
 				}
 				pipes[dp.Source] = pipe
+				x.pipes = append(x.pipes, pipe)
 			}
 			entries := make([]wgpu.BindGroupEntry, len(dp.Bind))
 			for i, o := range dp.Bind {
@@ -306,6 +308,7 @@ func (x *Executor) build() error {
 				return fmt.Errorf("step %d (%s): binding its buffers: %v", s, x.describe(s), firstLine(err))
 			}
 			if dp.Groups[0] == 0 || dp.Groups[1] == 0 || dp.Groups[2] == 0 {
+				group.Release()
 				continue
 			}
 			x.steps[s].dispatches = append(x.steps[s].dispatches, recorded{pipe: pipe, group: group, groups: dp.Groups})
@@ -632,13 +635,26 @@ func (x *Executor) dataError(s int, st gpuStep, code int, index int64) error {
 	return fmt.Errorf("step %d (%s): %s", s, x.describe(s), c.Message(v, index))
 }
 
-// Close releases the executor's device buffers. The shared device stays
+// Close releases the executor's bind groups, pipelines and device
+// buffers, after waiting for the device to finish any work submitted (a
+// step that returned an error may leave some). The shared device stays
 // open for other executors. Closing twice does nothing.
 func (x *Executor) Close() error {
 	if x.closed {
 		return nil
 	}
 	x.closed = true
+	x.d.dev.Poll(true, nil)
+	for _, st := range x.steps {
+		for _, r := range st.dispatches {
+			r.group.Release()
+		}
+	}
+	x.steps = nil
+	for _, pipe := range x.pipes {
+		pipe.Release()
+	}
+	x.pipes = nil
 	for _, b := range x.arena {
 		b.Release()
 	}
