@@ -6,6 +6,7 @@ package kiln
 
 import (
 	"fmt"
+	"github.com/kilnml/kiln/exec/gpu"
 
 	"github.com/kilnml/kiln/checkpoint"
 	"github.com/kilnml/kiln/ir"
@@ -33,8 +34,11 @@ type Options struct {
 	After func(pass string, g *ir.Graph)
 	// Plan options for the planner.
 	Plan planner.Options
-	// Device is where a Trainer's executors run: "cpu" (also "") or "gpu"
-	// (see NewExecutor). Compile ignores it: a plan runs on either.
+	// Device is where the plan runs: "cpu" (also "") or "gpu" (see
+	// NewExecutor); a Trainer's executors run there. For "gpu", Compile
+	// places the arena in chunks of the device's largest storage binding
+	// (gpu.ChunkBytes) unless Plan.ChunkBytes is set; the CPU needs none,
+	// and runs either plan.
 	Device string
 	// Workers is the number of goroutines the executors a Trainer makes
 	// run steps on (cpu.Options.Workers); 0 means runtime.NumCPU().
@@ -136,6 +140,9 @@ func Compile(g *ir.Graph, opts Options) (*planner.Plan, error) {
 			return p, nil
 		}
 	}
+	if err := deviceChunks(g, &opts); err != nil {
+		return nil, err
+	}
 	tg, err := Transform(g, opts)
 	if err != nil {
 		return nil, err
@@ -146,6 +153,20 @@ func Compile(g *ir.Graph, opts Options) (*planner.Plan, error) {
 		return nil, fmt.Errorf("%s: planning: %w", where(g), err)
 	}
 	return p, nil
+}
+
+// deviceChunks sets opts.Plan.ChunkBytes to the GPU's binding size when
+// opts.Device is "gpu" and no chunk size is given.
+func deviceChunks(g *ir.Graph, opts *Options) error {
+	if opts.Device != "gpu" || opts.Plan.ChunkBytes != 0 {
+		return nil
+	}
+	c, err := gpu.ChunkBytes()
+	if err != nil {
+		return fmt.Errorf("%s: planning for the GPU: %w", where(g), err)
+	}
+	opts.Plan.ChunkBytes = c
+	return nil
 }
 
 func where(g *ir.Graph) string {

@@ -17,11 +17,13 @@ import (
 	"github.com/kilnml/kiln/ir"
 )
 
-// FileVersion is the version of the plan file format this package writes.
-// Load refuses files of a newer version. Version 2 added a buffer's
-// "alias" (Buffer.Alias, in-place reuse); version 1 files, which have none,
-// still load.
-const FileVersion = 2
+// FileVersion is the newest version of the plan file format this package
+// reads and writes. Load refuses files of a newer version. Version 2 added
+// a buffer's "alias" (Buffer.Alias, in-place reuse); version 3 a plan's
+// "chunk_bytes" (Plan.ChunkBytes, the arena split for a GPU). Encode
+// writes the oldest version that holds the file: 3 only when a plan has
+// chunks, so files without them still load in a kiln that reads version 2.
+const FileVersion = 3
 
 // fileMagic starts every plan file.
 var fileMagic = [8]byte{'K', 'I', 'L', 'N', 'P', 'L', 'A', 'N'}
@@ -59,6 +61,7 @@ type planJSON struct {
 	GraphHash  string       `json:"graph_sha256"`
 	ArenaBytes int64        `json:"arena_bytes"`
 	LowerBound int64        `json:"lower_bound"`
+	ChunkBytes int64        `json:"chunk_bytes,omitempty"` // version 3
 	Buffers    []bufferJSON `json:"buffers"`
 	Steps      []stepJSON   `json:"steps"`
 	Outputs    []Named      `json:"outputs"`
@@ -111,8 +114,12 @@ func Encode(w io.Writer, f *File) error {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	version := uint32(2)
 	for _, n := range names {
 		payload.Plans[n] = encodePlan(f.Plans[n])
+		if f.Plans[n].ChunkBytes != 0 {
+			version = 3
+		}
 	}
 	var data bytes.Buffer
 	for _, t := range f.Params {
@@ -133,7 +140,7 @@ func Encode(w io.Writer, f *File) error {
 	sum := sha256.Sum256(body.Bytes())
 	var head bytes.Buffer
 	head.Write(fileMagic[:])
-	binary.Write(&head, binary.LittleEndian, uint32(FileVersion))
+	binary.Write(&head, binary.LittleEndian, version)
 	binary.Write(&head, binary.LittleEndian, uint32(0))
 	binary.Write(&head, binary.LittleEndian, uint64(body.Len()))
 	head.Write(sum[:])
@@ -147,7 +154,7 @@ func Encode(w io.Writer, f *File) error {
 func encodePlan(p *Plan) planJSON {
 	j := planJSON{
 		Graph: p.Graph.Format(), GraphHash: p.GraphHash(),
-		ArenaBytes: p.ArenaBytes, LowerBound: p.LowerBound,
+		ArenaBytes: p.ArenaBytes, LowerBound: p.LowerBound, ChunkBytes: p.ChunkBytes,
 		Outputs: p.Outputs, Grads: p.Grads,
 	}
 	for _, b := range p.Buffers {
@@ -252,7 +259,10 @@ func decodePlan(j planJSON, version uint32) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{Graph: g, ArenaBytes: j.ArenaBytes, LowerBound: j.LowerBound, Outputs: j.Outputs, Grads: j.Grads}
+	if j.ChunkBytes != 0 && version < 3 {
+		return nil, fmt.Errorf("chunk_bytes %d in a version %d file, which has no chunks", j.ChunkBytes, version)
+	}
+	p := &Plan{Graph: g, ArenaBytes: j.ArenaBytes, LowerBound: j.LowerBound, ChunkBytes: j.ChunkBytes, Outputs: j.Outputs, Grads: j.Grads}
 	if h := p.GraphHash(); h != j.GraphHash {
 		return nil, fmt.Errorf("graph hash %s does not match the recorded %s", h, j.GraphHash)
 	}

@@ -186,8 +186,8 @@ func (p *Plan) place(limit bar, occ *occupancy) bool {
 		floor := make([]int64, steps)
 		var height int64
 		for _, k := range stack {
-			offset[k] = height
-			height += bs[k].size
+			offset[k] = inChunk(height, bs[k].size, p.ChunkBytes)
+			height = offset[k] + bs[k].size
 			floor[bs[k].start] = height
 		}
 		for s := 1; s < steps; s++ {
@@ -216,7 +216,7 @@ func (p *Plan) place(limit bar, occ *occupancy) bool {
 				break
 			}
 			occ.reset()
-			top, ok := bestFit(bs, order, occ, floor, offset, height, p.LowerBound, limit)
+			top, ok := bestFit(bs, order, occ, floor, offset, height, p.LowerBound, p.ChunkBytes, limit)
 			if ok {
 				best, limit = slices.Clone(offset), bar{top, p.LowerBound}
 			}
@@ -278,8 +278,10 @@ func cmpInt64(a, b int64) int {
 // bestFit places the blocks in order, each above floor[its last step],
 // writing their offsets into offset, and returns the arena's top: the
 // highest end of a block, at least top. It gives up, returning false, as
-// soon as the top cannot beat limit (for a plan of lower bound lb).
-func bestFit(bs []block, order []int, occ *occupancy, floor, offset []int64, top, lb int64, limit bar) (int64, bool) {
+// soon as the top cannot beat limit (for a plan of lower bound lb). With
+// chunk > 0 no block straddles a multiple of chunk: in a gap that spans one,
+// a block that would straddle it starts at it, if it still fits.
+func bestFit(bs []block, order []int, occ *occupancy, floor, offset []int64, top, lb, chunk int64, limit bar) (int64, bool) {
 	var m merger
 	for _, k := range order {
 		b := &bs[k]
@@ -295,13 +297,13 @@ func bestFit(bs []block, order []int, occ *occupancy, floor, offset []int64, top
 			if !ok {
 				break
 			}
-			if gap := t.lo - cur; gap >= b.size && (fit < 0 || gap < fit) {
-				at, fit = cur, gap
+			if gap, in := t.lo-cur, inChunk(cur, b.size, chunk); in+b.size <= t.lo && (fit < 0 || gap < fit) {
+				at, fit = in, gap
 			}
 			cur = max(cur, t.hi)
 		}
 		if at < 0 {
-			at = cur
+			at = inChunk(cur, b.size, chunk)
 		}
 		offset[k] = at
 		occ.insert(b.start, b.end, span{at, at + b.size})

@@ -78,7 +78,7 @@ func TestBestFitMatchesNaive(t *testing.T) {
 		for run := range 2 { // twice: reset must leave nothing behind
 			occ.reset()
 			got := make([]int64, n)
-			top, ok := bestFit(bs, order, occ, floor, got, 0, 0, noBar)
+			top, ok := bestFit(bs, order, occ, floor, got, 0, 0, 0, noBar)
 			if !ok || top != wantTop || !slices.Equal(got, want) {
 				t.Fatalf("iteration %d, run %d: bestFit gives top %d (ok %v), offsets %v; want top %d, offsets %v", iter, run, top, ok, got, wantTop, want)
 			}
@@ -94,7 +94,7 @@ func TestBestFitMatchesNaive(t *testing.T) {
 		} {
 			occ.reset()
 			got := make([]int64, n)
-			top, ok := bestFit(bs, order, occ, floor, got, 0, 4, c.limit)
+			top, ok := bestFit(bs, order, occ, floor, got, 0, 4, 0, c.limit)
 			if ok != c.ok || ok && (top != wantTop || !slices.Equal(got, want)) {
 				t.Fatalf("iteration %d: against %+v bestFit gives top %d, ok %v; want top %d, ok %v", iter, c.limit, top, ok, wantTop, c.ok)
 			}

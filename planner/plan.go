@@ -85,6 +85,10 @@ type Plan struct {
 	Steps      []Step
 	ArenaBytes int64 // the arena's size: the peak of the placement
 	LowerBound int64 // most bytes live at any step (sizes rounded to Align)
+	// ChunkBytes, when not 0, splits the arena into chunks of that many
+	// bytes (the last one shorter), each small enough for one binding of a
+	// GPU: no buffer straddles a multiple of ChunkBytes (Options.ChunkBytes).
+	ChunkBytes int64
 
 	Inputs  []int   // buffers fed before each step, in graph order
 	Params  []int   // trainable buffers
@@ -104,6 +108,57 @@ type Options struct {
 	// NoInPlace gives every value memory of its own: no result takes an
 	// argument's memory in place.
 	NoInPlace bool
+	// ChunkBytes, when not 0, places the buffers so that none straddles a
+	// multiple of ChunkBytes: the arena can then be allocated as chunks of
+	// ChunkBytes, each bound whole, as a GPU whose storage bindings hold at
+	// most maxStorageBufferBindingSize bytes needs. It must be a multiple
+	// of Align, and no buffer may be larger. The CPU ignores it.
+	ChunkBytes int64
+}
+
+// Chunk returns the index of the arena chunk holding buffer i (0 when the
+// plan has no chunks).
+func (p *Plan) Chunk(i int) int64 {
+	if p.ChunkBytes <= 0 {
+		return 0
+	}
+	return p.Buffers[i].Offset / p.ChunkBytes
+}
+
+// Chunks returns the number of arena chunks: ArenaBytes / ChunkBytes
+// rounded up, at least 1; 1 when the plan has no chunks.
+func (p *Plan) Chunks() int64 {
+	if p.ChunkBytes <= 0 {
+		return 1
+	}
+	return max((p.ArenaBytes+p.ChunkBytes-1)/p.ChunkBytes, 1)
+}
+
+// inChunk returns the least offset at or above at where size bytes do not
+// straddle a multiple of chunk (at itself when chunk is 0): at, or the next
+// multiple of chunk. size must be at most chunk.
+func inChunk(at, size, chunk int64) int64 {
+	if chunk <= 0 || size == 0 || at/chunk == (at+size-1)/chunk {
+		return at
+	}
+	return (at/chunk + 1) * chunk
+}
+
+// checkChunk refuses a chunk size that is not a multiple of Align, and a
+// buffer of g larger than a chunk.
+func checkChunk(g *ir.Graph, chunk int64) error {
+	if chunk == 0 {
+		return nil
+	}
+	if chunk < 0 || chunk%Align != 0 {
+		return fmt.Errorf("planning %s: chunk size %d bytes is not a positive multiple of %d", g.Name, chunk, Align)
+	}
+	for _, v := range g.Values {
+		if n := int64(v.Type.Bytes()); n > chunk {
+			return fmt.Errorf("planning %s: value %%%s (%s, %d bytes) is larger than the %d-byte arena chunk (one storage binding); no placement can hold it", g.Name, v.Name, v.Type, n, chunk)
+		}
+	}
+	return nil
 }
 
 // New plans g, which must have passed ir.Check: it orders the kernel steps
@@ -112,6 +167,9 @@ type Options struct {
 // die there (unless opts.NoInPlace) and places the buffers in one arena.
 func New(g *ir.Graph, opts Options) (*Plan, error) {
 	if err := ir.Check(g); err != nil {
+		return nil, err
+	}
+	if err := checkChunk(g, opts.ChunkBytes); err != nil {
 		return nil, err
 	}
 	updated := map[ir.ID]bool{}
@@ -190,7 +248,7 @@ func leaves(g *ir.Graph) int {
 // build makes the plan that runs the computed values of g in order, but
 // leaves its buffers to place.
 func build(g *ir.Graph, order []ir.ID, opts Options) *Plan {
-	p := &Plan{Graph: g, Buffers: make([]Buffer, len(g.Values))}
+	p := &Plan{Graph: g, Buffers: make([]Buffer, len(g.Values)), ChunkBytes: opts.ChunkBytes}
 	for i, v := range g.Values {
 		b := Buffer{Value: ir.ID(i), Name: v.Name, Type: v.Type, Size: int64(v.Type.Bytes()), Start: -1, End: -1, Alias: -1}
 		switch v.Op {
@@ -361,10 +419,14 @@ func (p *Plan) inPlace() {
 // by an elementwise op that may run in place (ir.Op.InPlace) and reads that
 // buffer for the last time at that very step; no two buffers that are live
 // at the same step overlapping in memory, except a buffer and the one it
-// takes in place; and LowerBound the most bytes live at any step.
+// takes in place; with ChunkBytes, a multiple of Align that no buffer
+// straddles a multiple of; and LowerBound the most bytes live at any step.
 func (p *Plan) Check() error {
 	n := len(p.Buffers)
 	last := max(len(p.Steps)-1, 0)
+	if p.ChunkBytes < 0 || p.ChunkBytes%Align != 0 {
+		return fmt.Errorf("chunk size %d bytes is not a multiple of %d", p.ChunkBytes, Align)
+	}
 	for _, nm := range append(append([]Named(nil), p.Outputs...), p.Grads...) {
 		if nm.Buffer < 0 || nm.Buffer >= n {
 			return fmt.Errorf("%s names buffer %d of %d", nm.Name, nm.Buffer, n)
@@ -378,6 +440,9 @@ func (p *Plan) Check() error {
 		}
 		if b.Offset < 0 || b.Size < 0 || b.Offset+b.Size > p.ArenaBytes {
 			return fmt.Errorf("buffer %%%s: [%d,%d) lies outside the arena of %d bytes", b.Name, b.Offset, b.Offset+b.Size, p.ArenaBytes)
+		}
+		if c := p.ChunkBytes; c > 0 && b.Size > 0 && b.Offset/c != (b.Offset+b.Size-1)/c {
+			return fmt.Errorf("buffer %%%s: [%d,%d) straddles the %d-byte chunk boundary at %d", b.Name, b.Offset, b.Offset+b.Size, c, (b.Offset/c+1)*c)
 		}
 		if b.Start < 0 || b.End < b.Start || b.End > last {
 			return fmt.Errorf("buffer %%%s: live range %d..%d is not inside the steps 0..%d", b.Name, b.Start, b.End, last)
@@ -497,10 +562,16 @@ func (p *Plan) Format() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "plan %s: %d steps, %d buffers\n", p.Graph.Name, len(p.Steps), len(p.Buffers))
 	fmt.Fprintf(&b, "arena %d bytes, lower bound %d bytes, ratio %.3f\n", p.ArenaBytes, p.LowerBound, p.Ratio())
+	if p.ChunkBytes > 0 {
+		fmt.Fprintf(&b, "arena in %d chunks of at most %d bytes\n", p.Chunks(), p.ChunkBytes)
+	}
 	b.WriteString("\nbuffers:\n")
-	for _, buf := range p.Buffers {
+	for i, buf := range p.Buffers {
 		fmt.Fprintf(&b, "  %-24s %-18s %-6s offset %10d size %10d live %d..%d",
 			"%"+buf.Name, buf.Type, buf.Role, buf.Offset, buf.Size, buf.Start, buf.End)
+		if p.ChunkBytes > 0 {
+			fmt.Fprintf(&b, " chunk %d", p.Chunk(i))
+		}
 		if buf.Alias >= 0 {
 			fmt.Fprintf(&b, " in place of %%%s", p.Buffers[buf.Alias].Name)
 		}

@@ -26,6 +26,9 @@ func (p *Plan) Report() string {
 	}
 	fmt.Fprintf(&b, "plan %s: %d steps (%d kernels, %d copies), %d buffers\n", p.Graph.Name, len(p.Steps), kernels, len(p.Steps)-kernels, len(p.Buffers))
 	fmt.Fprintf(&b, "arena %d bytes, lower bound %d bytes, ratio %.3f\n", p.ArenaBytes, p.LowerBound, p.Ratio())
+	if p.ChunkBytes > 0 {
+		fmt.Fprintf(&b, "arena in %d chunks of at most %d bytes (no buffer straddles two)\n", p.Chunks(), p.ChunkBytes)
+	}
 	bs, _ := p.blocks()
 	peak := peakStep(bs, len(p.Steps))
 	var all int64

@@ -87,6 +87,7 @@ func runBench(args []string, stdout io.Writer) error {
 			return fail(path, "%v", err)
 		}
 	}
+	opts.Device = *device // a GPU plan is placed in chunks of its binding size
 	p, err := kiln.Compile(g, opts)
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -97,7 +98,10 @@ func TestBench(t *testing.T) {
 			}
 			peak, _ := strconv.ParseFloat(strings.Fields(f["peak"])[0], 64)
 			frac, _ := strconv.ParseFloat(strings.TrimSuffix(f["of peak"], "%"), 64)
-			if want := 100 * rate / peak; peak <= 0 || frac < want-0.1 || frac > want+0.1 {
+			// The peak is printed to two decimals: on a loaded machine it
+			// can be near 1 GFLOP/s, where that rounding moves the
+			// fraction by more than its own rounding.
+			if want := 100 * rate / peak; peak <= 0 || math.Abs(frac-want) > 0.1+want*0.005/peak {
 				t.Errorf("of peak %g%%, want 100·GFLOP/s/peak = %g (peak %g)", frac, want, peak)
 			}
 		})

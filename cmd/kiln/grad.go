@@ -48,6 +48,7 @@ func runGrad(args []string, stdout io.Writer) error {
 	if err := cf.apply(&opts); err != nil {
 		return err
 	}
+	opts.Device = *device // a GPU plan is placed in chunks of its binding size
 	p, err := kiln.Compile(g, opts)
 	if err != nil {
 		return err

@@ -40,6 +40,7 @@ type Executor struct {
 	status *wgpu.Buffer   // status words, one slot per step that reports errors
 	count  *wgpu.Buffer   // the step count (two u32 words), for kernels that bind it; or nil
 	extra  []*wgpu.Buffer // scratch and data buffers of the kernels
+	pipes  []*wgpu.ComputePipeline
 	steps  []gpuStep
 	byName map[string]int
 
@@ -118,19 +119,44 @@ func New(p *planner.Plan, opts Options) (*Executor, error) {
 // Device returns the description of the GPU the executor runs on.
 func (x *Executor) Device() string { return x.d.name }
 
+// ChunkBytes returns the arena chunk size for plans that run on the GPU:
+// the most bytes one storage binding holds (maxStorageBufferBindingSize,
+// and at most maxBufferSize), rounded down to planner.Align. kiln.Compile
+// plans for the GPU with it (planner.Options.ChunkBytes).
+func ChunkBytes() (int64, error) {
+	d, err := openDevice()
+	if err != nil {
+		return 0, err
+	}
+	return d.chunkBytes(), nil
+}
+
+func (d *device) chunkBytes() int64 {
+	binding := int64(d.limits.MaxStorageBufferBindingSize) &^ (planner.Align - 1)
+	maxBuf := int64(d.limits.MaxBufferSize) &^ (planner.Align - 1)
+	return min(binding, maxBuf)
+}
+
 // allocate makes the arena chunks, checking the plan against the device's
-// limits.
+// limits: a plan placed in chunks (Plan.ChunkBytes) gets one storage
+// buffer per chunk, which must fit one binding; a plan without chunks, one
+// buffer per binding-sized part of the arena, which no buffer may straddle.
 func (x *Executor) allocate() error {
-	p, lim := x.plan, x.d.limits
-	binding := int64(lim.MaxStorageBufferBindingSize) &^ (planner.Align - 1)
-	maxBuf := int64(lim.MaxBufferSize) &^ (planner.Align - 1)
-	x.chunk = min(binding, maxBuf)
+	p := x.plan
+	limit := x.d.chunkBytes()
+	x.chunk = limit
+	if p.ChunkBytes > 0 {
+		if p.ChunkBytes > limit {
+			return fmt.Errorf("plan %s is placed in chunks of %d bytes, but the GPU %s binds at most %d bytes at once; compile it for this device", p.Graph.Name, p.ChunkBytes, x.d.name, limit)
+		}
+		x.chunk = p.ChunkBytes
+	}
 	for _, b := range p.Buffers {
 		if round4(b.Size) > x.chunk {
 			return fmt.Errorf("plan %s: value %%%s (%s, %d bytes) is larger than the GPU %s binds at once (%d bytes)", p.Graph.Name, b.Name, b.Type, b.Size, x.d.name, x.chunk)
 		}
 		if c := b.Offset / x.chunk; b.Size > 0 && (b.Offset+round4(b.Size)-1)/x.chunk != c {
-			return fmt.Errorf("plan %s: value %%%s at arena offset %d straddles the GPU's %d-byte binding boundary; the arena (%d bytes) must be planned in chunks", p.Graph.Name, b.Name, b.Offset, x.chunk, p.ArenaBytes)
+			return fmt.Errorf("plan %s: value %%%s at arena offset %d straddles the GPU's %d-byte binding boundary; compile the plan for the GPU (kiln.Options.Device \"gpu\", or planner.Options.ChunkBytes) so that the arena (%d bytes) is placed in chunks", p.Graph.Name, b.Name, b.Offset, x.chunk, p.ArenaBytes)
 		}
 	}
 	n := max((p.ArenaBytes+x.chunk-1)/x.chunk, 1)
@@ -145,6 +171,9 @@ func (x *Executor) allocate() error {
 	}
 	return nil
 }
+
+// Chunks returns the number of storage buffers the arena is allocated in.
+func (x *Executor) Chunks() int { return len(x.arena) }
 
 // firstLine returns the first line of err's message (wgpu's run on).
 func firstLine(err error) string {
@@ -254,6 +283,7 @@ func (x *Executor) build() error {
 					return fmt.Errorf("step %d (%s): the GPU rejected its pipeline: %v", s, x.describe(s), err)
 				}
 				pipes[dp.Source] = pipe
+				x.pipes = append(x.pipes, pipe)
 			}
 			entries := make([]wgpu.BindGroupEntry, len(dp.Bind))
 			for i, o := range dp.Bind {
@@ -288,6 +318,7 @@ func (x *Executor) build() error {
 				return fmt.Errorf("step %d (%s): binding its buffers: %v", s, x.describe(s), firstLine(err))
 			}
 			if dp.Groups[0] == 0 || dp.Groups[1] == 0 || dp.Groups[2] == 0 {
+				group.Release()
 				continue
 			}
 			x.steps[s].dispatches = append(x.steps[s].dispatches, recorded{pipe: pipe, group: group, groups: dp.Groups})
@@ -621,13 +652,26 @@ func (x *Executor) dataError(s int, st gpuStep, code int, index int64) error {
 	return fmt.Errorf("step %d (%s): %s", s, x.describe(s), c.Message(v, index))
 }
 
-// Close releases the executor's device buffers. The shared device stays
+// Close releases the executor's bind groups, pipelines and device
+// buffers, after waiting for the device to finish any work submitted (a
+// step that returned an error may leave some). The shared device stays
 // open for other executors. Closing twice does nothing.
 func (x *Executor) Close() error {
 	if x.closed {
 		return nil
 	}
 	x.closed = true
+	x.d.dev.Poll(true, nil)
+	for _, st := range x.steps {
+		for _, r := range st.dispatches {
+			r.group.Release()
+		}
+	}
+	x.steps = nil
+	for _, pipe := range x.pipes {
+		pipe.Release()
+	}
+	x.pipes = nil
 	for _, b := range x.arena {
 		b.Release()
 	}

@@ -57,3 +57,9 @@ func (x *Executor) StepCount() int64 { return 0 }
 
 // SetStepCount returns ErrNotBuilt.
 func (x *Executor) SetStepCount(int64) error { return ErrNotBuilt }
+
+// ChunkBytes returns ErrNotBuilt.
+func ChunkBytes() (int64, error) { return 0, ErrNotBuilt }
+
+// Chunks returns 0.
+func (x *Executor) Chunks() int { return 0 }
