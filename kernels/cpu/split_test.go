@@ -107,3 +107,85 @@ func TestFusedElementwiseSplitBitwise(t *testing.T) {
 		}
 	}
 }
+
+// TestMatmulTransposedBitwise checks that matmul and fused_matmul reading
+// an operand transposed (transpose_a, transpose_b) give the bits of the
+// same product of the transpose kernel's result, as the simplify pass
+// assumes when it folds a transpose into the product: unsplit and split
+// across 3 parts, with the blocked gemm and with the gonum fallback (which
+// copies the operand transposed first), for 2-D, batched and broadcast
+// batch operands, edge tiles and k deeper than a slice.
+func TestMatmulTransposedBitwise(t *testing.T) {
+	defer func(v int, asm bool) { matmulSplitMACs, gemmAsm = v, asm }(matmulSplitMACs, gemmAsm)
+	matmulSplitMACs = 1
+	shapes := []struct{ a, b, extra []int }{ // op(a) and op(b), as the product reads them
+		{[]int{13, 7}, []int{7, 21}, []int{21}},
+		{[]int{130, 300}, []int{300, 40}, []int{40}},
+		{[]int{2, 9, 5}, []int{5, 17}, []int{9, 17}},
+		{[]int{2, 1, 6, 4}, []int{3, 4, 10}, []int{10}},
+	}
+	swap := func(s []int) []int {
+		s = append([]int(nil), s...)
+		s[len(s)-2], s[len(s)-1] = s[len(s)-1], s[len(s)-2]
+		return s
+	}
+	perm := func(rank int) ir.Attrs {
+		p := make([]int, rank)
+		for i := range p {
+			p[i] = i
+		}
+		p[rank-2], p[rank-1] = rank-1, rank-2
+		return ir.MakeAttrs("perm", ir.Ints(p...))
+	}
+	relu := fuseewProgram("t0 = add i0, i1", "t1 = relu t0")
+	asms := []bool{false}
+	if gemmAsm {
+		asms = append(asms, true)
+	}
+	for _, asm := range asms {
+		gemmAsm = asm
+		for _, dt := range []ir.DType{ir.F32, ir.F64} {
+			r := newRand(11)
+			for _, sh := range shapes {
+				// a and b as stored for each flag, and their transposes.
+				a := fuseewRandom(r, ir.TensorOf(dt, swap(sh.a)...))
+				b := fuseewRandom(r, ir.TensorOf(dt, swap(sh.b)...))
+				e := fuseewRandom(r, ir.TensorOf(dt, sh.extra...))
+				at := buildWith(t, nil, ir.OpTranspose, perm(len(sh.a)), a)
+				bt := buildWith(t, nil, ir.OpTranspose, perm(len(sh.b)), b)
+				for _, flags := range [][2]bool{{true, false}, {false, true}, {true, true}} {
+					x, xs := at, a // op(a) materialized, and a as the product reads it
+					if !flags[0] {
+						xs = at
+					}
+					y, ys := bt, b
+					if !flags[1] {
+						ys = bt
+					}
+					var attrs ir.Attrs
+					if flags[0] {
+						attrs = attrs.With("transpose_a", ir.BoolAttr(true))
+					}
+					if flags[1] {
+						attrs = attrs.With("transpose_b", ir.BoolAttr(true))
+					}
+					want := buildWith(t, nil, ir.OpMatmul, nil, x, y)
+					wantF := buildWith(t, nil, ir.OpFusedMatmul, relu, x, y, e)
+					fused := relu
+					for _, kv := range attrs {
+						fused = fused.With(kv.Key, kv.Value)
+					}
+					for _, par := range []kernels.Parallel{nil, goPool(3)} {
+						name := fmt.Sprintf("asm %v %s %v@%v %v split %v", asm, dt, sh.a, sh.b, flags, par != nil)
+						if got := buildWith(t, par, ir.OpMatmul, attrs, xs, ys); !bytes.Equal(got.Data, want.Data) {
+							t.Errorf("matmul %s: differs from the product of the transposes", name)
+						}
+						if got := buildWith(t, par, ir.OpFusedMatmul, fused, xs, ys, e); !bytes.Equal(got.Data, wantF.Data) {
+							t.Errorf("fused_matmul %s: differs from the product of the transposes", name)
+						}
+					}
+				}
+			}
+		}
+	}
+}
