@@ -150,7 +150,11 @@ func gradSigmoid(e *Emitter, y, dy ID) []ID {
 }
 
 func gradRelu(e *Emitter, y, dy ID) []ID {
-	return []ID{e.Op(OpReluGrad, nil, dy, e.args(y)[0])}
+	// relu(x) > 0 exactly where x > 0 (relu gives +0 for x <= 0, -0 and
+	// NaN), so the gradient tests the result instead of x: the bits are
+	// the same, x need not live until the backward, and relu can then be
+	// fused into the op that computes x (a matmul's epilogue).
+	return []ID{e.Op(OpReluGrad, nil, dy, y)}
 }
 
 func gradReluGrad(e *Emitter, y, dy ID) []ID {
