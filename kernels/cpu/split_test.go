@@ -189,3 +189,38 @@ func TestMatmulTransposedBitwise(t *testing.T) {
 		}
 	}
 }
+
+// TestReduceSplitBitwise checks that sum and mean split across 2, 3 and 8
+// parts (by columns of the kept innermost axis) give the bits of the
+// unsplit kernel: leading, middle and several axes reduced, keepdims,
+// column counts that are and are not multiples of a part's rounding, and
+// reductions of the innermost axis, which stay on one worker.
+func TestReduceSplitBitwise(t *testing.T) {
+	defer func(e, c int) { reduceSplitElems, reduceSplitCols = e, c }(reduceSplitElems, reduceSplitCols)
+	reduceSplitElems, reduceSplitCols = 1, 16
+	cases := []struct {
+		shape []int
+		attrs ir.Attrs
+	}{
+		{[]int{37, 100}, ir.MakeAttrs("axes", ir.Ints(0))},
+		{[]int{3, 5, 70}, ir.MakeAttrs("axes", ir.Ints(1))},
+		{[]int{4, 3, 50}, ir.MakeAttrs("axes", ir.Ints(0, 1), "keepdims", ir.BoolAttr(true))},
+		{[]int{6, 130}, ir.MakeAttrs("axes", ir.Ints(0), "keepdims", ir.BoolAttr(true))},
+		{[]int{9, 40}, ir.MakeAttrs("axes", ir.Ints(1))},
+		{[]int{128, 512}, ir.MakeAttrs("axes", ir.Ints(0))},
+	}
+	for _, dt := range []ir.DType{ir.F32, ir.F64} {
+		r := newRand(13)
+		for _, c := range cases {
+			x := fuseewRandom(r, ir.TensorOf(dt, c.shape...))
+			for _, op := range []ir.Op{ir.OpSum, ir.OpMean} {
+				want := buildWith(t, nil, op, c.attrs, x)
+				for _, w := range []int{2, 3, 8} {
+					if got := buildWith(t, goPool(w), op, c.attrs, x); !bytes.Equal(got.Data, want.Data) {
+						t.Errorf("%s %s %v %v on %d parts: differs from the unsplit result", op, dt, c.shape, c.attrs, w)
+					}
+				}
+			}
+		}
+	}
+}
