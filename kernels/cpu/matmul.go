@@ -105,9 +105,9 @@ func buildMatmul[T float](n *kernels.Node) (kernels.Func, error) {
 }
 
 // matmulSplitMACs is the size (multiply-adds) from which a matmul splits
-// its rows across the executor's workers: below it, handing parts to other
+// across the executor's workers: below it, handing parts to other
 // goroutines costs more than it saves.
-var matmulSplitMACs = 1 << 20 // a variable for the tests
+var matmulSplitMACs = 1 << 19 // a variable for the tests
 
 // matmulPlan is buildMatmul's plan for given operand shapes: the product's
 // sizes, the offsets of each batch element's operands, and the gemm; and,
@@ -121,10 +121,15 @@ type matmulPlan[T float] struct {
 
 	// A split product: part p computes the rows [bounds[p], bounds[p+1])
 	// of the result's batch elements stacked (batch element i's row r is
-	// row i*m + r), each with its own gemmWork. The bounds depend on the
-	// number of parts, but every row's arithmetic does not (gemmRange), so
-	// the result is the same for any split.
+	// row i*m + r), or with cols the columns [bounds[p], bounds[p+1]) of
+	// every batch element, each with its own gemmWork. The bounds depend
+	// on the number of parts, but every element's arithmetic does not
+	// (gemm.go), so the result is the same for any split. Each part packs
+	// the whole of the operand the split does not cut (B when cutting
+	// rows, A when cutting columns), so a single product with fewer rows
+	// than columns (a layer's forward over a batch) is cut by columns.
 	par     kernels.Parallel
+	cols    bool
 	bounds  []int
 	works   []*gemmWork[T]
 	body    func(part int) // mp.part, made once
@@ -166,7 +171,20 @@ func newMatmulPlan[T float](as, bs ir.Shape, attrs ir.Attrs, par kernels.Paralle
 	}
 	rows := len(aOff) * m
 	if w := kernels.Workers(par); gemmAsm && w > 1 && k > 0 && nn > 0 && rows*nn*k >= matmulSplitMACs {
-		_, mr, _ := gemmMicro[T]()
+		_, mr, nr := gemmMicro[T]()
+		if parts := min(w, (nn+nr-1)/nr); len(aOff) == 1 && m < nn && parts > 1 {
+			mp.par, mp.cols = par, true
+			mp.bounds = make([]int, parts+1)
+			for p := range parts {
+				mp.bounds[p] = min(nn, roundUp(p*nn/parts, nr))
+			}
+			mp.bounds[parts] = nn
+			for p := range parts {
+				mp.works = append(mp.works, newGemmWork[T](m, mp.bounds[p+1]-mp.bounds[p], k))
+			}
+			mp.body = mp.part
+			return mp, nil
+		}
 		parts := min(w, (rows+mr-1)/mr)
 		if parts > 1 {
 			mp.par = par
@@ -222,11 +240,28 @@ func (mp *matmulPlan[T]) run(c, a, b []T, after func(part, lo, hi int)) {
 }
 
 // part computes part p of a split product: its rows, batch element by
-// batch element.
+// batch element, or its columns of every batch element.
 func (mp *matmulPlan[T]) part(p int) {
 	m, nn, k := mp.m, mp.n, mp.k
 	mk, kn, mn := m*k, k*nn, m*nn
 	w := mp.works[p]
+	if mp.cols {
+		j0, j1 := mp.bounds[p], mp.bounds[p+1]
+		bj := j0 // the first column of op(b) in b
+		if mp.tB {
+			bj = j0 * mp.ldb
+		}
+		for i, ao := range mp.aOff {
+			bo, co := mp.bOff[i]+bj, i*mn+j0
+			w.gemm(mp.tA, mp.tB, m, j1-j0, k, mp.a[ao:ao+mk], mp.lda, mp.b[bo:mp.bOff[i]+kn], mp.ldb, 0, mp.c[co:(i+1)*mn], nn)
+			if mp.after != nil {
+				for r := range m {
+					mp.after(p, co+r*nn, co+r*nn+j1-j0)
+				}
+			}
+		}
+		return
+	}
 	for lo, hi := mp.bounds[p], mp.bounds[p+1]; lo < hi; {
 		i, r0 := lo/m, lo%m
 		r1 := min(m, r0+hi-lo)

@@ -49,7 +49,9 @@ func buildWith(t *testing.T, par kernels.Parallel, op ir.Op, attrs ir.Attrs, arg
 // 2, 3, 5 and 8 parts (every product split, whatever its size) give the
 // bits of the unsplit kernel: row counts that are and are not multiples of
 // the micro-tile, batches with more and fewer elements than parts, parts
-// that cross batch elements, broadcast batches and k deeper than a slice.
+// that cross batch elements, broadcast batches, k deeper than a slice, and
+// products with fewer rows than columns, cut by columns (with an epilogue
+// input of the result's shape).
 func TestMatmulSplitBitwise(t *testing.T) {
 	if !gemmAsm {
 		t.Skip("products split only with the blocked gemm")
@@ -63,6 +65,7 @@ func TestMatmulSplitBitwise(t *testing.T) {
 		{[]int{2, 1, 13, 6}, []int{3, 6, 17}, []int{17}},
 		{[]int{5, 600}, []int{600, 40}, []int{40}},
 		{[]int{6}, []int{6, 4}, []int{4}},
+		{[]int{20, 300}, []int{300, 130}, []int{20, 130}}, // fewer rows than columns: cut by columns
 	}
 	relu := fuseewProgram("t0 = add i0, i1", "t1 = relu t0")
 	for _, dt := range []ir.DType{ir.F32, ir.F64} {
