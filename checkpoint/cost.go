@@ -40,23 +40,13 @@ func FLOPs(g *ir.Graph, id ir.ID) float64 {
 	}
 	switch v.Op {
 	case ir.OpFusedMatmul:
-		a := g.Type(v.Args[0]).Shape
-		k := 1
-		if len(a) > 0 {
-			k = a[len(a)-1]
-		}
-		return 2*out*float64(k) + out*instrs()
+		return 2*out*float64(matmulK(g, v)) + out*instrs()
 	case ir.OpFusedElementwise:
 		return largest * instrs()
 	case ir.OpFusedReduce:
 		return largest * (instrs() + 1)
 	case ir.OpMatmul:
-		a := g.Type(v.Args[0]).Shape
-		k := 1
-		if len(a) > 0 {
-			k = a[len(a)-1]
-		}
-		return 2 * out * float64(k)
+		return 2 * out * float64(matmulK(g, v))
 	case ir.OpConv1d, ir.OpConv2d:
 		w := g.Type(v.Args[1]).Shape
 		perOut := float64(w.NumElements()) / float64(max(w[0], 1))
@@ -83,4 +73,14 @@ func FLOPs(g *ir.Graph, id ir.ID) float64 {
 		return 8 * largest
 	}
 	return largest
+}
+
+// matmulK returns the inner dimension of matmul or fused_matmul v: the last
+// axis of a as the product reads it (transposed or not).
+func matmulK(g *ir.Graph, v *ir.Value) int {
+	a, _, err := ir.MatmulOperands(g.Type(v.Args[0]).Shape, g.Type(v.Args[1]).Shape, v.Attrs)
+	if err != nil || len(a) == 0 {
+		return 1
+	}
+	return a[len(a)-1]
 }

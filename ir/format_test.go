@@ -104,6 +104,8 @@ func TestParseErrors(t *testing.T) {
 		{"arity", head + "%y = add %x\n", "t.kir:3:6: add takes 2 argument(s) (a, b), found 1"},
 		{"shapes", head + "input %z: f32[4]\n%y = add %x, %z\n", "t.kir:4:6: add: incompatible shapes f32[2,3] and f32[4] (they do not broadcast)"},
 		{"matmul shapes", head + "%y = matmul %x, %x\n", "t.kir:3:6: matmul: inner dimensions differ: [2,3] and [2,3] (3 vs 2)"},
+		{"matmul transposed shapes", head + "%y = matmul %x, %x {transpose_b=true, transpose_a=true}\n", "t.kir:3:6: matmul: inner dimensions differ: [3,2] and [3,2] (2 vs 3)"},
+		{"matmul transposed vector", head + "input %v: f32[3]\n%y = matmul %x, %v {transpose_b=true}\n", "t.kir:4:6: matmul: transpose_b needs an operand of rank >= 2, found [3]"},
 		{"dtype mismatch", head + "input %z: f64[2,3]\n%y = mul %x, %z\n", "t.kir:4:6: mul: dtype mismatch: f32[2,3] and f64[2,3]"},
 		{"undefined", head + "%y = relu %q\n", "t.kir:3:11: undefined value %q"},
 		{"duplicate", head + "%x = relu %x\n", "t.kir:3:1: duplicate value %x (first defined at 2:1)"},

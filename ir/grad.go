@@ -150,7 +150,11 @@ func gradSigmoid(e *Emitter, y, dy ID) []ID {
 }
 
 func gradRelu(e *Emitter, y, dy ID) []ID {
-	return []ID{e.Op(OpReluGrad, nil, dy, e.args(y)[0])}
+	// relu(x) > 0 exactly where x > 0 (relu gives +0 for x <= 0, -0 and
+	// NaN), so the gradient tests the result instead of x: the bits are
+	// the same, x need not live until the backward, and relu can then be
+	// fused into the op that computes x (a matmul's epilogue).
+	return []ID{e.Op(OpReluGrad, nil, dy, y)}
 }
 
 func gradReluGrad(e *Emitter, y, dy ID) []ID {
@@ -172,8 +176,14 @@ func (e *Emitter) transposeLast2(x ID) ID {
 
 func gradMatmul(e *Emitter, y, dy ID) []ID {
 	// Promote 1-D operands to matrices, take the matrix gradients, sum over
-	// broadcast batch dims and drop the promoted axes again.
+	// broadcast batch dims and drop the promoted axes again. With y =
+	// op(a)·op(b) (op(x) = xᵀ where transpose_x is set), d op(a) = dy·op(b)ᵀ
+	// and d op(b) = op(a)ᵀ·dy; a transposed operand's gradient is the
+	// transpose of that, written as one product: da = op(b)·dyᵀ, db =
+	// dyᵀ·op(a). The backward spells each transpose as a transpose op; the
+	// simplify pass folds those into the products' attributes.
 	a, b := e.args(y)[0], e.args(y)[1]
+	ta, tb := MatmulTransposes(e.G.Values[y].Attrs)
 	as, bs := e.shape(a), e.shape(b)
 	a2, b2 := a, b
 	if len(as) == 1 {
@@ -182,14 +192,35 @@ func gradMatmul(e *Emitter, y, dy ID) []ID {
 	if len(bs) == 1 {
 		b2 = e.Reshape(b, Shape{bs[0], 1})
 	}
-	ys, err := MatmulShape(e.shape(a2), e.shape(b2))
+	oa, ob, err := MatmulOperands(e.shape(a2), e.shape(b2), e.G.Values[y].Attrs)
+	if err != nil {
+		e.err = err
+		return []ID{NoID, NoID}
+	}
+	ys, err := MatmulShape(oa, ob)
 	if err != nil {
 		e.err = err
 		return []ID{NoID, NoID}
 	}
 	dy2 := e.Reshape(dy, ys)
-	da := e.Op(OpMatmul, nil, dy2, e.transposeLast2(b2))
-	db := e.Op(OpMatmul, nil, e.transposeLast2(a2), dy2)
+	// t returns x, or x with its last two axes swapped when swap is set.
+	t := func(x ID, swap bool) ID {
+		if swap {
+			return e.transposeLast2(x)
+		}
+		return x
+	}
+	var da, db ID
+	if ta {
+		da = e.Op(OpMatmul, nil, t(b2, tb), t(dy2, true))
+	} else {
+		da = e.Op(OpMatmul, nil, dy2, t(b2, !tb))
+	}
+	if tb {
+		db = e.Op(OpMatmul, nil, t(dy2, true), t(a2, ta))
+	} else {
+		db = e.Op(OpMatmul, nil, t(a2, !ta), dy2)
+	}
 	da = e.Reshape(e.SumTo(da, e.shape(a2)), as)
 	db = e.Reshape(e.SumTo(db, e.shape(b2)), bs)
 	return []ID{da, db}

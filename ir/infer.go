@@ -90,18 +90,60 @@ func MatmulShape(a, b Shape) (Shape, error) {
 	return out, nil
 }
 
-func inferMatmul(args []Type, _ Attrs) (Type, error) {
+func inferMatmul(args []Type, attrs Attrs) (Type, error) {
 	if err := sameDType(args); err != nil {
 		return Type{}, err
 	}
 	if !args[0].DType.IsFloat() {
 		return Type{}, fmt.Errorf("expected float operands, found %s", args[0])
 	}
-	s, err := MatmulShape(args[0].Shape, args[1].Shape)
+	a, b, err := MatmulOperands(args[0].Shape, args[1].Shape, attrs)
+	if err != nil {
+		return Type{}, err
+	}
+	s, err := MatmulShape(a, b)
 	if err != nil {
 		return Type{}, err
 	}
 	return Type{args[0].DType, s}, nil
+}
+
+// matmulAttrs are the attributes of matmul and fused_matmul. They have no
+// default, so a product that reads its operands as they are prints none.
+var matmulAttrs = []AttrSpec{
+	{Name: "transpose_a", Kind: AttrBool, Doc: "read a with its last two axes swapped (a must have rank >= 2); absent: false"},
+	{Name: "transpose_b", Kind: AttrBool, Doc: "read b with its last two axes swapped (b must have rank >= 2); absent: false"},
+}
+
+// MatmulTransposes returns the transpose_a and transpose_b attributes of a
+// matmul or fused_matmul: whether the product reads a, and b, with their
+// last two axes swapped.
+func MatmulTransposes(attrs Attrs) (ta, tb bool) {
+	return attrs.Bool("transpose_a", false), attrs.Bool("transpose_b", false)
+}
+
+// MatmulOperands returns the shapes of the matrices a matmul with attrs
+// multiplies: a and b with their last two axes swapped where transpose_a
+// and transpose_b say so. A transposed operand must have rank >= 2.
+func MatmulOperands(a, b Shape, attrs Attrs) (Shape, Shape, error) {
+	ta, tb := MatmulTransposes(attrs)
+	swap := func(name string, s Shape, t bool) (Shape, error) {
+		if !t {
+			return s, nil
+		}
+		if len(s) < 2 {
+			return nil, fmt.Errorf("transpose_%s needs an operand of rank >= 2, found %s", name, s)
+		}
+		s = s.Clone()
+		s[len(s)-2], s[len(s)-1] = s[len(s)-1], s[len(s)-2]
+		return s, nil
+	}
+	a, err := swap("a", a, ta)
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err = swap("b", b, tb)
+	return a, b, err
 }
 
 // Perm returns the transpose permutation of attrs for rank r (reverse when absent).

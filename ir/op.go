@@ -482,7 +482,8 @@ func coreOps() []opRow {
 		OpRelu:     {Name: "relu", Args: []string{"x"}, Class: ClassElementwise, Doc: "max(x, 0); gradient 0 at 0", Infer: inferUnaryFloat, Grad: gradRelu},
 		OpReluGrad: {Name: "relu_grad", Args: []string{"dy", "x"}, Class: ClassElementwise, Doc: "dy where x > 0, else 0 (the gradient of relu)", Infer: inferSameFloat, Grad: gradReluGrad},
 
-		OpMatmul: {Name: "matmul", Args: []string{"a", "b"}, Doc: "matrix product with NumPy semantics: 1-D promotion, batched with broadcast batch dims", Infer: inferMatmul, Grad: gradMatmul},
+		OpMatmul: {Name: "matmul", Args: []string{"a", "b"}, Doc: "matrix product with NumPy semantics: 1-D promotion, batched with broadcast batch dims; either operand may be read transposed (its last two axes swapped) without being copied", Infer: inferMatmul, Grad: gradMatmul,
+			Attrs: matmulAttrs},
 		OpTranspose: {Name: "transpose", Args: []string{"x"}, Doc: "permutes axes", Infer: inferTranspose, Grad: gradTranspose,
 			Attrs: []AttrSpec{{Name: "perm", Kind: attrInts, Doc: "the new order of the axes; absent reverses them"}}},
 		OpReshape: {Name: "reshape", Args: []string{"x"}, Doc: "same elements in row-major order, new shape", Infer: inferReshape, Grad: gradReshape,

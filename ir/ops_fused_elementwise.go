@@ -343,8 +343,8 @@ func fusedElementwiseOps() []opRow {
 			Infer:  fuseewInferElementwise,
 			NoGrad: fuseewNoGrad}},
 		{OpFusedMatmul, OpInfo{Name: "fused_matmul", Args: []string{"a", "b", "in"}, Optional: 1, Variadic: true,
-			Attrs:  []AttrSpec{from, program},
-			Doc:    "matmul(a, b) with an elementwise epilogue: the program (input i0 is the product, i1... the extra arguments) is applied to the product in its own buffer, block by block; the result has the product's dtype and element count (made by the fuse pass)",
+			Attrs:  append([]AttrSpec{from, program}, matmulAttrs...),
+			Doc:    "matmul(a, b) {transpose_a, transpose_b} with an elementwise epilogue: the program (input i0 is the product, i1... the extra arguments) is applied to the product in its own buffer, block by block; the result has the product's dtype and element count (made by the fuse pass)",
 			Infer:  fuseewInferMatmul,
 			NoGrad: fuseewNoGrad}},
 		{OpFusedReduce, OpInfo{Name: "fused_reduce", Args: []string{"in"}, Variadic: true,
@@ -376,7 +376,7 @@ func fuseewInferElementwise(args []Type, a Attrs) (Type, error) {
 // fuseewInferMatmul infers fused_matmul: the epilogue's type over the
 // product and the extra arguments, which must fit in the product's buffer.
 func fuseewInferMatmul(args []Type, a Attrs) (Type, error) {
-	m, err := inferMatmul(args[:2], nil)
+	m, err := inferMatmul(args[:2], a)
 	if err != nil {
 		return Type{}, fmt.Errorf("matmul: %v", err)
 	}

@@ -64,6 +64,7 @@ func TestFusedElementwiseInfer(t *testing.T) {
 		{"f64 immediate", OpFusedElementwise, fuseewAttrs("t0 = mul i1, 2.0", "t1 = where i0, t0, i1"), []Type{b(3), TensorOf(F64, 3)}, TensorOf(F64, 3), ""},
 		{"matmul epilogue", OpFusedMatmul, fuseewAttrs("t0 = add i0, i1", "t1 = relu t0"), []Type{f32(4, 6), f32(6, 5), f32(5)}, f32(4, 5), ""},
 		{"matmul alone", OpFusedMatmul, fuseewAttrs("t0 = sigmoid i0"), []Type{f32(2, 4, 6), f32(6, 5)}, f32(2, 4, 5), ""},
+		{"matmul transposed", OpFusedMatmul, fuseewAttrs("t0 = sigmoid i0").With("transpose_a", BoolAttr(true)), []Type{f32(2, 6, 4), f32(6, 5)}, f32(2, 4, 5), ""},
 		{"sum prologue", OpFusedReduce, fuseewAttrs("t0 = mul i0, i1").With("axes", Ints(1)), []Type{f32(4, 8), f32(8)}, f32(4), ""},
 		{"mean keepdims", OpFusedReduce, fuseewAttrs("t0 = exp i0").With("op", String("mean")).With("keepdims", BoolAttr(true)), []Type{f32(4, 8)}, f32(1, 1), ""},
 

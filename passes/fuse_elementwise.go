@@ -266,7 +266,11 @@ func (f *fuseewState) chain(root ir.ID) error {
 			from := g.Provenance(append([]ir.ID{mm}, fuseewSorted(grp.members)...)...)
 			args := append([]ir.ID{g.Values[mm].Args[0], g.Values[mm].Args[1]}, inputs[1:]...)
 			f.taken[mm] = true
-			return f.rewrite(root, ir.OpFusedMatmul, ir.MakeAttrs(ir.ProgramAttr, prog.Attr(), ir.FromAttr, from), args, grp)
+			attrs := ir.MakeAttrs(ir.ProgramAttr, prog.Attr(), ir.FromAttr, from)
+			for _, a := range g.Values[mm].Attrs { // transpose_a, transpose_b
+				attrs = attrs.With(a.Key, a.Value)
+			}
+			return f.rewrite(root, ir.OpFusedMatmul, attrs, args, grp)
 		case len(grp.members) < 2:
 			return nil // one op: nothing to save
 		}

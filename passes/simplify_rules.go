@@ -54,8 +54,9 @@ var simplifyRuleTable = map[ir.Op][]simplifyRule{
 	ir.OpBroadcastTo: {ruleFoldEntry,
 		{"broadcast-identity", ruleBroadcastIdentity}, {"broadcast-broadcast", ruleBroadcastBroadcast},
 		{"broadcast-reshape", ruleBroadcastReshape}, {"broadcast-as-reshape", ruleBroadcastAsReshape}},
-	ir.OpSum:  {{"reduce-unit-axes", ruleReduceUnitAxes}, {"canonical-axes", ruleCanonicalAxes}},
-	ir.OpMean: {{"reduce-unit-axes", ruleReduceUnitAxes}, {"canonical-axes", ruleCanonicalAxes}},
+	ir.OpMatmul: {{"matmul-transpose", ruleMatmulTranspose}},
+	ir.OpSum:    {{"reduce-unit-axes", ruleReduceUnitAxes}, {"canonical-axes", ruleCanonicalAxes}},
+	ir.OpMean:   {{"reduce-unit-axes", ruleReduceUnitAxes}, {"canonical-axes", ruleCanonicalAxes}},
 }
 
 var ruleFoldEntry = simplifyRule{"fold", ruleFold}
@@ -349,6 +350,52 @@ func ruleTransposeAsReshape(s *simplifier, id ir.ID) bool {
 		last = j
 	}
 	return s.rewrite(id, ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(s.shape(id)...)), s.arg(id, 0))
+}
+
+// swapsLast2 reports whether transpose id swaps the last two axes of its
+// argument and keeps the others in place.
+func (s *simplifier) swapsLast2(id ir.ID) bool {
+	p, ok := s.perm(id)
+	r := len(p)
+	if !ok || r < 2 || p[r-2] != r-1 || p[r-1] != r-2 {
+		return false
+	}
+	for i := range r - 2 {
+		if p[i] != i {
+			return false
+		}
+	}
+	return true
+}
+
+// matmul(transpose(x), y) → matmul(x, y) {transpose_a}, where the
+// transpose swaps the last two axes (and likewise for y, transpose_b; a
+// flag already set is cleared, as xᵀᵀ = x). The gemm reads an operand
+// transposed as it packs it, and adds the products of each result element
+// in the same order whichever way its operands are stored, so the bits are
+// those of the product of the transpose's result; the transpose is no
+// longer computed unless something else reads it.
+func ruleMatmulTranspose(s *simplifier, id ir.ID) bool {
+	v := &s.g.Values[id]
+	ta, tb := ir.MatmulTransposes(v.Attrs)
+	flags := [2]bool{ta, tb}
+	args := [2]ir.ID{v.Args[0], v.Args[1]}
+	changed := false
+	for i, x := range args {
+		if s.op(x) == ir.OpTranspose && s.swapsLast2(x) {
+			args[i], flags[i], changed = s.arg(x, 0), !flags[i], true
+		}
+	}
+	if !changed {
+		return false
+	}
+	var attrs ir.Attrs
+	for i, name := range []string{"transpose_a", "transpose_b"} {
+		if flags[i] {
+			attrs = attrs.With(name, ir.BoolAttr(true))
+		}
+	}
+	return s.rewrite(id, ir.OpMatmul, attrs, args[0], args[1])
 }
 
 // isReshapeLike reports whether op only gives its argument's elements a new

@@ -101,11 +101,14 @@ func (b bar) beaten(top, lb int64) bool {
 // blocks are placed one at a time, each in the smallest gap that fits it
 // between the blocks already placed that are live at the same time as it,
 // or above them all when no gap fits; it runs once taking the blocks by
-// decreasing size (ties: longer lifetime, then lower buffer index) and once
-// by decreasing lifetime (ties: larger, then lower index). Some blocks are
-// first stacked from offset 0, in the order they become live (ties: larger
-// first, then lower index), and the others placed above the stack's height
-// at their last step:
+// decreasing size (ties: longer lifetime, then lower buffer index), once
+// by decreasing lifetime (ties: larger, then lower index) and once by
+// decreasing last step (ties: larger, then lower index), which places a
+// training step's blocks from its end back, where the first layers' large
+// weight gradients are, and fits the activations around them. Some blocks
+// are first stacked from offset 0, in the order they become live (ties:
+// larger first, then lower index), and the others placed above the stack's
+// height at their last step:
 //
 //   - pure: the blocks live at every step (inputs, params, state). That
 //     memory is taken at every step, so packing it at the bottom costs
@@ -116,15 +119,16 @@ func (b bar) beaten(top, lb int64) bool {
 //     takes at each step exactly the bytes of those live there, and the
 //     hundreds of gradients and update values of a large training step need
 //     not be searched for gaps around; but it reserves their memory below
-//     blocks that die before they are computed.
+//     blocks that die before they are computed. (Update values computed in
+//     their target's memory are part of the target's block.)
 //
-// Of the four runs (the pure ones only within pureBudget) place keeps the
+// Of the six runs (the pure ones only within pureBudget) place keeps the
 // one with the smallest arena, the first in the order above on a tie. The
 // arena a run reaches only grows as it places blocks, and it is at least
 // the lower bound and the stack's height; so a run stops as soon as its top
 // reaches the best arena so far (or can no longer beat the bar), and a run
 // whose stack or lower bound already does is not started: the result is
-// that of all four runs to the end. Offsets are multiples of Align.
+// that of all six runs to the end. Offsets are multiples of Align.
 //
 // occ, if not nil, is the occupancy tree bestFit uses (place resets it),
 // so that placements of the same steps can share its memory.
@@ -211,7 +215,14 @@ func (p *Plan) place(limit bar, occ *occupancy) bool {
 			}
 			return cmpInt64(bs[y].size, bs[x].size)
 		})
-		for _, order := range [][]int{bySize, byLife} {
+		byEnd := slices.Clone(rest)
+		slices.SortStableFunc(byEnd, func(x, y int) int {
+			if c := bs[y].end - bs[x].end; c != 0 {
+				return c
+			}
+			return cmpInt64(bs[y].size, bs[x].size)
+		})
+		for _, order := range [][]int{bySize, byLife, byEnd} {
 			if !limit.beaten(least, p.LowerBound) {
 				break
 			}

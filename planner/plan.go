@@ -49,7 +49,10 @@ type Buffer struct {
 	// elementwise op whose argument Alias, of the same type, is read for
 	// the last time there (its End is this Start); the kernel writes the
 	// result over it. The two share Offset and are both live at that one
-	// step; a buffer is taken in place by at most one other.
+	// step; a buffer is taken in place by at most one other. The new value
+	// of an update may also take the memory of the param or state it
+	// updates, which then holds it to the end: no later step reads or
+	// writes the target, and no copy applies that update.
 	Alias int
 }
 
@@ -275,7 +278,11 @@ func build(g *ir.Graph, order []ir.ID, opts Options) *Plan {
 		}
 		p.Steps = append(p.Steps, Step{Kind: Kernel, Op: v.Op, Attrs: v.Attrs, Args: args, Out: int(id)})
 	}
-	p.Steps = withCopies(p.Steps, g)
+	var direct map[int]int
+	if !opts.NoInPlace {
+		direct = directUpdates(p.Steps, g)
+	}
+	p.Steps = withCopies(p.Steps, g, direct)
 	for _, o := range g.Outputs {
 		p.Outputs = append(p.Outputs, Named{g.Values[o].Name, int(o)})
 	}
@@ -289,9 +296,55 @@ func build(g *ir.Graph, order []ir.ID, opts Options) *Plan {
 	}
 	p.liveness()
 	if !opts.NoInPlace {
+		// The new value stays in its target's memory to the end: nothing
+		// else may take that memory in place.
+		for v, t := range direct {
+			p.Buffers[v].Alias = t
+			p.Buffers[v].End = max(len(p.Steps)-1, 0)
+		}
 		p.inPlace()
 	}
 	return p
+}
+
+// directUpdates returns the updates whose new value can be computed
+// straight into the memory of their target, value → target: the value is
+// computed by an elementwise kernel step that may run in place and reads
+// the target (of the same type) for the last time, the value updates only
+// that target, and it is not an output. Such an update needs no copy: once
+// the step has run, no step needs the old value, and the target holds the
+// new one.
+func directUpdates(kernels []Step, g *ir.Graph) map[int]int {
+	def := make([]int, len(g.Values))
+	lastRead := make([]int, len(g.Values))
+	for i := range def {
+		def[i], lastRead[i] = -1, -1
+	}
+	for s, st := range kernels {
+		def[st.Out] = s
+		for _, a := range st.Args {
+			lastRead[a] = s
+		}
+	}
+	targets := make([]int, len(g.Values)) // updates each value is the new value of
+	for _, u := range g.Updates {
+		targets[u.Value]++
+	}
+	for _, o := range g.Outputs {
+		targets[o] += 2 // never direct
+	}
+	direct := map[int]int{}
+	for _, u := range g.Updates {
+		v, t := int(u.Value), int(u.Target)
+		if v == t || targets[v] != 1 || def[v] < 0 || lastRead[t] != def[v] {
+			continue
+		}
+		st := &kernels[def[v]]
+		if st.Op.InPlace() && slices.Contains(st.Args, t) && g.Values[v].Type.Equal(g.Values[t].Type) {
+			direct[v] = t
+		}
+	}
+	return direct
 }
 
 // withCopies inserts one Copy step per update into the kernel steps, each
@@ -299,8 +352,9 @@ func build(g *ir.Graph, order []ir.ID, opts Options) *Plan {
 // after the last step that reads the old one. The new value then dies at
 // its copy instead of living to the end of the step, and so, when nothing
 // else reads them, do the gradients and moments it was computed from.
-// Updates ready at the same point keep the graph's order.
-func withCopies(kernels []Step, g *ir.Graph) []Step {
+// Updates ready at the same point keep the graph's order. The updates in
+// direct (value → target), computed in their target's memory, need none.
+func withCopies(kernels []Step, g *ir.Graph, direct map[int]int) []Step {
 	def := make([]int, len(g.Values))      // step computing a value, -1 for leaves
 	lastRead := make([]int, len(g.Values)) // last kernel step reading a value
 	for i := range def {
@@ -314,7 +368,7 @@ func withCopies(kernels []Step, g *ir.Graph) []Step {
 	}
 	after := make([][]Step, len(kernels)+1) // copies to emit after step s-1
 	for _, u := range g.Updates {
-		if u.Value == u.Target {
+		if t, ok := direct[int(u.Value)]; u.Value == u.Target || ok && t == int(u.Target) {
 			continue
 		}
 		at := max(def[u.Value], lastRead[u.Target]) + 1
@@ -389,6 +443,8 @@ func (p *Plan) keptBuffers() []bool {
 // an argument of the same type (dtype and shape) that dies there: a
 // temporary, not an output or gradient, whose last reader is this step and
 // whose memory no other result has taken. The first such argument wins.
+// Results that already take memory (the updates computed into their
+// target) keep it.
 func (p *Plan) inPlace() {
 	kept := p.keptBuffers()
 	taken := make([]bool, len(p.Buffers))
@@ -397,7 +453,7 @@ func (p *Plan) inPlace() {
 			continue
 		}
 		out := &p.Buffers[st.Out]
-		if out.Size == 0 {
+		if out.Size == 0 || out.Alias >= 0 {
 			continue
 		}
 		for _, a := range st.Args {
@@ -417,7 +473,9 @@ func (p *Plan) inPlace() {
 // it is written or outside its live range; every in-place buffer
 // (Buffer.Alias) sharing the offset and type of the buffer it names, written
 // by an elementwise op that may run in place (ir.Op.InPlace) and reads that
-// buffer for the last time at that very step; no two buffers that are live
+// buffer for the last time at that very step (or, for an update's value in
+// its param or state, reads the target with no later step reading or
+// writing it); no two buffers that are live
 // at the same step overlapping in memory, except a buffer and the one it
 // takes in place; with ChunkBytes, a multiple of Align that no buffer
 // straddles a multiple of; and LowerBound the most bytes live at any step.
@@ -481,8 +539,16 @@ func (p *Plan) Check() error {
 		written[st.Out] = true
 	}
 	takenBy := make([]int, n)
+	updates := make([]int, n) // updates[v]: the target value v updates, or -1
 	for i := range takenBy {
-		takenBy[i] = -1
+		takenBy[i], updates[i] = -1, -1
+	}
+	if p.Graph != nil {
+		for _, u := range p.Graph.Updates {
+			if int(u.Value) < n && int(u.Target) < n {
+				updates[u.Value] = int(u.Target)
+			}
+		}
 	}
 	for i := range p.Buffers {
 		b := &p.Buffers[i]
@@ -497,8 +563,9 @@ func (p *Plan) Check() error {
 			return fmt.Errorf("buffer %%%s is taken in place by both %%%s and %%%s", c.Name, p.Buffers[j].Name, b.Name)
 		}
 		takenBy[b.Alias] = i
-		if b.Role != Temp || c.Role != Temp || kept[b.Alias] {
-			return fmt.Errorf("buffer %%%s (%s) takes %%%s (%s) in place, but only a computed buffer can take the memory of another that is neither an output nor a gradient", b.Name, b.Role, c.Name, c.Role)
+		update := updates[i] == b.Alias && (c.Role == Param || c.Role == State)
+		if b.Role != Temp || kept[i] && update || !update && (c.Role != Temp || kept[b.Alias]) {
+			return fmt.Errorf("buffer %%%s (%s) takes %%%s (%s) in place, but only a computed buffer can take the memory of another that is neither an output nor a gradient, or the new value of the param or state it updates", b.Name, b.Role, c.Name, c.Role)
 		}
 		if !b.Type.Equal(c.Type) || b.Size != c.Size {
 			return fmt.Errorf("buffer %%%s: %s cannot take the memory of %%%s: %s in place; the types differ", b.Name, b.Type, c.Name, c.Type)
@@ -519,7 +586,15 @@ func (p *Plan) Check() error {
 		if !slices.Contains(st.Args, b.Alias) {
 			return fmt.Errorf("buffer %%%s takes %%%s in place, but step %d does not read it", b.Name, c.Name, b.Start)
 		}
-		if c.End != b.Start {
+		if update {
+			// The target lives on, now holding the new value: no step
+			// after this one may read the old value or copy into it.
+			for s := b.Start + 1; s < len(p.Steps); s++ {
+				if st := &p.Steps[s]; slices.Contains(st.Args, b.Alias) || st.Out == b.Alias {
+					return fmt.Errorf("buffer %%%s is computed into %%%s, which it updates, at step %d, but step %d still reads or writes %%%s", b.Name, c.Name, b.Start, s, c.Name)
+				}
+			}
+		} else if c.End != b.Start {
 			return fmt.Errorf("buffer %%%s takes %%%s in place at step %d, but %%%s is live until step %d", b.Name, c.Name, b.Start, c.Name, c.End)
 		}
 	}

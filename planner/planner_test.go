@@ -273,3 +273,72 @@ update %b = %c
 		t.Errorf("got %v", err)
 	}
 }
+
+// TestDirectUpdates checks that an update whose new value is computed by
+// an elementwise step that reads its param or state last is computed in
+// the target's memory, with no copy step (SGD and Adam on the MLP), that
+// one whose target is read after its new value is computed keeps its copy,
+// and that Check refuses a step reading the target after such a value.
+func TestDirectUpdates(t *testing.T) {
+	for _, kind := range []string{"sgd", "adam"} {
+		opt, err := passes.DefaultOptimizer(kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := compile(t, mlpSrc, kiln.Options{Optimizer: &opt})
+		for _, st := range p.Steps {
+			if st.Kind == planner.Copy {
+				t.Errorf("%s: copy %%%s <- %%%s, want every update computed in place", kind, p.Buffers[st.Out].Name, p.Buffers[st.Args[0]].Name)
+			}
+		}
+		for _, u := range p.Graph.Updates {
+			if b := p.Buffers[u.Value]; b.Alias != int(u.Target) || b.Offset != p.Buffers[u.Target].Offset {
+				t.Errorf("%s: %%%s (alias %d, offset %d) is not computed in the memory of %%%s (%d, offset %d)",
+					kind, b.Name, b.Alias, b.Offset, p.Buffers[u.Target].Name, u.Target, p.Buffers[u.Target].Offset)
+			}
+		}
+		if kind != "sgd" {
+			continue
+		}
+		// A later step reads the param the update overwrote.
+		q := compile(t, mlpSrc, kiln.Options{Optimizer: &opt})
+		u := q.Graph.Updates[0] // the update computed first
+		for _, v := range q.Graph.Updates {
+			if q.Buffers[v.Value].Start < q.Buffers[u.Value].Start {
+				u = v
+			}
+		}
+		last := &q.Steps[len(q.Steps)-1]
+		last.Args = append(last.Args, int(u.Target))
+		if err := q.Check(); err == nil || !strings.Contains(err.Error(), "still reads or writes") {
+			t.Errorf("Check() = %v, want an error about the target read after its new value", err)
+		}
+	}
+
+	// %o reads %s after %n, its new value, is computed (and reads %n): %n
+	// cannot be computed into %s, and the update stays a copy after %o.
+	p := compile(t, `graph g
+input %x: f32[4]
+state %s: f32[4]
+%n = add %s, %x
+%o = mul %s, %n
+output %o
+update %s = %n
+`, kiln.Options{})
+	var steps []string
+	for _, st := range p.Steps {
+		if st.Kind == planner.Copy {
+			steps = append(steps, "copy "+p.Buffers[st.Out].Name)
+		} else {
+			steps = append(steps, p.Buffers[st.Out].Name)
+		}
+	}
+	if d := cmp.Diff([]string{"n", "o", "copy s"}, steps); d != "" {
+		t.Errorf("steps (-want +got):\n%s\n%s", d, p.Format())
+	}
+	for _, b := range p.Buffers {
+		if b.Alias >= 0 && p.Buffers[b.Alias].Role != planner.Temp {
+			t.Errorf("%%%s takes %%%s in place", b.Name, p.Buffers[b.Alias].Name)
+		}
+	}
+}

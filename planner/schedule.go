@@ -51,6 +51,12 @@ func (k ScheduleKind) String() string {
 // Ties go to the lower value id, so the order is deterministic. keep[v]
 // marks values whose memory the schedule cannot free (inputs, params,
 // state, outputs, gradients and update values, which live to the end).
+//
+// The new value of an update waits, when it could run, until every other
+// reader of its target has run (unless nothing else is left to run): then
+// it is the target's last reader and the planner can compute it straight
+// into the target's memory, without a copy (directUpdates).
+//
 // It runs in O((V + E) log V).
 func memorySchedule(g *ir.Graph, keep []bool) []ir.ID {
 	n := len(g.Values)
@@ -113,6 +119,25 @@ func memorySchedule(g *ir.Graph, keep []bool) []ir.ID {
 			freed[users[count[a]]] += size[a]
 		}
 	}
+	// waitFor[v]: readers of the target of update value v, other than v,
+	// not yet scheduled; updateOf[t]: the value that updates t, or -1.
+	waitFor := make([]int, n)
+	updateOf := make([]ir.ID, n)
+	for i := range updateOf {
+		updateOf[i] = -1
+	}
+	for _, u := range g.Updates {
+		if u.Value == u.Target || g.Values[u.Value].Op.IsLeaf() || updateOf[u.Target] >= 0 {
+			continue
+		}
+		updateOf[u.Target] = u.Value
+		for _, r := range users[count[u.Target]:count[u.Target+1]] {
+			if r != u.Value {
+				waitFor[u.Value]++
+			}
+		}
+	}
+	deferred := make([]bool, n)
 	done := make([]bool, n)
 	h := &readyHeap{pos: make([]int, n)}
 	for i := range h.pos {
@@ -134,8 +159,25 @@ func memorySchedule(g *ir.Graph, keep []bool) []ir.ID {
 		}
 	}
 	order := make([]ir.ID, 0, n)
-	for h.len() > 0 {
+	var waiting []ir.ID // deferred update values, in the order deferred
+	for h.len() > 0 || len(waiting) > 0 {
+		if h.len() == 0 {
+			// Only update values wait: run the first (a reader of its
+			// target depends on it, or on another waiting one).
+			v := waiting[0]
+			waiting = waiting[1:]
+			if deferred[v] {
+				deferred[v], waitFor[v] = false, 0
+				h.push(v)
+			}
+			continue
+		}
 		v := h.pop()
+		if waitFor[v] > 0 {
+			deferred[v] = true
+			waiting = append(waiting, v)
+			continue
+		}
 		done[v] = true
 		order = append(order, v)
 		for _, a := range g.Values[v].Args {
@@ -143,6 +185,12 @@ func memorySchedule(g *ir.Graph, keep []bool) []ir.ID {
 				continue
 			}
 			seen[a] = -2 - int(v)
+			if u := updateOf[a]; u >= 0 && u != v {
+				if waitFor[u]--; waitFor[u] == 0 && deferred[u] {
+					deferred[u] = false
+					h.push(u)
+				}
+			}
 			remaining[a]--
 			if remaining[a] != 1 || !frees(a) {
 				continue

@@ -176,10 +176,14 @@ func TestRecomputeBitwise(t *testing.T) {
 				clones := countClones(runs[i].x.Plan())
 				again := countRecloned(runs[i].x.Plan())
 				t.Logf("%s: %d clones (%d of values already cloned), arena %d (keep all %d, least %d)", v.name, clones, again, runs[i].x.Plan().ArenaBytes, keep.ArenaBytes, least)
-				if clones == 0 && (v.name == "manual" || tc.chain && v.name != "budget") {
+				// At the least peak something is recomputed, unless keeping
+				// every activation already takes no more (then Compile
+				// keeps them all, as it does for the budget halfway).
+				if clones == 0 && (v.name == "manual" || tc.chain && v.name == "sqrt" || tc.chain && v.name == "segments=2" ||
+					tc.chain && v.name == "least peak" && least < keep.ArenaBytes) {
 					t.Errorf("%s: nothing recomputed", v.name)
 				}
-				if again == 0 && tc.multi && v.name == "least peak" {
+				if again == 0 && tc.multi && v.name == "least peak" && least < keep.ArenaBytes {
 					t.Errorf("%s: no value recomputed more than once (multi-level)", v.name)
 				}
 				if runs[i].x.Plan().ArenaBytes > least && v.name == "least peak" {

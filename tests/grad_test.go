@@ -79,6 +79,18 @@ var gradCases = []gradCase{
 	{name: "matmul vector by batch", build: func(b *frontends.Builder, dt ir.DType) frontends.Value {
 		return b.Matmul(p(b, "a", dt, 4), p(b, "b", dt, 2, 4, 3))
 	}},
+	{name: "matmul transpose_a", build: func(b *frontends.Builder, dt ir.DType) frontends.Value {
+		return b.Op(ir.OpMatmul, ir.MakeAttrs("transpose_a", ir.BoolAttr(true)), p(b, "a", dt, 4, 3), p(b, "b", dt, 4, 5))
+	}},
+	{name: "matmul transpose_b", build: func(b *frontends.Builder, dt ir.DType) frontends.Value {
+		return b.Op(ir.OpMatmul, ir.MakeAttrs("transpose_b", ir.BoolAttr(true)), p(b, "a", dt, 3, 4), p(b, "b", dt, 5, 4))
+	}},
+	{name: "matmul transpose both, batched by matrix", build: func(b *frontends.Builder, dt ir.DType) frontends.Value {
+		return b.Op(ir.OpMatmul, ir.MakeAttrs("transpose_a", ir.BoolAttr(true), "transpose_b", ir.BoolAttr(true)), p(b, "a", dt, 2, 4, 3), p(b, "b", dt, 5, 4))
+	}},
+	{name: "matmul transpose_b, vector by broadcast batch", build: func(b *frontends.Builder, dt ir.DType) frontends.Value {
+		return b.Op(ir.OpMatmul, ir.MakeAttrs("transpose_b", ir.BoolAttr(true)), p(b, "a", dt, 4), p(b, "b", dt, 2, 3, 4))
+	}},
 	{name: "transpose default", build: func(b *frontends.Builder, dt ir.DType) frontends.Value {
 		return b.Transpose(p(b, "a", dt, 2, 3, 4))
 	}},

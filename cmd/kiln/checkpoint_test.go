@@ -55,14 +55,14 @@ func TestCheckpointFlags(t *testing.T) {
 	r = runKiln(t, "plan", "-memory-budget", "1MiB", model)
 	r.want(t, 0)
 	containsAll(t, "plan -memory-budget 1MiB", r.stdout, "checkpoint budget=1048576: keep all (fits the budget)")
-	// At the least peak (4096 bytes with SGD; 4352 recomputing each value
-	// at most once) the DP recomputes a value twice.
+	// At the least peak (3840 bytes with SGD) the DP recomputes a value
+	// twice.
 	r = runKiln(t, "plan", "-optimizer", "sgd", "-memory-budget", "1", model)
 	r.want(t, 1)
-	containsAll(t, "plan -memory-budget 1", r.stderr, "is below the least peak recomputation reaches: 4096 bytes")
-	r = runKiln(t, "plan", "-optimizer", "sgd", "-memory-budget", "4096", model)
+	containsAll(t, "plan -memory-budget 1", r.stderr, "is below the least peak recomputation reaches: 3840 bytes")
+	r = runKiln(t, "plan", "-optimizer", "sgd", "-memory-budget", "3840", model)
 	r.want(t, 0)
-	containsAll(t, "plan -memory-budget 4096", r.stdout, "chain DP (multi-level)", "a value up to 2 times", ".remat2")
+	containsAll(t, "plan -memory-budget 3840", r.stdout, "chain DP (multi-level)", "a value up to 2 times", ".remat2")
 
 	// kiln dump shows the clones after the remat pass.
 	r = runKiln(t, "dump", "-after", "remat", "-recompute", "segments=2", model)

@@ -698,12 +698,15 @@ func buildFusedMatmul[T float](n *kernels.Node) (kernels.Func, error) {
 	if err != nil {
 		return nil, err
 	}
-	product, err := ir.OpMatmul.Info().Infer(n.Args[:2], nil)
+	product, err := ir.OpMatmul.Info().Infer(n.Args[:2], n.Attrs)
 	if err != nil {
 		return nil, err
 	}
 	in := append([]ir.Type{product}, n.Args[2:]...)
-	mp := newMatmulPlan[T](n.Args[0].Shape, n.Args[1].Shape, n.Par)
+	mp, err := newMatmulPlan[T](n.Args[0].Shape, n.Args[1].Shape, n.Attrs, n.Par)
+	if err != nil {
+		return nil, err
+	}
 	// One machine per part: the parts run their epilogues side by side.
 	mcs := make([]*fuseewMachine[T], mp.parts())
 	for p := range mcs {

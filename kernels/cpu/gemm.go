@@ -151,11 +151,31 @@ func (w *gemmWork[T]) packPanelsA(tA bool, a []T, lda, i0, mb, p0, kb int) {
 		rows := min(mr, mb-ip)
 		if tA {
 			// op(A)[i, p] = a[p*lda + i]: a step is contiguous.
+			if rows == 6 && mr == 6 {
+				for p := range kb {
+					src := a[(p0+p)*lda+i0+ip : (p0+p)*lda+i0+ip+6 : (p0+p)*lda+i0+ip+6]
+					d := dst[p*6 : p*6+6 : p*6+6]
+					d[0], d[1], d[2], d[3], d[4], d[5] = src[0], src[1], src[2], src[3], src[4], src[5]
+				}
+				continue
+			}
 			for p := range kb {
 				src := a[(p0+p)*lda+i0+ip:]
 				d := dst[p*mr : p*mr+mr]
 				copy(d[:rows], src[:rows])
 				clear(d[rows:])
+			}
+			continue
+		}
+		if rows == 6 && mr == 6 {
+			// A whole panel (the 6-row micro-kernels): one step, six
+			// values, at a time, read from six rows and written in order.
+			base := (i0+ip)*lda + p0
+			r0, r1, r2 := a[base:base+kb], a[base+lda:base+lda+kb], a[base+2*lda:base+2*lda+kb]
+			r3, r4, r5 := a[base+3*lda:base+3*lda+kb], a[base+4*lda:base+4*lda+kb], a[base+5*lda:base+5*lda+kb]
+			for p := range r0 {
+				d := dst[p*6 : p*6+6 : p*6+6]
+				d[0], d[1], d[2], d[3], d[4], d[5] = r0[p], r1[p], r2[p], r3[p], r4[p], r5[p]
 			}
 			continue
 		}
@@ -181,6 +201,14 @@ func (w *gemmWork[T]) packPanelsB(tB bool, b []T, ldb, p0, kb, j0, nb int) {
 		dst := w.packB[jp*kb : (jp+nr)*kb]
 		cols := min(nr, nb-jp)
 		if !tB {
+			if size := int(unsafe.Sizeof(b[0])); cols == nr && nr*size == 64 {
+				// A whole panel: each row of it is one 64-byte block (16
+				// f32 or 8 f64), moved by one loop in assembly rather than
+				// by a call to memmove each.
+				src := b[p0*ldb+j0+jp : (p0+kb-1)*ldb+j0+jp+nr]
+				gemmCopyRows64(unsafe.Pointer(&dst[0]), unsafe.Pointer(&src[0]), ldb*size, kb)
+				continue
+			}
 			for p := range kb {
 				src := b[(p0+p)*ldb+j0+jp:]
 				d := dst[p*nr : p*nr+nr]
@@ -190,6 +218,19 @@ func (w *gemmWork[T]) packPanelsB(tB bool, b []T, ldb, p0, kb, j0, nb int) {
 			continue
 		}
 		// op(B)[p, j] = b[j*ldb + p]: a column is contiguous.
+		if size := int(unsafe.Sizeof(b[0])); cols == 16 && nr == 16 && size == 4 && kb >= 8 {
+			// A whole f32 panel: 8×8 blocks transposed in registers, then
+			// the steps past the last multiple of 8 one by one.
+			k8 := kb &^ 7
+			src := b[(j0+jp)*ldb+p0 : (j0+jp+15)*ldb+p0+kb]
+			gemmPackTB16(unsafe.Pointer(&dst[0]), unsafe.Pointer(&src[0]), ldb*size, k8)
+			for j := range cols {
+				for p := k8; p < kb; p++ {
+					dst[p*nr+j] = src[j*ldb+p]
+				}
+			}
+			continue
+		}
 		for j := range cols {
 			src := b[(j0+jp+j)*ldb+p0 : (j0+jp+j)*ldb+p0+kb]
 			for p, v := range src {

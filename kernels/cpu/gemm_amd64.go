@@ -14,6 +14,19 @@ func sgemmKernel6x16(kc int, a, b, c unsafe.Pointer, ldc, mode int)
 //go:noescape
 func dgemmKernel6x8(kc int, a, b, c unsafe.Pointer, ldc, mode int)
 
+// gemmCopyRows64 copies rows 64-byte rows, stride bytes apart at src, to
+// dst one after another (packing a whole B panel row by row).
+//
+//go:noescape
+func gemmCopyRows64(dst, src unsafe.Pointer, stride, rows int)
+
+// gemmPackTB16 packs steps (a multiple of 8) steps of a 16-column f32
+// panel of Bᵀ: column j of the panel is row j of B, stride bytes apart at
+// src; the panel's rows of 16 values go one after another at dst.
+//
+//go:noescape
+func gemmPackTB16(dst, src unsafe.Pointer, stride, steps int)
+
 // cpuHasFMA reports whether the CPU has FMA3 (CPUID.1:ECX bit 12); AVX
 // support is checked by cpuHasAVX2.
 func cpuHasFMA() bool {

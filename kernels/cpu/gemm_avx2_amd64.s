@@ -304,3 +304,99 @@ d_overwrite:
 	VMOVUPD Y11, 32(DI)
 	VZEROUPPER
 	RET
+
+// func gemmCopyRows64(dst, src unsafe.Pointer, stride, rows int)
+// copies rows 64-byte rows, stride bytes apart at src, to dst one after
+// another: a packed B panel of 16 f32 or 8 f64 columns.
+TEXT ·gemmCopyRows64(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ stride+16(FP), DX
+	MOVQ rows+24(FP), CX
+	TESTQ CX, CX
+	JLE  c_done
+c_loop:
+	VMOVUPS 0(SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y1, 32(DI)
+	ADDQ DX, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ  c_loop
+	VZEROUPPER
+c_done:
+	RET
+
+// func gemmPackTB16(dst, src unsafe.Pointer, stride, steps int)
+// packs a 16-column f32 panel of op(B) = Bᵀ: column j of the panel is row
+// j of B (16 rows, stride bytes apart at src), and the panel holds steps
+// rows of 16 values (dst, 64 bytes each). steps is a multiple of 8: each
+// 8×8 block is loaded, transposed in registers and stored.
+TEXT ·gemmPackTB16(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ stride+16(FP), DX
+	MOVQ steps+24(FP), CX
+	SHRQ $3, CX
+	JZ   t_done
+	LEAQ (DX)(DX*2), R9        // 3·stride
+	LEAQ (SI)(DX*4), R10       // rows 4..7
+t_loop:
+	MOVQ SI, R11
+	MOVQ R10, R12
+	MOVQ $2, BX                // columns 0..7, then 8..15
+t_half:
+	VMOVUPS (R11), Y0
+	VMOVUPS (R11)(DX*1), Y1
+	VMOVUPS (R11)(DX*2), Y2
+	VMOVUPS (R11)(R9*1), Y3
+	VMOVUPS (R12), Y4
+	VMOVUPS (R12)(DX*1), Y5
+	VMOVUPS (R12)(DX*2), Y6
+	VMOVUPS (R12)(R9*1), Y7
+	VUNPCKLPS Y1, Y0, Y8
+	VUNPCKHPS Y1, Y0, Y9
+	VUNPCKLPS Y3, Y2, Y10
+	VUNPCKHPS Y3, Y2, Y11
+	VUNPCKLPS Y5, Y4, Y12
+	VUNPCKHPS Y5, Y4, Y13
+	VUNPCKLPS Y7, Y6, Y14
+	VUNPCKHPS Y7, Y6, Y15
+	VSHUFPS $0x44, Y10, Y8, Y0
+	VSHUFPS $0xEE, Y10, Y8, Y1
+	VSHUFPS $0x44, Y11, Y9, Y2
+	VSHUFPS $0xEE, Y11, Y9, Y3
+	VSHUFPS $0x44, Y14, Y12, Y4
+	VSHUFPS $0xEE, Y14, Y12, Y5
+	VSHUFPS $0x44, Y15, Y13, Y6
+	VSHUFPS $0xEE, Y15, Y13, Y7
+	VPERM2F128 $0x20, Y4, Y0, Y8
+	VPERM2F128 $0x20, Y5, Y1, Y9
+	VPERM2F128 $0x20, Y6, Y2, Y10
+	VPERM2F128 $0x20, Y7, Y3, Y11
+	VPERM2F128 $0x31, Y4, Y0, Y12
+	VPERM2F128 $0x31, Y5, Y1, Y13
+	VPERM2F128 $0x31, Y6, Y2, Y14
+	VPERM2F128 $0x31, Y7, Y3, Y15
+	VMOVUPS Y8, 0(DI)
+	VMOVUPS Y9, 64(DI)
+	VMOVUPS Y10, 128(DI)
+	VMOVUPS Y11, 192(DI)
+	VMOVUPS Y12, 256(DI)
+	VMOVUPS Y13, 320(DI)
+	VMOVUPS Y14, 384(DI)
+	VMOVUPS Y15, 448(DI)
+	LEAQ (R11)(DX*8), R11      // rows 8..15
+	LEAQ (R12)(DX*8), R12
+	ADDQ $32, DI               // their 8 columns
+	DECQ BX
+	JNZ  t_half
+	ADDQ $448, DI              // 8 steps of 64 bytes in all
+	ADDQ $32, SI               // the next 8 steps of each row
+	ADDQ $32, R10
+	DECQ CX
+	JNZ  t_loop
+	VZEROUPPER
+t_done:
+	RET

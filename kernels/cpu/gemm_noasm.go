@@ -2,6 +2,8 @@
 
 package cpu
 
+import "unsafe"
+
 // Without the micro-kernels of gemm_avx2_amd64.s, matmul and the
 // convolutions call gonum's BLAS.
 
@@ -11,4 +13,14 @@ const gemmAsm = false
 // gemmMicro is never called when gemmAsm is false.
 func gemmMicro[T float]() (kern gemmKernel, mr, nr int) {
 	panic("cpu: no gemm micro-kernel on this platform")
+}
+
+// gemmCopyRows64 is never called when gemmAsm is false.
+func gemmCopyRows64(dst, src unsafe.Pointer, stride, rows int) {
+	panic("cpu: no gemm packing on this platform")
+}
+
+// gemmPackTB16 is never called when gemmAsm is false.
+func gemmPackTB16(dst, src unsafe.Pointer, stride, steps int) {
+	panic("cpu: no gemm packing on this platform")
 }

@@ -166,7 +166,7 @@ func benchMatmulT[T float](b *testing.B, n int) {
 		b.Run(fmt.Sprintf("%T/%s", z, g.name), func(b *testing.B) {
 			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 			for b.Loop() {
-				g.f(n, n, n, x, n, y, n, c, n)
+				g.f(false, false, n, n, n, x, n, y, n, c, n)
 			}
 			b.ReportMetric(2*float64(n)*float64(n)*float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})

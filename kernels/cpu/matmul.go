@@ -9,15 +9,16 @@ import (
 	"github.com/kilnml/kiln/kernels"
 )
 
-// gemmFunc computes c = a·b for row-major a (m×k, row stride lda), b (k×n,
-// ldb) and c (m×n, ldc), overwriting c.
-type gemmFunc[T float] func(m, n, k int, a []T, lda int, b []T, ldb int, c []T, ldc int)
+// gemmFunc computes c = op(a)·op(b) for row-major a (m×k, or k×m when tA,
+// with row stride lda), b (k×n, or n×k when tB, ldb) and c (m×n, ldc),
+// overwriting c; op(x) is xᵀ when tX.
+type gemmFunc[T float] func(tA, tB bool, m, n, k int, a []T, lda int, b []T, ldb int, c []T, ldc int)
 
 var (
-	sgemm gemmFunc[float32] = func(m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
+	sgemm = func(m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
 		blas32.Implementation().Sgemm(blas.NoTrans, blas.NoTrans, m, n, k, 1, a, lda, b, ldb, 0, c, ldc)
 	}
-	dgemm gemmFunc[float64] = func(m, n, k int, a []float64, lda int, b []float64, ldb int, c []float64, ldc int) {
+	dgemm = func(m, n, k int, a []float64, lda int, b []float64, ldb int, c []float64, ldc int) {
 		blas64.Implementation().Dgemm(blas.NoTrans, blas.NoTrans, m, n, k, 1, a, lda, b, ldb, 0, c, ldc)
 	}
 )
@@ -29,33 +30,74 @@ var (
 func gemmOf[T float](m, n, k int) gemmFunc[T] {
 	if gemmAsm {
 		w := newGemmWork[T](m, n, k)
-		return func(m, n, k int, a []T, lda int, b []T, ldb int, c []T, ldc int) {
-			w.gemm(false, false, m, n, k, a, lda, b, ldb, 0, c, ldc)
+		return func(tA, tB bool, m, n, k int, a []T, lda int, b []T, ldb int, c []T, ldc int) {
+			w.gemm(tA, tB, m, n, k, a, lda, b, ldb, 0, c, ldc)
 		}
 	}
 	return gonumGemmOf[T]()
 }
 
-// gonumGemmOf returns gonum's BLAS gemm for T.
+// gonumGemmOf returns gonum's BLAS gemm for T. A transposed operand is
+// first copied, transposed, into a buffer the returned func keeps (so one
+// func must not run on two goroutines at once), and gonum multiplies
+// untransposed operands: its kernels for transposed operands add in
+// another order, and a product read transposed must give the bits of the
+// same product of a transpose op's result.
 func gonumGemmOf[T float]() gemmFunc[T] {
 	var z T
+	var plain func(m, n, k int, a []T, lda int, b []T, ldb int, c []T, ldc int)
 	if _, ok := any(z).(float32); ok {
-		return any(sgemm).(gemmFunc[T])
+		plain = any(sgemm).(func(m, n, k int, a []T, lda int, b []T, ldb int, c []T, ldc int))
+	} else {
+		plain = any(dgemm).(func(m, n, k int, a []T, lda int, b []T, ldb int, c []T, ldc int))
 	}
-	return any(dgemm).(gemmFunc[T])
+	var at, bt []T
+	return func(tA, tB bool, m, n, k int, a []T, lda int, b []T, ldb int, c []T, ldc int) {
+		if tA {
+			at = transposeInto(at, a, lda, k, m)
+			a, lda = at, k
+		}
+		if tB {
+			bt = transposeInto(bt, b, ldb, n, k)
+			b, ldb = bt, n
+		}
+		plain(m, n, k, a, lda, b, ldb, c, ldc)
+	}
+}
+
+// transposeInto writes the transpose of the r×c matrix x (row stride ld)
+// into dst, grown to r·c elements if needed, as a c×r matrix, and returns
+// it.
+func transposeInto[T float](dst, x []T, ld, r, c int) []T {
+	if cap(dst) < r*c {
+		dst = make([]T, r*c)
+	}
+	dst = dst[:r*c]
+	for i := range r {
+		for j, v := range x[i*ld : i*ld+c] {
+			dst[j*r+i] = v
+		}
+	}
+	return dst
 }
 
 // buildMatmul builds matmul with NumPy semantics: a 1-D a is a row vector
 // [1,k] and a 1-D b a column vector [k,1] (the promoted axis is absent from
 // the result); the batch dims before the last two broadcast. The result's
-// batch elements are contiguous m×n matrices, so the Func makes one BLAS
-// gemm call per batch element with operand offsets precomputed here.
+// batch elements are contiguous m×n matrices, so the Func makes one gemm
+// call per batch element with operand offsets precomputed here. An operand
+// read transposed (transpose_a, transpose_b) is packed by the gemm as it
+// is, never copied; each element of the result is added in the same order
+// as for the transposed copy, so the bits are the same.
 //
 // gonum's gemm splits large products (more than a few 64×64 blocks of
 // output) across goroutines, which allocates inside gonum; each output
 // block is still summed in one fixed order, so results are deterministic.
 func buildMatmul[T float](n *kernels.Node) (kernels.Func, error) {
-	mp := newMatmulPlan[T](n.Args[0].Shape, n.Args[1].Shape, n.Par)
+	mp, err := newMatmulPlan[T](n.Args[0].Shape, n.Args[1].Shape, n.Attrs, n.Par)
+	if err != nil {
+		return nil, err
+	}
 	return func(out kernels.Tensor, args []kernels.Tensor) error {
 		mp.run(kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1]), nil)
 		return nil
@@ -63,24 +105,31 @@ func buildMatmul[T float](n *kernels.Node) (kernels.Func, error) {
 }
 
 // matmulSplitMACs is the size (multiply-adds) from which a matmul splits
-// its rows across the executor's workers: below it, handing parts to other
+// across the executor's workers: below it, handing parts to other
 // goroutines costs more than it saves.
-var matmulSplitMACs = 1 << 20 // a variable for the tests
+var matmulSplitMACs = 1 << 19 // a variable for the tests
 
 // matmulPlan is buildMatmul's plan for given operand shapes: the product's
 // sizes, the offsets of each batch element's operands, and the gemm; and,
 // when the product is split across workers, the parts.
 type matmulPlan[T float] struct {
 	m, n, k    int
+	tA, tB     bool // the operands are read transposed
+	lda, ldb   int  // their row strides
 	aOff, bOff []int
 	gemm       gemmFunc[T]
 
 	// A split product: part p computes the rows [bounds[p], bounds[p+1])
 	// of the result's batch elements stacked (batch element i's row r is
-	// row i*m + r), each with its own gemmWork. The bounds depend on the
-	// number of parts, but every row's arithmetic does not (gemmRange), so
-	// the result is the same for any split.
+	// row i*m + r), or with cols the columns [bounds[p], bounds[p+1]) of
+	// every batch element, each with its own gemmWork. The bounds depend
+	// on the number of parts, but every element's arithmetic does not
+	// (gemm.go), so the result is the same for any split. Each part packs
+	// the whole of the operand the split does not cut (B when cutting
+	// rows, A when cutting columns), so a single product with fewer rows
+	// than columns (a layer's forward over a batch) is cut by columns.
 	par     kernels.Parallel
+	cols    bool
 	bounds  []int
 	works   []*gemmWork[T]
 	body    func(part int) // mp.part, made once
@@ -88,9 +137,14 @@ type matmulPlan[T float] struct {
 	after   func(part, lo, hi int)
 }
 
-// newMatmulPlan plans matmul(a, b) for a of shape as and b of shape bs,
-// split across par's workers when the product is large enough.
-func newMatmulPlan[T float](as, bs ir.Shape, par kernels.Parallel) *matmulPlan[T] {
+// newMatmulPlan plans matmul(a, b) {attrs} for a of shape as and b of
+// shape bs, split across par's workers when the product is large enough.
+func newMatmulPlan[T float](as, bs ir.Shape, attrs ir.Attrs, par kernels.Parallel) (*matmulPlan[T], error) {
+	as, bs, err := ir.MatmulOperands(as, bs, attrs)
+	if err != nil {
+		return nil, err
+	}
+	tA, tB := ir.MatmulTransposes(attrs)
 	a2, b2 := as, bs
 	if len(as) == 1 {
 		a2 = ir.Shape{1, as[0]}
@@ -108,10 +162,29 @@ func newMatmulPlan[T float](as, bs ir.Shape, par kernels.Parallel) *matmulPlan[T
 		aOff[i] *= m * k
 		bOff[i] *= k * nn
 	}
-	mp := &matmulPlan[T]{m: m, n: nn, k: k, aOff: aOff, bOff: bOff}
+	mp := &matmulPlan[T]{m: m, n: nn, k: k, tA: tA, tB: tB, lda: k, ldb: nn, aOff: aOff, bOff: bOff}
+	if tA {
+		mp.lda = m
+	}
+	if tB {
+		mp.ldb = k
+	}
 	rows := len(aOff) * m
 	if w := kernels.Workers(par); gemmAsm && w > 1 && k > 0 && nn > 0 && rows*nn*k >= matmulSplitMACs {
-		_, mr, _ := gemmMicro[T]()
+		_, mr, nr := gemmMicro[T]()
+		if parts := min(w, (nn+nr-1)/nr); len(aOff) == 1 && m < nn && parts > 1 {
+			mp.par, mp.cols = par, true
+			mp.bounds = make([]int, parts+1)
+			for p := range parts {
+				mp.bounds[p] = min(nn, roundUp(p*nn/parts, nr))
+			}
+			mp.bounds[parts] = nn
+			for p := range parts {
+				mp.works = append(mp.works, newGemmWork[T](m, mp.bounds[p+1]-mp.bounds[p], k))
+			}
+			mp.body = mp.part
+			return mp, nil
+		}
 		parts := min(w, (rows+mr-1)/mr)
 		if parts > 1 {
 			mp.par = par
@@ -124,11 +197,11 @@ func newMatmulPlan[T float](as, bs ir.Shape, par kernels.Parallel) *matmulPlan[T
 				mp.works = append(mp.works, newGemmWork[T](min(m, mp.bounds[p+1]-mp.bounds[p]), nn, k))
 			}
 			mp.body = mp.part
-			return mp
+			return mp, nil
 		}
 	}
 	mp.gemm = gemmOf[T](m, nn, k)
-	return mp
+	return mp, nil
 }
 
 // parts returns how many parts each call runs: 1 unless split.
@@ -159,7 +232,7 @@ func (mp *matmulPlan[T]) run(c, a, b []T, after func(part, lo, hi int)) {
 	}
 	for i, ao := range mp.aOff {
 		bo := mp.bOff[i]
-		mp.gemm(m, nn, k, a[ao:ao+mk], k, b[bo:bo+kn], nn, c[i*mn:(i+1)*mn], nn)
+		mp.gemm(mp.tA, mp.tB, m, nn, k, a[ao:ao+mk], mp.lda, b[bo:bo+kn], mp.ldb, c[i*mn:(i+1)*mn], nn)
 		if after != nil {
 			after(0, i*mn, (i+1)*mn)
 		}
@@ -167,16 +240,33 @@ func (mp *matmulPlan[T]) run(c, a, b []T, after func(part, lo, hi int)) {
 }
 
 // part computes part p of a split product: its rows, batch element by
-// batch element.
+// batch element, or its columns of every batch element.
 func (mp *matmulPlan[T]) part(p int) {
 	m, nn, k := mp.m, mp.n, mp.k
 	mk, kn, mn := m*k, k*nn, m*nn
 	w := mp.works[p]
+	if mp.cols {
+		j0, j1 := mp.bounds[p], mp.bounds[p+1]
+		bj := j0 // the first column of op(b) in b
+		if mp.tB {
+			bj = j0 * mp.ldb
+		}
+		for i, ao := range mp.aOff {
+			bo, co := mp.bOff[i]+bj, i*mn+j0
+			w.gemm(mp.tA, mp.tB, m, j1-j0, k, mp.a[ao:ao+mk], mp.lda, mp.b[bo:mp.bOff[i]+kn], mp.ldb, 0, mp.c[co:(i+1)*mn], nn)
+			if mp.after != nil {
+				for r := range m {
+					mp.after(p, co+r*nn, co+r*nn+j1-j0)
+				}
+			}
+		}
+		return
+	}
 	for lo, hi := mp.bounds[p], mp.bounds[p+1]; lo < hi; {
 		i, r0 := lo/m, lo%m
 		r1 := min(m, r0+hi-lo)
 		ao, bo := mp.aOff[i], mp.bOff[i]
-		w.gemmRange(r0, r1, false, false, m, nn, k, mp.a[ao:ao+mk], k, mp.b[bo:bo+kn], nn, 0, mp.c[i*mn:(i+1)*mn], nn)
+		w.gemmRange(r0, r1, mp.tA, mp.tB, m, nn, k, mp.a[ao:ao+mk], mp.lda, mp.b[bo:bo+kn], mp.ldb, 0, mp.c[i*mn:(i+1)*mn], nn)
 		if mp.after != nil {
 			mp.after(p, i*mn+r0*nn, i*mn+r1*nn)
 		}

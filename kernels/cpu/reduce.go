@@ -45,6 +45,9 @@ func buildReduce[T number](n *kernels.Node) (kernels.Func, error) {
 	}
 	w := newWalk(xs, dst, nil)
 	div := T(count)
+	if f := splitReduce[T](n, xs, dst, w, mean, div); f != nil {
+		return f, nil
+	}
 	return func(out kernels.Tensor, args []kernels.Tensor) error {
 		o, x := kernels.View[T](out), kernels.View[T](args[0])
 		clear(o)
@@ -57,6 +60,59 @@ func buildReduce[T number](n *kernels.Node) (kernels.Func, error) {
 		}
 		return nil
 	}, nil
+}
+
+// reduceSplitElems is the size (input elements) from which a sum or mean
+// that keeps its innermost axis (a bias gradient: the sum over the batch)
+// splits across the executor's workers; reduceSplitCols is the fewest
+// columns of that axis a part takes, a multiple of 16 so that parts write
+// separate cache lines.
+var (
+	reduceSplitElems = 1 << 15 // variables for the tests
+	reduceSplitCols  = 64
+)
+
+// splitReduce returns the Func of buildReduce split across n.Par's
+// workers, or nil when the reduction stays on one: it must keep the
+// innermost axis (w.ia == 1, so each walk row adds into a row of outputs)
+// and be large enough. Part p adds the columns [bounds[p], bounds[p+1]) of
+// every row, in the walk's order, with a walk of its own: each output
+// element is the sum of the same inputs in the same order as unsplit, so
+// the bits do not depend on the number of parts.
+func splitReduce[T number](n *kernels.Node, xs ir.Shape, dst []int, w *walk, mean bool, div T) kernels.Func {
+	workers := kernels.Workers(n.Par)
+	if w.ia != 1 || workers < 2 || xs.NumElements() < reduceSplitElems {
+		return nil
+	}
+	parts := min(workers, w.inner/reduceSplitCols)
+	if parts < 2 {
+		return nil
+	}
+	bounds := make([]int, parts+1)
+	walks := make([]*walk, parts)
+	for p := range parts {
+		bounds[p] = min(w.inner, roundUp(p*w.inner/parts, 16))
+		walks[p] = newWalk(xs, dst, nil)
+	}
+	bounds[parts] = w.inner
+	var o, x []T
+	body := func(p int) {
+		lo, hi := bounds[p], bounds[p+1]
+		walks[p].each(func(xo, oo, _ int) {
+			reduceAddRow(o, x[xo+lo:xo+hi], oo+lo, 1)
+		})
+	}
+	par := n.Par
+	return func(out kernels.Tensor, args []kernels.Tensor) error {
+		o, x = kernels.View[T](out), kernels.View[T](args[0])
+		clear(o)
+		par.Run(parts, body)
+		if mean {
+			reduceDivide(o, div)
+		}
+		o, x = nil, nil
+		return nil
+	}
 }
 
 // reduceAddRow adds the elements of row, in order, into o: all into o[oo]

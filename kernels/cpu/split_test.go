@@ -174,3 +174,150 @@ func TestTransposeSplitBitwise(t *testing.T) {
 		}
 	}
 }
+
+// TestMatmulTransposedBitwise checks that matmul and fused_matmul reading
+// an operand transposed (transpose_a, transpose_b) give the bits of the
+// same product of the transpose kernel's result, as the simplify pass
+// assumes when it folds a transpose into the product: unsplit and split
+// across 3 parts, for 2-D, batched and broadcast batch operands, edge tiles
+// and k deeper than a slice. (TestGonumGemmTransposedBitwise checks the
+// gonum fallback on its own.)
+func TestMatmulTransposedBitwise(t *testing.T) {
+	defer func(v int) { matmulSplitMACs = v }(matmulSplitMACs)
+	matmulSplitMACs = 1
+	shapes := []struct{ a, b, extra []int }{ // op(a) and op(b), as the product reads them
+		{[]int{13, 7}, []int{7, 21}, []int{21}},
+		{[]int{130, 300}, []int{300, 40}, []int{40}},
+		{[]int{2, 9, 5}, []int{5, 17}, []int{9, 17}},
+		{[]int{2, 1, 6, 4}, []int{3, 4, 10}, []int{10}},
+	}
+	swap := func(s []int) []int {
+		s = append([]int(nil), s...)
+		s[len(s)-2], s[len(s)-1] = s[len(s)-1], s[len(s)-2]
+		return s
+	}
+	perm := func(rank int) ir.Attrs {
+		p := make([]int, rank)
+		for i := range p {
+			p[i] = i
+		}
+		p[rank-2], p[rank-1] = rank-1, rank-2
+		return ir.MakeAttrs("perm", ir.Ints(p...))
+	}
+	relu := fuseewProgram("t0 = add i0, i1", "t1 = relu t0")
+	for _, dt := range []ir.DType{ir.F32, ir.F64} {
+		r := newRand(11)
+		for _, sh := range shapes {
+			// a and b as stored for each flag, and their transposes.
+			a := fuseewRandom(r, ir.TensorOf(dt, swap(sh.a)...))
+			b := fuseewRandom(r, ir.TensorOf(dt, swap(sh.b)...))
+			e := fuseewRandom(r, ir.TensorOf(dt, sh.extra...))
+			at := buildWith(t, nil, ir.OpTranspose, perm(len(sh.a)), a)
+			bt := buildWith(t, nil, ir.OpTranspose, perm(len(sh.b)), b)
+			for _, flags := range [][2]bool{{true, false}, {false, true}, {true, true}} {
+				x, xs := at, a // op(a) materialized, and a as the product reads it
+				if !flags[0] {
+					xs = at
+				}
+				y, ys := bt, b
+				if !flags[1] {
+					ys = bt
+				}
+				var attrs ir.Attrs
+				if flags[0] {
+					attrs = attrs.With("transpose_a", ir.BoolAttr(true))
+				}
+				if flags[1] {
+					attrs = attrs.With("transpose_b", ir.BoolAttr(true))
+				}
+				want := buildWith(t, nil, ir.OpMatmul, nil, x, y)
+				wantF := buildWith(t, nil, ir.OpFusedMatmul, relu, x, y, e)
+				fused := relu
+				for _, kv := range attrs {
+					fused = fused.With(kv.Key, kv.Value)
+				}
+				for _, par := range []kernels.Parallel{nil, goPool(3)} {
+					name := fmt.Sprintf("%s %v@%v %v split %v", dt, sh.a, sh.b, flags, par != nil)
+					if got := buildWith(t, par, ir.OpMatmul, attrs, xs, ys); !bytes.Equal(got.Data, want.Data) {
+						t.Errorf("matmul %s: differs from the product of the transposes", name)
+					}
+					if got := buildWith(t, par, ir.OpFusedMatmul, fused, xs, ys, e); !bytes.Equal(got.Data, wantF.Data) {
+						t.Errorf("fused_matmul %s: differs from the product of the transposes", name)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestReduceSplitBitwise checks that sum and mean split across 2, 3 and 8
+// parts (by columns of the kept innermost axis) give the bits of the
+// unsplit kernel: leading, middle and several axes reduced, keepdims,
+// column counts that are and are not multiples of a part's rounding, and
+// reductions of the innermost axis, which stay on one worker.
+func TestReduceSplitBitwise(t *testing.T) {
+	defer func(e, c int) { reduceSplitElems, reduceSplitCols = e, c }(reduceSplitElems, reduceSplitCols)
+	reduceSplitElems, reduceSplitCols = 1, 16
+	cases := []struct {
+		shape []int
+		attrs ir.Attrs
+	}{
+		{[]int{37, 100}, ir.MakeAttrs("axes", ir.Ints(0))},
+		{[]int{3, 5, 70}, ir.MakeAttrs("axes", ir.Ints(1))},
+		{[]int{4, 3, 50}, ir.MakeAttrs("axes", ir.Ints(0, 1), "keepdims", ir.BoolAttr(true))},
+		{[]int{6, 130}, ir.MakeAttrs("axes", ir.Ints(0), "keepdims", ir.BoolAttr(true))},
+		{[]int{9, 40}, ir.MakeAttrs("axes", ir.Ints(1))},
+		{[]int{128, 512}, ir.MakeAttrs("axes", ir.Ints(0))},
+	}
+	for _, dt := range []ir.DType{ir.F32, ir.F64} {
+		r := newRand(13)
+		for _, c := range cases {
+			x := fuseewRandom(r, ir.TensorOf(dt, c.shape...))
+			for _, op := range []ir.Op{ir.OpSum, ir.OpMean} {
+				want := buildWith(t, nil, op, c.attrs, x)
+				for _, w := range []int{2, 3, 8} {
+					if got := buildWith(t, goPool(w), op, c.attrs, x); !bytes.Equal(got.Data, want.Data) {
+						t.Errorf("%s %s %v %v on %d parts: differs from the unsplit result", op, dt, c.shape, c.attrs, w)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestGonumGemmTransposedBitwise checks the gonum fallback's gemm with
+// transposed operands (copied transposed, then multiplied untransposed)
+// against gonum's product of the transposes made beforehand: the same bits.
+func TestGonumGemmTransposedBitwise(t *testing.T) {
+	testGonumGemmTransposed[float32](t)
+	testGonumGemmTransposed[float64](t)
+}
+
+func testGonumGemmTransposed[T float](t *testing.T) {
+	r := newRand(17)
+	const m, n, k = 67, 70, 130
+	a := randVals[T](r, m*k, false) // op(a): m×k
+	b := randVals[T](r, k*n, false) // op(b): k×n
+	at := transposeInto(nil, a, k, m, k)
+	bt := transposeInto(nil, b, n, k, n)
+	want := make([]T, m*n)
+	gonumGemmOf[T]()(false, false, m, n, k, a, k, b, n, want, n)
+	g := gonumGemmOf[T]()
+	for _, flags := range [][2]bool{{true, false}, {false, true}, {true, true}} {
+		x, lda := a, k
+		if flags[0] {
+			x, lda = at, m
+		}
+		y, ldb := b, n
+		if flags[1] {
+			y, ldb = bt, k
+		}
+		got := make([]T, m*n)
+		g(flags[0], flags[1], m, n, k, x, lda, y, ldb, got, n)
+		for i := range got {
+			if math.Float64bits(float64(got[i])) != math.Float64bits(float64(want[i])) {
+				t.Fatalf("%T %v: element %d = %v, want %v", got[0], flags, i, got[i], want[i])
+			}
+		}
+	}
+}
