@@ -5,28 +5,19 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/kilnml/kiln/exec/cpu"
 	"github.com/kilnml/kiln/exec/gpu"
+	"github.com/kilnml/kiln/internal/gputest"
 	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/kernels"
 	"github.com/kilnml/kiln/planner"
 )
 
-// needGPU skips t when no GPU adapter exists, except in CI (CI set), where
-// the software adapter must be there and its absence fails the test.
-func needGPU(t testing.TB) {
-	t.Helper()
-	if _, err := gpu.Available(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI has no GPU adapter (install mesa-vulkan-drivers): %v", err)
-		}
-		t.Skipf("skipped: no GPU adapter on this machine (%v); CI runs this on Mesa's software adapter", err)
-	}
-}
+// needGPU is gputest.Need: skip without an adapter, except in CI.
+var needGPU = gputest.Need
 
 // randomTensor fills a tensor of type ty with values in [-3, 3) (floats),
 // 0 or 1 (bool), or labels in [0, labels) (integers, labels > 0).
