@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -143,4 +145,22 @@ output %%loss, %%logits
 	r := runKiln(t, "run", plan, "-device", "gpu", "-steps", "1")
 	r.want(t, 1)
 	containsAll(t, "stderr", oneLine(t, r.stderr), plan, "straddles", "binding boundary", "compile it with kiln compile -device gpu")
+}
+
+// TestBenchPeakGFLOPS: kiln bench -device gpu -peak-gflops X prints the
+// matmul rate as a fraction of X, the fraction the printed rate gives.
+func TestBenchPeakGFLOPS(t *testing.T) {
+	gputest.Need(t)
+	r := runKiln(t, "bench", "-device", "gpu", "-matmul", "64", "-peak-gflops", "1000", "-steps", "1", "-warmup", "0", digitsMLP)
+	r.want(t, 0)
+	m := regexp.MustCompile(`(?m)^matmul +([0-9.]+) GFLOP/s`).FindStringSubmatch(r.stdout)
+	d := regexp.MustCompile(`(?m)^of device +([0-9.]+)% of the stated f32 peak \(1000 GFLOP/s\)$`).FindStringSubmatch(r.stdout)
+	if m == nil || d == nil {
+		t.Fatalf("no matmul or of device line:\n%s", r.stdout)
+	}
+	rate, _ := strconv.ParseFloat(m[1], 64)
+	frac, _ := strconv.ParseFloat(d[1], 64)
+	if math.Abs(frac-rate/10) > 0.051+rate/10*0.01 { // both printed rounded
+		t.Errorf("matmul %.2f GFLOP/s is %.1f%% of 1000, printed %.1f%%", rate, rate/10, frac)
+	}
 }

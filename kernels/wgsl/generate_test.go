@@ -193,6 +193,7 @@ output %y
 func TestGoldenShaders(t *testing.T) {
 	for _, g := range []struct{ name, src string }{
 		{"fused_matmul", "input %a: f32[31,20]\ninput %b: f32[20,67]\ninput %c: f32[67]\n%y: f32[31,67] = fused_matmul %a, %b, %c {program=[\"t0 = add i0, i1\", \"t1 = relu t0\"]}\noutput %y"},
+		{"matmul_large", "input %a: f32[600,33]\ninput %b: f32[33,700]\n%y = matmul %a, %b\noutput %y"},
 		{"matmul_batched", "input %a: f32[2,3,17,9]\ninput %b: f32[3,9,5]\n%y = matmul %a, %b\noutput %y"},
 		{"sum_workgroup", "input %a: f32[300,7]\n%y = sum %a {axes=[0]}\noutput %y"},
 		{"softmax", "input %a: f32[6,300]\n%y = softmax %a\noutput %y"},
