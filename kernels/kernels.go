@@ -4,7 +4,9 @@
 package kernels
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"unsafe"
 
 	"github.com/kilnml/kiln/ir"
@@ -159,6 +161,21 @@ func (r *Table[B]) Register(op ir.Op, dt ir.DType, b B) {
 func (r *Table[B]) Has(op ir.Op, dt ir.DType) bool {
 	_, ok := r.builders[Key{op, dt}]
 	return ok
+}
+
+// Keys returns every registered (op, dtype), sorted by op, then dtype.
+func (r *Table[B]) Keys() []Key {
+	keys := make([]Key, 0, len(r.builders))
+	for k := range r.builders {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b Key) int {
+		if a.Op != b.Op {
+			return cmp.Compare(a.Op, b.Op)
+		}
+		return cmp.Compare(a.DType, b.DType)
+	})
+	return keys
 }
 
 // Lookup returns the builder for op producing dt, or an error naming the

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/kilnml/kiln"
 	"github.com/kilnml/kiln/checkpoint"
+	"github.com/kilnml/kiln/exec/gpu"
 	"github.com/kilnml/kiln/kernels"
 	"github.com/kilnml/kiln/planner"
 )
@@ -23,8 +25,12 @@ func runCompile(args []string, stdout io.Writer) error {
 	seed := fs.Uint64("seed", 1, "seed of the param initialization, recorded in the plan file as kiln run's default")
 	of := addOptimizerFlags(fs, "adam")
 	cf := addCheckpointFlags(fs)
+	device := fs.String("device", "cpu", "the device the plan is for: cpu or gpu (gpu places the arena in chunks of the GPU's storage binding size, so that kiln run -device gpu can bind it)")
 	pos, err := parseFlags(fs, args, stdout)
 	if err != nil {
+		return err
+	}
+	if err := checkDevice(*device); err != nil {
 		return err
 	}
 	path, err := oneFile(pos, "MODEL.kir")
@@ -52,6 +58,7 @@ func runCompile(args []string, stdout io.Writer) error {
 		}
 	}
 	opts.Workers = 1 // compile runs no step
+	opts.Device = *device
 	t, err := kiln.NewTrainer(g, *opt, *seed, opts)
 	if err != nil {
 		return err
@@ -61,7 +68,7 @@ func runCompile(args []string, stdout io.Writer) error {
 		Plans: map[string]*planner.Plan{"train": t.Plan, "eval": t.EvalPlan},
 		Meta: map[string]string{
 			"source": path, "optimizer": opt.Kind, "lr": strconv.FormatFloat(opt.LR, 'g', -1, 64),
-			"seed": strconv.FormatUint(*seed, 10), "O0": strconv.FormatBool(*o0),
+			"seed": strconv.FormatUint(*seed, 10), "O0": strconv.FormatBool(*o0), "device": *device,
 		},
 	}
 	cf.meta(f.Meta, opts)
@@ -81,8 +88,12 @@ func runCompile(args []string, stdout io.Writer) error {
 	if report != nil && cf.active() {
 		fmt.Fprint(stdout, report)
 	}
-	fmt.Fprintf(stdout, "wrote %s: training step of %s (%d steps, arena %d bytes) and its evaluation graph (%d steps, arena %d bytes)\n",
-		*out, g.Name, len(t.Plan.Steps), t.Plan.ArenaBytes, len(t.EvalPlan.Steps), t.EvalPlan.ArenaBytes)
+	chunks := ""
+	if c := t.Plan.ChunkBytes; c > 0 {
+		chunks = fmt.Sprintf(", placed for the GPU in chunks of %d bytes", c)
+	}
+	fmt.Fprintf(stdout, "wrote %s: training step of %s (%d steps, arena %d bytes) and its evaluation graph (%d steps, arena %d bytes)%s\n",
+		*out, g.Name, len(t.Plan.Steps), t.Plan.ArenaBytes, len(t.EvalPlan.Steps), t.EvalPlan.ArenaBytes, chunks)
 	return nil
 }
 
@@ -129,6 +140,9 @@ func runRun(args []string, stdout io.Writer) error {
 		}
 	}
 	t, err := kiln.NewTrainerFromPlans(train, eval, kiln.ExecOptions{Device: *device, Seed: lf.seed, CheckNaN: dbg.NaN, Workers: *workers})
+	if nc := (*gpu.NotChunkedError)(nil); errors.As(err, &nc) {
+		return fmt.Errorf("%s: %s; compile it with kiln compile -device gpu", path, nc.Problem)
+	}
 	if err != nil {
 		return fmt.Errorf("%s: %v", path, err)
 	}

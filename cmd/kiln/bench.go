@@ -44,6 +44,7 @@ func runBench(args []string, stdout io.Writer) error {
 	workers := addWorkersFlag(fs)
 	device := addDeviceFlag(fs)
 	matmulN := fs.Int("matmul", 0, "with -device gpu: the size N of the N×N×N f32 matmul timed on the device for its GFLOP/s (default 4096 on a hardware GPU, 256 on a software adapter)")
+	peakGFLOPS := fs.Float64("peak-gflops", 0, "with -device gpu: the device's stated f32 peak in GFLOP/s (e.g. 66900 for an H200 SXM); the matmul rate is also printed as a fraction of it")
 	tracePath := fs.String("trace", "", "after the timed steps, run one more and write its timeline to `FILE.json` (Chrome trace events: one row per worker; open in Perfetto or chrome://tracing)")
 	pos, err := parseFlags(fs, args, stdout)
 	if err != nil {
@@ -64,6 +65,10 @@ func runBench(args []string, stdout io.Writer) error {
 		return usagef("-batch must be at least 1, found %d", *batch)
 	case *matmulN < 0:
 		return usagef("-matmul must be at least 1, found %d", *matmulN)
+	case *peakGFLOPS < 0:
+		return usagef("-peak-gflops must be positive, found %g", *peakGFLOPS)
+	case *peakGFLOPS > 0 && *device != "gpu":
+		return usagef("-peak-gflops states a GPU's peak; it needs -device gpu")
 	}
 	if err := checkDevice(*device); err != nil {
 		return err
@@ -143,6 +148,7 @@ func runBench(args []string, stdout io.Writer) error {
 		if r.Peak, r.MatmulN, err = gpu.MatmulGFLOPS(*matmulN, 5); err != nil {
 			return fail(path, "timing the %d³ matmul: %v", *matmulN, err)
 		}
+		r.DevicePeak = *peakGFLOPS
 	}
 	_, err = io.WriteString(stdout, r.Format())
 	return err
@@ -321,6 +327,7 @@ type benchResult struct {
 	Peak                 float64         // GFLOP/s measured on Workers goroutines, or of the GPU's matmul
 	Device               string          // the GPU, or "" on the CPU
 	MatmulN              int             // the GPU matmul's size
+	DevicePeak           float64         // the GPU's stated f32 peak in GFLOP/s (-peak-gflops), or 0
 }
 
 // median returns the median of the timed steps (the mean of the middle two
@@ -369,6 +376,9 @@ func (r *benchResult) Format() string {
 	line("GFLOP/s", "%.2f", rate)
 	if r.Device != "" {
 		line("matmul", "%.2f GFLOP/s (f32 %d×%d×%d on the device, best of 5)", r.Peak, r.MatmulN, r.MatmulN, r.MatmulN)
+		if r.DevicePeak > 0 {
+			line("of device", "%.1f%% of the stated f32 peak (%.0f GFLOP/s)", 100*r.Peak/r.DevicePeak, r.DevicePeak)
+		}
 	} else {
 		line("peak", "%.2f GFLOP/s (%d workers, f32 gemm micro-kernel)", r.Peak, r.Workers)
 	}

@@ -147,7 +147,7 @@ func (x *Executor) allocate() error {
 	x.chunk = limit
 	if p.ChunkBytes > 0 {
 		if p.ChunkBytes > limit {
-			return fmt.Errorf("plan %s is placed in chunks of %d bytes, but the GPU %s binds at most %d bytes at once; compile it for this device", p.Graph.Name, p.ChunkBytes, x.d.name, limit)
+			return &NotChunkedError{fmt.Sprintf("plan %s is placed in chunks of %d bytes, but the GPU %s binds at most %d bytes at once", p.Graph.Name, p.ChunkBytes, x.d.name, limit)}
 		}
 		x.chunk = p.ChunkBytes
 	}
@@ -156,7 +156,7 @@ func (x *Executor) allocate() error {
 			return fmt.Errorf("plan %s: value %%%s (%s, %d bytes) is larger than the GPU %s binds at once (%d bytes)", p.Graph.Name, b.Name, b.Type, b.Size, x.d.name, x.chunk)
 		}
 		if c := b.Offset / x.chunk; b.Size > 0 && (b.Offset+round4(b.Size)-1)/x.chunk != c {
-			return fmt.Errorf("plan %s: value %%%s at arena offset %d straddles the GPU's %d-byte binding boundary; compile the plan for the GPU (kiln.Options.Device \"gpu\", or planner.Options.ChunkBytes) so that the arena (%d bytes) is placed in chunks", p.Graph.Name, b.Name, b.Offset, x.chunk, p.ArenaBytes)
+			return &NotChunkedError{fmt.Sprintf("plan %s: value %%%s at arena offset %d straddles the GPU's %d-byte binding boundary (the arena of %d bytes is not placed in chunks)", p.Graph.Name, b.Name, b.Offset, x.chunk, p.ArenaBytes)}
 		}
 	}
 	n := max((p.ArenaBytes+x.chunk-1)/x.chunk, 1)

@@ -10,48 +10,6 @@ import (
 	"github.com/kilnml/kiln/kernels"
 )
 
-// runCases runs each kernel case on the CPU and the GPU and compares every
-// output (rtol 1e-4, the case's atol or atolEw).
-func runCases(t *testing.T, cases []kernelCase) {
-	t.Helper()
-	for _, tc := range cases {
-		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
-			p := plan(t, "graph k\n"+tc.src)
-			want, got := runBoth(t, p, 1, tc.labels)
-			atol := tc.atol
-			if atol == 0 {
-				atol = atolEw
-			}
-			for name := range want {
-				compare(t, name, got[name], want[name], rtol, atol)
-			}
-		})
-	}
-}
-
-// TestMoveKernelsMatchCPU checks the movement family on odd shapes, for
-// f32 and for the integer and bool element types moved as raw words and
-// bytes. Moves and the indexed sums are exact (the sums add in the CPU's
-// order), so the bound is the default one.
-func TestMoveKernelsMatchCPU(t *testing.T) {
-	needGPU(t)
-	runCases(t, []kernelCase{
-		{name: "squeeze unsqueeze", src: "input %a: f32[3,1,7]\ninput %b: bool[5,1]\n%y = squeeze %a\n%z = unsqueeze %a {axes=[0,3]}\n%w = squeeze %b {axes=[1]}\noutput %y, %z, %w"},
-		{name: "flip", src: "input %a: f32[3,5,7]\ninput %b: i64[9,3]\ninput %c: bool[3,7]\n%y = flip %a {axes=[0,2]}\n%z = flip %b {axes=[0]}\n%w = flip %c {axes=[1]}\noutput %y, %z, %w", labels: 100},
-		{name: "slice", src: "input %a: f32[4,37]\ninput %b: bool[3,11]\ninput %c: i32[17]\n%y = slice %a {axis=1, start=3, end=-2, step=4}\n%z = slice %b {axis=1, start=1, step=3}\n%w = slice %c {start=-5}\noutput %y, %z, %w", labels: 50},
-		{name: "pad", src: "input %a: f32[3,5,7]\ninput %b: bool[5,3]\ninput %c: i64[6]\n%y = pad %a {pads=[2,-1,1,3], value=1.5}\n%z = pad %b {pads=[1,2,0,1], value=1.0}\n%w = pad %c {pads=[3,-2], value=-7.0}\noutput %y, %z, %w", labels: 9},
-		{name: "concat", src: "input %a: f32[3,5]\ninput %b: f32[3,2]\ninput %c: f32[3,9]\n%y = concat %a, %b, %c, %a, %b, %c, %a, %b, %c {axis=1}\n%z = concat %a, %a {axis=0}\noutput %y, %z"},
-		{name: "concat bool i64", src: "input %a: bool[3,5]\ninput %b: bool[3,2]\ninput %c: i64[2,3]\n%y = concat %a, %b, %a, %b, %a, %b, %a, %b, %a {axis=1}\n%z = concat %c, %c, %c {axis=0}\noutput %y, %z", labels: 1000},
-		{name: "stack", src: "input %a: f32[3,5]\ninput %b: f32[3,5]\ninput %c: bool[7]\n%y = stack %a, %b, %a {axis=1}\n%z = stack %a, %b\n%w = stack %c, %c, %c {axis=1}\noutput %y, %z, %w"},
-		{name: "gather", src: "input %a: f32[5,7,3]\ninput %i: i64[4,6,3]\ninput %j: i32[5,7,2]\n%y = gather %a, %i {axis=0}\n%z = gather %a, %j {axis=2}\noutput %y, %z", labels: 3},
-		{name: "index_select embedding", src: "input %a: f32[5,9,3]\ninput %i: i64[13]\ninput %t: f32[9,33]\ninput %e: i32[4,7]\n%y = index_select %a, %i {axis=1}\n%z = embedding %t, %e\noutput %y, %z", labels: 9},
-		{name: "index_select bool", src: "input %a: bool[9,7]\ninput %i: i32[11]\n%y = index_select %a, %i {axis=0}\noutput %y", labels: 9},
-		{name: "scatter_add", src: "input %a: f32[5,7,3]\ninput %i: i64[4,6,3]\ninput %s: f32[4,6,5]\ninput %j: i32[4,3,2]\n%y = scatter_add %a, %i, %s {axis=0}\n%z = scatter_add %a, %j, %s {axis=1}\noutput %y, %z", labels: 3},
-		{name: "index_add", src: "input %a: f32[5,9,3]\ninput %i: i64[300]\ninput %s: f32[5,300,3]\ninput %t: f32[9,33]\ninput %j: i32[7]\ninput %u: f32[7,33]\n%y = index_add %a, %i, %s {axis=1}\n%z = index_add %t, %j, %u {axis=0}\noutput %y, %z", labels: 9},
-		{name: "index_add i32", src: "input %a: i32[9,3]\ninput %i: i32[40]\ninput %s: i32[40,3]\ninput %j: i64[40,3]\n%y = index_add %a, %i, %s {axis=0}\n%z = scatter_add %a, %j, %s {axis=0}\noutput %y, %z", labels: 9},
-	})
-}
-
 // TestIndexedSumsBitwise checks that scatter_add and index_add, which sum
 // in gather form, give the CPU's bits (the same additions in the same
 // order) and the same bits on two GPU runs.

@@ -452,6 +452,5 @@ func init() {
 		}
 		register(op, dt, buildElementwise)
 	}
-	register(ir.OpFusedElementwise, ir.F32, buildFusedElementwise)
-	register(ir.OpFusedElementwise, ir.Bool, buildFusedElementwise)
+	register(ir.OpFusedElementwise, ir.F32, buildFusedElementwise) // the fuse pass roots a group at a float value
 }

@@ -42,19 +42,40 @@ func newMatmulShape(a, b ir.Shape) (matmulShape, error) {
 	return s, nil
 }
 
-// Matmul tiling: a workgroup of 16×16 threads computes a 64×64 tile of
-// the product, each thread a 4×4 block, stepping through k in slices of 16
-// staged in workgroup memory. Each product element is one fma chain over
-// k in increasing order, so the result does not depend on the tiling.
-const (
-	mmTile  = 64
-	mmKTile = 16
-	mmT     = 4
+// mmConfig is a matmul tiling: a workgroup of 16×16 threads computes a
+// tile×tile block of the product, each thread a t×t block (t/4 vec4
+// accumulators per row), stepping through k in slices of kt staged in
+// workgroup memory (transposed, so that a thread reads its t rows of A and
+// t columns of B as vec4s). Each product element is one fma chain over k
+// in increasing order, so the result does not depend on the tiling.
+type mmConfig struct {
+	tile, kt, t int
+}
+
+var (
+	// mmSmall: 64×64 tiles, 4×4 per thread, k slices of 16 (8 KiB of
+	// workgroup memory); enough workgroups for small products.
+	mmSmall = mmConfig{tile: 64, kt: 16, t: 4}
+	// mmLarge: 128×128 tiles, 8×8 per thread, k slices of 8 (8 KiB): four
+	// times the arithmetic per workgroup-memory read of mmSmall.
+	mmLarge = mmConfig{tile: 128, kt: 8, t: 8}
 )
+
+// mmLargeMin is the smallest M and N that take mmLarge: below, 128×128
+// tiles would leave a device's cores idle and waste work on padding.
+const mmLargeMin = 512
+
+// matmulConfig returns the tiling of a product.
+func matmulConfig(s matmulShape) mmConfig {
+	if s.m >= mmLargeMin && s.n >= mmLargeMin {
+		return mmLarge
+	}
+	return mmSmall
+}
 
 // matmulSource returns the shader of a (fused) matmul: bindings a, b, the
 // epilogue's extra inputs, out.
-func matmulSource(n *kernels.Node, s matmulShape, epilogue ir.EwProgram) (string, []Operand, error) {
+func matmulSource(n *kernels.Node, s matmulShape, epilogue ir.EwProgram, cfg mmConfig) (string, []Operand, error) {
 	var b strings.Builder
 	b.WriteString(Decl(0, "a", ir.F32))
 	b.WriteString(Decl(1, "b", ir.F32))
@@ -78,67 +99,82 @@ func matmulSource(n *kernels.Node, s matmulShape, epilogue ir.EwProgram) (string
 		b.WriteString(f)
 		store = "out[p] = epilogue(p, v);"
 	}
+	t, h := cfg.t, cfg.t/4
+	var acc, fmas, stores strings.Builder
+	for i := range t {
+		for j := range h {
+			fmt.Fprintf(&acc, "  var c%d_%d = vec4<f32>(0.0);\n", i, j)
+		}
+	}
+	for j := range h {
+		fmt.Fprintf(&fmas, "      let a%d = As[kk * TILE4 + ra4 + %du];\n      let b%d = Bs[kk * TILE4 + rb4 + %du];\n", j, j, j, j)
+	}
+	for i := range t {
+		for j := range h {
+			fmt.Fprintf(&fmas, "      c%d_%d = fma(vec4<f32>(a%d[%d]), b%d, c%d_%d);\n", i, j, i/4, i%4, j, i, j)
+		}
+	}
+	for i := range t {
+		fmt.Fprintf(&stores, "  if (m0 + ra + %du < M) {\n", i)
+		for j := range h {
+			fmt.Fprintf(&stores, "    store(m0 + ra + %du, n0 + rb + %du, c%d_%d);\n", i, 4*j, i, j)
+		}
+		stores.WriteString("  }\n")
+	}
 	fmt.Fprintf(&b, `const M = %du;
 const N = %du;
 const K = %du;
 const TILE = %du;
+const TILE4 = %du;
 const KT = %du;
-var<workgroup> As: array<f32, %d>;
-var<workgroup> Bs: array<f32, %d>;
+var<workgroup> As: array<vec4<f32>, %d>;
+var<workgroup> Bs: array<vec4<f32>, %d>;
+fn store(m: u32, n: u32, row: vec4<f32>) {
+  for (var j = 0u; j < 4u; j++) {
+    let nn = n + j;
+    if (nn >= N) { return; }
+    let p = bz_g * M * N + m * N + nn;
+    let v = row[j];
+    %s
+  }
+}
+var<private> bz_g: u32;
 @compute @workgroup_size(16, 16)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
   let bz = wid.z;
+  bz_g = bz;
   let aoff = %s;
   let boff = %s;
   let m0 = wid.y * TILE;
   let n0 = wid.x * TILE;
   let tid = lid.y * 16u + lid.x;
-  var c0 = vec4<f32>(0.0);
-  var c1 = vec4<f32>(0.0);
-  var c2 = vec4<f32>(0.0);
-  var c3 = vec4<f32>(0.0);
-  let ra = lid.y * 4u;
-  let rb = lid.x * 4u;
-  for (var k0 = 0u; k0 < K; k0 += KT) {
-    for (var l = 0u; l < 4u; l++) {
+  let ra = lid.y * %du;
+  let rb = lid.x * %du;
+  let ra4 = ra / 4u;
+  let rb4 = rb / 4u;
+%s  for (var k0 = 0u; k0 < K; k0 += KT) {
+    for (var l = 0u; l < %du; l++) {
       let e = tid + l * 256u;
       let r = e / KT;
       let kk = e %% KT;
       var av = 0.0;
       if (m0 + r < M && k0 + kk < K) { av = a[aoff + (m0 + r) * K + k0 + kk]; }
-      As[kk * TILE + r] = av;
+      As[kk * TILE4 + r / 4u][r %% 4u] = av;
       let kb = e / TILE;
       let c = e %% TILE;
       var bv = 0.0;
       if (k0 + kb < K && n0 + c < N) { bv = b[boff + (k0 + kb) * N + n0 + c]; }
-      Bs[kb * TILE + c] = bv;
+      Bs[kb * TILE4 + c / 4u][c %% 4u] = bv;
     }
     workgroupBarrier();
     for (var kk = 0u; kk < KT; kk++) {
-      let br = vec4<f32>(Bs[kk * TILE + rb], Bs[kk * TILE + rb + 1u], Bs[kk * TILE + rb + 2u], Bs[kk * TILE + rb + 3u]);
-      c0 = fma(vec4<f32>(As[kk * TILE + ra]), br, c0);
-      c1 = fma(vec4<f32>(As[kk * TILE + ra + 1u]), br, c1);
-      c2 = fma(vec4<f32>(As[kk * TILE + ra + 2u]), br, c2);
-      c3 = fma(vec4<f32>(As[kk * TILE + ra + 3u]), br, c3);
-    }
+%s    }
     workgroupBarrier();
   }
-  var rows = array<vec4<f32>, 4>(c0, c1, c2, c3);
-  for (var i = 0u; i < 4u; i++) {
-    let m = m0 + ra + i;
-    if (m >= M) { break; }
-    let row = rows[i];
-    for (var j = 0u; j < 4u; j++) {
-      let nn = n0 + rb + j;
-      if (nn >= N) { break; }
-      let p = bz * M * N + m * N + nn;
-      let v = row[j];
-      %s
-    }
-  }
-}
-`, s.m, s.n, s.k, mmTile, mmKTile, mmTile*mmKTile, mmTile*mmKTile,
-		offsetExpr("bz", s.batch, s.aBatch), offsetExpr("bz", s.batch, s.bBatch), store)
+%s}
+`, s.m, s.n, s.k, cfg.tile, cfg.tile/4, cfg.kt, cfg.tile*cfg.kt/4, cfg.tile*cfg.kt/4, store,
+		offsetExpr("bz", s.batch, s.aBatch), offsetExpr("bz", s.batch, s.bBatch), t, t,
+		acc.String(), cfg.tile*cfg.kt/256, fmas.String(), stores.String())
 	return b.String(), bind, nil
 }
 
@@ -165,14 +201,15 @@ func buildMatmul(n *kernels.Node) (*Kernel, error) {
 	if nb > MaxGroups {
 		return nil, fmt.Errorf("a batch of %d products: at most %d", nb, MaxGroups)
 	}
-	src, bind, err := matmulSource(n, s, epilogue)
+	cfg := matmulConfig(s)
+	src, bind, err := matmulSource(n, s, epilogue, cfg)
 	if err != nil {
 		return nil, err
 	}
 	if s.m == 0 || s.n == 0 || nb == 0 {
 		return &Kernel{}, nil
 	}
-	groups := [3]uint32{uint32((s.n + mmTile - 1) / mmTile), uint32((s.m + mmTile - 1) / mmTile), uint32(nb)}
+	groups := [3]uint32{uint32((s.n + cfg.tile - 1) / cfg.tile), uint32((s.m + cfg.tile - 1) / cfg.tile), uint32(nb)}
 	if groups[0] > MaxGroups || groups[1] > MaxGroups {
 		return nil, fmt.Errorf("a %d×%d product needs more than %d workgroups along a dimension", s.m, s.n, MaxGroups)
 	}

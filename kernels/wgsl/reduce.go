@@ -43,58 +43,109 @@ func newReduction(x ir.Shape, axes []int) reduction {
 const reduceSerialMax = 64
 
 // reduceSource returns the main function of a sum (mean when mean) of
-// value(p), a WGSL function of x's flat index p, into out. A reduction of
-// at most reduceSerialMax elements is one thread per output element adding
-// in index order; a longer one is a workgroup per output element, whose
-// threads add strided partial sums in index order that a tree in workgroup
-// memory then adds. Either way the order is fixed: results are
-// deterministic.
+// value(p), a WGSL function of x's flat index p, into out: folder's fold
+// with +. A reduction of at most reduceSerialMax elements is one thread per
+// output element adding in index order; a longer one is a workgroup per
+// output element, whose threads add strided partial sums in index order
+// that a tree in workgroup memory then adds. Either way the order is
+// fixed: results are deterministic.
 func reduceSource(r reduction, mean bool) (string, [3]uint32) {
-	var b strings.Builder
-	fmt.Fprintf(&b, "fn index(o: u32, r: u32) -> u32 { return %s; }\n", r.index)
+	f := newFolder(r)
+	body := f.fold("s", "f32", "0.0", "a + b", "value(q)")
 	finish := "s"
 	if mean {
 		finish = fmt.Sprintf("s / %s", F32(float64(r.count)))
 	}
-	if r.count <= reduceSerialMax {
-		groups, idx := Grid(r.out)
-		b.WriteString(header(WorkgroupSize))
-		fmt.Fprintf(&b, "  let o = %s;\n  if (o >= %du) { return; }\n  var s = 0.0;\n", idx, r.out)
-		fmt.Fprintf(&b, "  for (var r = 0u; r < %du; r++) { s = s + value(index(o, r)); }\n  out[o] = %s;\n}\n", r.count, finish)
-		return b.String(), groups
+	return f.kernel("", body, fmt.Sprintf("  out[o] = %s;\n", finish))
+}
+
+// folder writes the WGSL of folds over the slices of one reduction, for a
+// kernel with one thread (serial) or one workgroup (!serial) per output
+// element o; x's flat index of element r of slice o is index(o, r).
+type folder struct {
+	r      reduction
+	serial bool
+	n      int // folds written so far (names their workgroup arrays)
+	arrays strings.Builder
+}
+
+func newFolder(r reduction) *folder {
+	return &folder{r: r, serial: r.count <= reduceSerialMax}
+}
+
+// fold returns WGSL that leaves in name (of WGSL type typ, seen by every
+// thread) init combined with elem(q) over every element q of slice o, in
+// index order (serial) or in strided parts combined by a tree. combine is
+// a WGSL expression of a and b, elem one of q; both may use earlier folds'
+// names.
+func (f *folder) fold(name, typ, init, combine, elem string) string {
+	f.n++
+	fn := fmt.Sprintf("fold%d", f.n)
+	var b strings.Builder
+	fmt.Fprintf(&f.arrays, "fn %s(a: %s, b: %s) -> %s { return %s; }\n", fn, typ, typ, typ, combine)
+	if f.serial {
+		fmt.Fprintf(&b, "  var %[1]s_a: %[2]s = %[3]s;\n  for (var r = 0u; r < %[4]du; r++) { let q = index(o, r); %[1]s_a = %[5]s(%[1]s_a, %[6]s); }\n  let %[1]s = %[1]s_a;\n",
+			name, typ, init, f.r.count, fn, elem)
+		return b.String()
 	}
-	groups, idx := Groups2(r.out)
-	fmt.Fprintf(&b, "var<workgroup> part: array<f32, %d>;\n", WorkgroupSize)
-	b.WriteString(header(WorkgroupSize))
-	fmt.Fprintf(&b, "  let o = %s;\n  let t = lid.x;\n  var s = 0.0;\n", idx)
-	fmt.Fprintf(&b, "  if (o < %du) {\n    for (var r = t; r < %du; r += %du) { s = s + value(index(o, r)); }\n  }\n", r.out, r.count, WorkgroupSize)
-	b.WriteString(treeSum("s", "part"))
-	fmt.Fprintf(&b, "  if (t == 0u && o < %du) { let s = part[0]; out[o] = %s; }\n}\n", r.out, finish)
+	arr := fmt.Sprintf("wg%d", f.n)
+	fmt.Fprintf(&f.arrays, "var<workgroup> %s: array<%s, %d>;\n", arr, typ, WorkgroupSize)
+	fmt.Fprintf(&b, "  var %[1]s_a: %[2]s = %[3]s;\n  if (o < %[4]du) {\n    for (var r = t; r < %[5]du; r += %[6]du) { let q = index(o, r); %[1]s_a = %[7]s(%[1]s_a, %[8]s); }\n  }\n",
+		name, typ, init, f.r.out, f.r.count, WorkgroupSize, fn, elem)
+	b.WriteString(treeFold(name+"_a", arr, func(a, b string) string { return fmt.Sprintf("%s(%s, %s)", fn, a, b) }))
+	fmt.Fprintf(&b, "  let %s = %s[0];\n  workgroupBarrier();\n", name, arr)
+	return b.String()
+}
+
+// kernel returns the source and workgroup counts of a reduction kernel:
+// decls (bindings and helpers), then main running body (the folds) for
+// output o and finish (statements run once per output element, by thread 0
+// of the workgroup).
+func (f *folder) kernel(decls, body, finish string) (string, [3]uint32) {
+	var b strings.Builder
+	b.WriteString(decls)
+	fmt.Fprintf(&b, "fn index(o: u32, r: u32) -> u32 { return %s; }\n", f.r.index)
+	var groups [3]uint32
+	var idx string
+	if f.serial {
+		groups, idx = Grid(f.r.out)
+	} else {
+		groups, idx = Groups2(f.r.out)
+	}
+	var m strings.Builder
+	m.WriteString(header(WorkgroupSize))
+	if f.serial {
+		fmt.Fprintf(&m, "  let o = %s;\n  if (o >= %du) { return; }\n%s%s}\n", idx, f.r.out, body, finish)
+	} else {
+		fmt.Fprintf(&m, "  let o = %s;\n  let t = lid.x;\n%s  if (t == 0u && o < %du) {\n%s  }\n}\n", idx, body, f.r.out, finish)
+	}
+	b.WriteString(f.arrays.String())
+	b.WriteString(m.String())
 	return b.String(), groups
 }
 
-// treeSum returns WGSL that stores each thread's v into the workgroup array
-// arr and adds it pairwise down to arr[0] (WorkgroupSize threads, local id
-// t), with the barriers it needs. Every thread must run it.
-func treeSum(v, arr string) string {
+// treeFold returns WGSL that stores each thread's v into the workgroup
+// array arr and combines it pairwise down to arr[0] (WorkgroupSize threads,
+// local id t) with combine, with the barriers it needs. Every thread must
+// run it.
+func treeFold(v, arr string, combine func(a, b string) string) string {
 	return fmt.Sprintf(`  %[2]s[t] = %[1]s;
   workgroupBarrier();
   for (var w = %[3]du; w > 0u; w = w >> 1u) {
-    if (t < w) { %[2]s[t] = %[2]s[t] + %[2]s[t + w]; }
+    if (t < w) { %[2]s[t] = %[4]s; }
     workgroupBarrier();
   }
-`, v, arr, WorkgroupSize/2)
+`, v, arr, WorkgroupSize/2, combine(arr+"[t]", arr+"[t + w]"))
 }
 
-// treeMax is treeSum with max (NaN wins, as in the CPU's row maximum).
+// treeSum is treeFold with +.
+func treeSum(v, arr string) string {
+	return treeFold(v, arr, func(a, b string) string { return a + " + " + b })
+}
+
+// treeMax is treeFold with max (NaN wins, as in the CPU's row maximum).
 func treeMax(v, arr string) string {
-	return fmt.Sprintf(`  %[2]s[t] = %[1]s;
-  workgroupBarrier();
-  for (var w = %[3]du; w > 0u; w = w >> 1u) {
-    if (t < w) { %[2]s[t] = k_maxnan(%[2]s[t], %[2]s[t + w]); }
-    workgroupBarrier();
-  }
-`, v, arr, WorkgroupSize/2)
+	return treeFold(v, arr, func(a, b string) string { return "k_maxnan(" + a + ", " + b + ")" })
 }
 
 // buildReduce builds sum and mean of f32, and fused_reduce.

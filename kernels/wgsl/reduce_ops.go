@@ -14,78 +14,13 @@ import (
 // prod_exclusive and prod_exclusive_grad, and max_grad (the gradient of max
 // and min in gather form).
 //
-// They share sum's layout (newReduction): a slice of at most
-// reduceSerialMax elements is one thread folding it in index order (the
-// CPU's order, so prod gives the CPU's bits), a longer one a workgroup
+// They fold as sum does (newReduction, folder in reduce.go): a slice of at
+// most reduceSerialMax elements is one thread folding it in index order
+// (the CPU's order, so prod gives the CPU's bits), a longer one a workgroup
 // whose threads fold strided parts that a tree in workgroup memory then
 // combines, in a fixed order either way. prod_exclusive and
 // prod_exclusive_grad are one thread per slice (prefix and suffix passes,
 // as the CPU).
-
-// folder writes the WGSL of folds over the slices of one reduction, for a
-// kernel with one thread (serial) or one workgroup (!serial) per output
-// element o; x's flat index of element r of slice o is index(o, r).
-type folder struct {
-	r      reduction
-	serial bool
-	n      int // folds written so far (names their workgroup arrays)
-	arrays strings.Builder
-}
-
-func newFolder(r reduction) *folder {
-	return &folder{r: r, serial: r.count <= reduceSerialMax}
-}
-
-// fold returns WGSL that leaves in name (of WGSL type typ, seen by every
-// thread) init combined with elem(q) over every element q of slice o, in
-// index order (serial) or in strided parts combined by a tree. combine is
-// a WGSL expression of a and b, elem one of q; both may use earlier folds'
-// names.
-func (f *folder) fold(name, typ, init, combine, elem string) string {
-	f.n++
-	fn := fmt.Sprintf("fold%d", f.n)
-	var b strings.Builder
-	fmt.Fprintf(&f.arrays, "fn %s(a: %s, b: %s) -> %s { return %s; }\n", fn, typ, typ, typ, combine)
-	if f.serial {
-		fmt.Fprintf(&b, "  var %[1]s_a: %[2]s = %[3]s;\n  for (var r = 0u; r < %[4]du; r++) { let q = index(o, r); %[1]s_a = %[5]s(%[1]s_a, %[6]s); }\n  let %[1]s = %[1]s_a;\n",
-			name, typ, init, f.r.count, fn, elem)
-		return b.String()
-	}
-	arr := fmt.Sprintf("wg%d", f.n)
-	fmt.Fprintf(&f.arrays, "var<workgroup> %s: array<%s, %d>;\n", arr, typ, WorkgroupSize)
-	fmt.Fprintf(&b, "  var %[1]s_a: %[2]s = %[3]s;\n  if (o < %[4]du) {\n    for (var r = t; r < %[5]du; r += %[6]du) { let q = index(o, r); %[1]s_a = %[7]s(%[1]s_a, %[8]s); }\n  }\n",
-		name, typ, init, f.r.out, f.r.count, WorkgroupSize, fn, elem)
-	fmt.Fprintf(&b, "  %[1]s[t] = %[2]s_a;\n  workgroupBarrier();\n  for (var w = %[3]du; w > 0u; w = w >> 1u) {\n    if (t < w) { %[1]s[t] = %[4]s(%[1]s[t], %[1]s[t + w]); }\n    workgroupBarrier();\n  }\n  let %[2]s = %[1]s[0];\n  workgroupBarrier();\n",
-		arr, name, WorkgroupSize/2, fn)
-	return b.String()
-}
-
-// kernel returns the source and workgroup counts of a reduction kernel:
-// decls (bindings and helpers), then main running body (the folds) for
-// output o and finish (statements run once per output element, by thread 0
-// of the workgroup).
-func (f *folder) kernel(decls, body, finish string) (string, [3]uint32) {
-	var b strings.Builder
-	b.WriteString(decls)
-	fmt.Fprintf(&b, "fn index(o: u32, r: u32) -> u32 { return %s; }\n", f.r.index)
-	var groups [3]uint32
-	var idx string
-	if f.serial {
-		groups, idx = Grid(f.r.out)
-	} else {
-		groups, idx = Groups2(f.r.out)
-	}
-	var m strings.Builder
-	m.WriteString(header(WorkgroupSize))
-	if f.serial {
-		fmt.Fprintf(&m, "  let o = %s;\n  if (o >= %du) { return; }\n%s%s}\n", idx, f.r.out, body, finish)
-	} else {
-		fmt.Fprintf(&m, "  let o = %s;\n  let t = lid.x;\n%s  if (t == 0u && o < %du) {\n%s  }\n}\n", idx, body, f.r.out, finish)
-	}
-	b.WriteString(f.arrays.String())
-	b.WriteString(m.String())
-	return b.String(), groups
-}
 
 // reductionOf returns the reduction of n's argument arg over n's axes.
 func reductionOf(n *kernels.Node, arg int) (reduction, error) {
