@@ -15,6 +15,7 @@ type matmulShape struct {
 	m, k, n        int
 	batch          ir.Shape
 	aBatch, bBatch []int
+	ta, tb         bool // a is stored [K,M], b [N,K] (transpose_a, transpose_b)
 }
 
 func newMatmulShape(a, b ir.Shape) (matmulShape, error) {
@@ -99,6 +100,15 @@ func matmulSource(n *kernels.Node, s matmulShape, epilogue ir.EwProgram, cfg mmC
 		b.WriteString(f)
 		store = "out[p] = epilogue(p, v);"
 	}
+	// The element (m0+r, k0+kk) of A and (k0+kb, n0+c) of B, read from
+	// operands stored transposed where transpose_a and transpose_b say so.
+	aIndex, bIndex := "(m0 + r) * K + k0 + kk", "(k0 + kb) * N + n0 + c"
+	if s.ta {
+		aIndex = "(k0 + kk) * M + m0 + r"
+	}
+	if s.tb {
+		bIndex = "(n0 + c) * K + k0 + kb"
+	}
 	t, h := cfg.t, cfg.t/4
 	var acc, fmas, stores strings.Builder
 	for i := range t {
@@ -158,12 +168,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
       let r = e / KT;
       let kk = e %% KT;
       var av = 0.0;
-      if (m0 + r < M && k0 + kk < K) { av = a[aoff + (m0 + r) * K + k0 + kk]; }
+      if (m0 + r < M && k0 + kk < K) { av = a[aoff + %s]; }
       As[kk * TILE4 + r / 4u][r %% 4u] = av;
       let kb = e / TILE;
       let c = e %% TILE;
       var bv = 0.0;
-      if (k0 + kb < K && n0 + c < N) { bv = b[boff + (k0 + kb) * N + n0 + c]; }
+      if (k0 + kb < K && n0 + c < N) { bv = b[boff + %s]; }
       Bs[kb * TILE4 + c / 4u][c %% 4u] = bv;
     }
     workgroupBarrier();
@@ -174,7 +184,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
 %s}
 `, s.m, s.n, s.k, cfg.tile, cfg.tile/4, cfg.kt, cfg.tile*cfg.kt/4, cfg.tile*cfg.kt/4, store,
 		offsetExpr("bz", s.batch, s.aBatch), offsetExpr("bz", s.batch, s.bBatch), t, t,
-		acc.String(), cfg.tile*cfg.kt/256, fmas.String(), stores.String())
+		acc.String(), cfg.tile*cfg.kt/256, aIndex, bIndex, fmas.String(), stores.String())
 	return b.String(), bind, nil
 }
 
@@ -193,10 +203,15 @@ func buildMatmul(n *kernels.Node) (*Kernel, error) {
 		}
 		epilogue = p
 	}
-	s, err := newMatmulShape(n.Args[0].Shape, n.Args[1].Shape)
+	a, b, err := ir.MatmulOperands(n.Args[0].Shape, n.Args[1].Shape, n.Attrs)
 	if err != nil {
 		return nil, err
 	}
+	s, err := newMatmulShape(a, b)
+	if err != nil {
+		return nil, err
+	}
+	s.ta, s.tb = ir.MatmulTransposes(n.Attrs)
 	nb := s.batch.NumElements()
 	if nb > MaxGroups {
 		return nil, fmt.Errorf("a batch of %d products: at most %d", nb, MaxGroups)

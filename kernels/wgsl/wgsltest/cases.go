@@ -77,6 +77,10 @@ func core() []Case {
 		// thread's crash (docs/PERFORMANCE.md).
 		Case{Name: "matmul large tiles", Src: "input %a: f32[2,513,5]\ninput %b: f32[5,515]\n%y = matmul %a, %b\noutput %y", Atol: 1e-5},
 		Case{Name: "fused_matmul large tiles", Src: "input %a: f32[519,11]\ninput %b: f32[11,641]\ninput %c: f32[641]\n%y: f32[519,641] = fused_matmul %a, %b, %c {program=[\"t0 = add i0, i1\", \"t1 = tanh t0\"]}\noutput %y", Atol: 1e-5},
+		Case{Name: "matmul transpose_a", Src: "input %a: f32[70,33]\ninput %b: f32[70,65]\n%y = matmul %a, %b {transpose_a=true}\noutput %y", Atol: 1e-5},
+		Case{Name: "matmul transpose_b batched", Src: "input %a: f32[2,3,17,9]\ninput %b: f32[3,5,9]\n%y = matmul %a, %b {transpose_b=true}\noutput %y", Atol: 1e-5},
+		Case{Name: "matmul both transposed", Src: "input %a: f32[21,33]\ninput %b: f32[67,21]\n%y = matmul %a, %b {transpose_a=true, transpose_b=true}\noutput %y", Atol: 1e-5},
+		Case{Name: "fused_matmul transpose_b large tiles", Src: "input %a: f32[519,11]\ninput %b: f32[641,11]\ninput %c: f32[641]\n%y: f32[519,641] = fused_matmul %a, %b, %c {program=[\"t0 = add i0, i1\", \"t1 = relu t0\"], transpose_b=true}\noutput %y", Atol: 1e-5},
 		Case{Name: "matmul vector", Src: "input %a: f32[19]\ninput %b: f32[4,19,3]\n%y = matmul %a, %b\noutput %y", Atol: 1e-5},
 		Case{Name: "fused_matmul", Src: "input %a: f32[31,20]\ninput %b: f32[20,67]\ninput %c: f32[67]\n%y: f32[31,67] = fused_matmul %a, %b, %c {program=[\"t0 = add i0, i1\", \"t1 = relu t0\"]}\noutput %y", Atol: 1e-5},
 		Case{Name: "sum axis 0", Src: "input %a: f32[300,7]\n%y = sum %a {axes=[0]}\noutput %y", Atol: 1e-4},
