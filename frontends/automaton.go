@@ -42,6 +42,11 @@ type LogicAutomaton struct {
 	// so that the update network starts close to passing its inputs
 	// through (difflogic's residual initialization); 0 adds nothing.
 	PassThrough float64
+	// Entropy, when positive, adds Entropy times the summed entropy (in
+	// nats) of every gate's distribution softmax(logits) to the loss, which
+	// pushes the gates towards single gates, as the hard automaton uses;
+	// 0 adds nothing.
+	Entropy float64
 }
 
 // automatonLayer is one layer of an automaton's networks: its param name
@@ -64,6 +69,8 @@ func (a LogicAutomaton) Check() error {
 		return fmt.Errorf("logic automaton: expected update layers ending in %d gates (the channels), found %v", a.Channels, a.UpdateLayers)
 	case a.InitScale < 0:
 		return fmt.Errorf("logic automaton: expected InitScale >= 0, found %g", a.InitScale)
+	case !(a.Entropy >= 0):
+		return fmt.Errorf("logic automaton: expected Entropy >= 0, found %g", a.Entropy)
 	}
 	for _, n := range append(slices.Clone(a.KernelLayers), a.UpdateLayers...) {
 		if n < 1 {
@@ -178,7 +185,8 @@ func (a LogicAutomaton) rollout(b *Builder, dt ir.DType, gate func(l automatonLa
 // Build returns the training graph of the automaton in dtype dt: a param
 // LAYER.logits [G,16] per layer (perceive0.., update0..), the rollout of
 // Steps steps from the all-zero grid, and one output, loss: the summed
-// squared error of channel 0 of the final grid against Target.
+// squared error of channel 0 of the final grid against Target (plus the
+// Entropy term).
 func (a LogicAutomaton) Build(dt ir.DType) (*ir.Graph, error) {
 	if err := a.Check(); err != nil {
 		return nil, err
@@ -191,6 +199,7 @@ func (a LogicAutomaton) Build(dt ir.DType) (*ir.Graph, error) {
 		bias = b.Const(dt, []int{16}, v...)
 	}
 	logits := map[string]Value{}
+	var order []Value
 	grid := a.rollout(b, dt, func(l automatonLayer, update bool, x Value) Value {
 		lg, ok := logits[l.name]
 		if !ok {
@@ -199,11 +208,25 @@ func (a LogicAutomaton) Build(dt ir.DType) (*ir.Graph, error) {
 				lg = b.Add(lg, bias)
 			}
 			logits[l.name] = lg
+			order = append(order, lg)
 		}
 		return b.LogicLayer(x, l.wire, lg)
 	})
 	ch0 := b.Reshape(b.Slice(grid, 2, 0, 1, 1), a.Height, a.Width)
 	loss := b.MSELossWith(ch0, b.Const(dt, []int{a.Height, a.Width}, a.Target()...), ReduceSum)
+	if a.Entropy > 0 {
+		// -Σ p·log p over every gate of every layer, times Entropy.
+		var h Value
+		for i, lg := range order {
+			e := b.Sum(b.Mul(b.Softmax(lg, 1), b.LogSoftmax(lg, 1)), nil, false)
+			if i == 0 {
+				h = e
+			} else {
+				h = b.Add(h, e)
+			}
+		}
+		loss = b.Add(loss, b.Mul(h, b.Const(dt, nil, -a.Entropy)))
+	}
 	b.Output(b.Rename(loss, "loss"))
 	return b.Build()
 }

@@ -1,28 +1,34 @@
-// Command lgca writes and trains the logic-gate cellular automaton example:
-// a 16×16 grid of cells with 8 channels, each running the same circuit of
-// 3,048 difflogic gates (16 perception kernels of 8+4+2+1 gates, an update
-// network of 10×256+128+64+32+16+8 gates) for 20 steps from the all-zero
-// grid, trained so that channel 0 of the final grid is a checkerboard of
-// 2×2 squares.
+// Command lgca writes, trains and evaluates the logic-gate cellular
+// automaton example: a 16×16 grid of cells with 8 channels, each running
+// the same circuit of 3,048 difflogic gates (16 perception kernels of
+// 8+4+2+1 gates, an update network of 10×256+128+64+32+16+8 gates) for 20
+// steps from the all-zero grid, trained so that channel 0 of the final grid
+// is a checkerboard of 2×2 squares.
 //
-//	go run ./examples/lgca -kir examples/lgca/automaton.kir   # write the .kir
-//	go run ./examples/lgca -train 1000 -every 50              # train it here
+//	go run ./examples/lgca -kir examples/lgca/automaton.kir    # write the .kir
+//	go run ./examples/lgca -train 1000 -every 50 -save best.safetensors
+//	go run ./examples/lgca -eval params.safetensors            # e.g. from kiln train -save
 //
 // Training uses Adam (lr 0.05) with every gradient element clipped to ±100,
 // and every -every steps runs the hard automaton (each gate replaced by its
-// argmax gate) from the seed and prints its accuracy on channel 0.
+// argmax gate) from the seed and prints its accuracy on channel 0; -save
+// keeps the params of the best hard accuracy so far (the latest of equals). -eval runs the hard
+// automaton of saved params (all of the automaton's logits, as kiln train
+// -save writes them) and prints its accuracy and its channel 0.
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
 	"github.com/kilnml/kiln"
 	"github.com/kilnml/kiln/exec/cpu"
 	"github.com/kilnml/kiln/frontends"
+	"github.com/kilnml/kiln/frontends/safetensors"
 	"github.com/kilnml/kiln/internal/atomicfile"
 	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/kernels"
@@ -44,19 +50,30 @@ func main() {
 	lr := flag.Float64("lr", 0.05, "Adam's learning rate")
 	seed := flag.Uint64("seed", 1, "seed of the initial logits")
 	workers := flag.Int("workers", 0, "goroutines that run the plan (default: the number of CPUs)")
+	save := flag.String("save", "", "with -train, write the params of the best hard accuracy to this safetensors file (at each new best)")
+	entropy := flag.Float64("entropy", 0, "add this times the gates' summed entropy to the loss (-kir and -train): it pushes the gates towards single gates")
+	eval := flag.String("eval", "", "run the hard automaton of the params in this safetensors file and print its accuracy")
 	flag.Parse()
-	if flag.NArg() > 0 || *every < 1 || *workers < 0 {
-		fmt.Fprintln(os.Stderr, "usage: lgca [-kir FILE] [-train N [-every K] [-lr LR] [-seed S] [-workers W]]")
+	if flag.NArg() > 0 || *every < 1 || *workers < 0 || (*eval != "" && *steps > 0) || (*save != "" && *steps == 0) {
+		fmt.Fprintln(os.Stderr, "usage: lgca [-kir FILE] [-train N [-every K] [-lr LR] [-seed S] [-workers W] [-save FILE]] [-entropy E] [-eval FILE]")
 		os.Exit(2)
 	}
-	if err := run(*kir, *steps, *every, *lr, *seed, *workers); err != nil {
+	if *eval != "" {
+		if err := evaluate(os.Stdout, Automaton, *eval); err != nil {
+			fmt.Fprintln(os.Stderr, "lgca:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	a := Automaton
+	a.Entropy = *entropy
+	if err := run(a, *kir, *steps, *every, *lr, *seed, *workers, *save); err != nil {
 		fmt.Fprintln(os.Stderr, "lgca:", err)
 		os.Exit(1)
 	}
 }
 
-func run(kir string, steps, every int, lr float64, seed uint64, workers int) error {
-	a := Automaton
+func run(a frontends.LogicAutomaton, kir string, steps, every int, lr float64, seed uint64, workers int, save string) error {
 	g, err := a.Build(ir.F32)
 	if err != nil {
 		return err
@@ -87,6 +104,7 @@ func run(kir string, steps, every int, lr float64, seed uint64, workers int) err
 	fmt.Printf("%d gates, %d plan steps, arena %d bytes, compiled in %v, %d workers\n",
 		a.Gates(), len(p.Steps), p.ArenaBytes, time.Since(start).Round(time.Millisecond), x.Workers())
 	var trained time.Duration
+	best, bestStep := -1.0, 0
 	for step := 1; step <= steps; step++ {
 		t0 := time.Now()
 		if err := x.Step(context.Background()); err != nil {
@@ -96,7 +114,11 @@ func run(kir string, steps, every int, lr float64, seed uint64, workers int) err
 		if step%every != 0 && step != steps {
 			continue
 		}
-		acc, err := hardAccuracy(a, x)
+		params, err := paramValues(x)
+		if err != nil {
+			return err
+		}
+		acc, _, err := hardAccuracy(a, params)
 		if err != nil {
 			return err
 		}
@@ -106,6 +128,18 @@ func run(kir string, steps, every int, lr float64, seed uint64, workers int) err
 		}
 		fmt.Printf("step %d: loss %.4f, hard accuracy %.4f, %.0f ms/step\n",
 			step, kernels.Float64s(loss)[0], acc, float64(trained.Milliseconds())/float64(step))
+		if acc >= best {
+			best, bestStep = acc, step
+			if save != "" {
+				if err := saveParams(save, x); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	fmt.Printf("best hard accuracy %.4f at step %d\n", best, bestStep)
+	if save != "" {
+		fmt.Printf("saved the params of step %d to %s\n", bestStep, save)
 	}
 	return nil
 }
@@ -128,41 +162,98 @@ func kirText(g *ir.Graph) []byte {
 	return append([]byte(head), g.Format()...)
 }
 
-// hardAccuracy runs the hard automaton of x's current logits from the seed
-// and returns the fraction of cells where channel 0 matches the target.
-func hardAccuracy(a frontends.LogicAutomaton, x *cpu.Executor) (float64, error) {
+// paramValues returns the values of x's params by name.
+func paramValues(x *cpu.Executor) (map[string][]float64, error) {
 	params := map[string][]float64{}
 	p := x.Plan()
 	for _, i := range p.Params {
 		v, err := x.Get(p.Buffers[i].Name)
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		params[p.Buffers[i].Name] = kernels.Float64s(v)
 	}
+	return params, nil
+}
+
+// saveParams writes x's params to path (atomically) as safetensors.
+func saveParams(path string, x *cpu.Executor) error {
+	var ts []safetensors.Tensor
+	p := x.Plan()
+	for _, i := range p.Params {
+		v, err := x.Get(p.Buffers[i].Name)
+		if err != nil {
+			return err
+		}
+		ts = append(ts, safetensors.Tensor{Name: p.Buffers[i].Name, Type: v.Type, Data: append([]byte(nil), v.Data...)})
+	}
+	return safetensors.WriteFile(path, ts, nil)
+}
+
+// evaluate reads the params in path, runs the hard automaton of a from the
+// seed and writes its accuracy and channel 0 of its final grid to w.
+func evaluate(w io.Writer, a frontends.LogicAutomaton, path string) error {
+	ts, _, err := safetensors.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	params := map[string][]float64{}
+	for _, t := range ts {
+		params[t.Name] = kernels.Float64s(kernels.Tensor{Type: t.Type, Data: t.Data})
+	}
+	acc, grid, err := hardAccuracy(a, params)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	target := a.Target()
+	fmt.Fprintf(w, "hard accuracy %.4f (%d of %d cells); channel 0 of the final grid (x: wrong):\n",
+		acc, int(acc*float64(len(target))+0.5), len(target))
+	for i := range a.Height {
+		for j := range a.Width {
+			k := i*a.Width + j
+			c := "."
+			if grid[k*a.Channels] > 0.5 {
+				c = "#"
+			}
+			if (grid[k*a.Channels] > 0.5) != (target[k] == 1) {
+				c = "x"
+			}
+			fmt.Fprint(w, c)
+		}
+		fmt.Fprintln(w)
+	}
+	return nil
+}
+
+// hardAccuracy runs the hard automaton of the params (by name) from the
+// seed and returns the fraction of cells where channel 0 matches the
+// target, and the final grid.
+func hardAccuracy(a frontends.LogicAutomaton, params map[string][]float64) (float64, []float64, error) {
 	gates, err := a.HardGates(params)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	hg, err := a.BuildHard(ir.F32, gates)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	hp, err := kiln.Compile(hg, kiln.Options{})
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	hx, err := cpu.New(hp, cpu.Options{Workers: 1})
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	defer hx.Close()
 	if err := hx.Step(context.Background()); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	grid, err := hx.Get("grid")
+	t, err := hx.Get("grid")
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	return a.Accuracy(kernels.Float64s(grid))
+	grid := kernels.Float64s(t)
+	acc, err := a.Accuracy(grid)
+	return acc, grid, err
 }
