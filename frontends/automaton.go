@@ -47,6 +47,13 @@ type LogicAutomaton struct {
 	// pushes the gates towards single gates, as the hard automaton uses;
 	// 0 adds nothing.
 	Entropy float64
+	// ClampState clamps each step's new state to [0,1] in the training
+	// graph (clip). The relaxed gates keep values in [0,1] in exact
+	// arithmetic, but float32 rounding lets them stray slightly outside,
+	// and nearly single gates (xor, xnor, as the Entropy term makes them)
+	// amplify the stray through the layers and steps until it overflows.
+	// The hard automaton is exact and never clamped.
+	ClampState bool
 }
 
 // automatonLayer is one layer of an automaton's networks: its param name
@@ -156,7 +163,7 @@ func (a LogicAutomaton) Target() []float64 {
 // rollout builds the Steps steps from the all-zero grid with gate(layer, x)
 // for each layer and returns the final grid [Height, Width, Channels].
 // The configuration must have passed Check.
-func (a LogicAutomaton) rollout(b *Builder, dt ir.DType, gate func(l automatonLayer, update bool, x Value) Value) Value {
+func (a LogicAutomaton) rollout(b *Builder, dt ir.DType, clamp bool, gate func(l automatonLayer, update bool, x Value) Value) Value {
 	perceive, update := a.layers()
 	h, w, c := a.Height, a.Width, a.Channels
 	s := b.Const(dt, []int{h, w, c}, 0)
@@ -176,6 +183,9 @@ func (a LogicAutomaton) rollout(b *Builder, dt ir.DType, gate func(l automatonLa
 		u := b.Concat(1, b.Reshape(s, h*w, c), b.Reshape(x, h*w, a.perception()))
 		for _, l := range update {
 			u = gate(l, true, u)
+		}
+		if clamp {
+			u = b.Clip(u, 0, 1)
 		}
 		s = b.Reshape(u, h, w, c)
 	}
@@ -200,7 +210,7 @@ func (a LogicAutomaton) Build(dt ir.DType) (*ir.Graph, error) {
 	}
 	logits := map[string]Value{}
 	var order []Value
-	grid := a.rollout(b, dt, func(l automatonLayer, update bool, x Value) Value {
+	grid := a.rollout(b, dt, a.ClampState, func(l automatonLayer, update bool, x Value) Value {
 		lg, ok := logits[l.name]
 		if !ok {
 			lg = b.ParamInit(l.name+".logits", dt, []int{l.wire.Gates(), 16}, "normal", a.InitScale)
@@ -280,7 +290,7 @@ func (a LogicAutomaton) BuildHard(dt ir.DType, gates map[string][]int) (*ir.Grap
 		}
 	}
 	b := NewBuilder("logic_automaton_hard")
-	grid := a.rollout(b, dt, func(l automatonLayer, _ bool, x Value) Value {
+	grid := a.rollout(b, dt, false, func(l automatonLayer, _ bool, x Value) Value {
 		return b.HardLogicLayer(x, l.wire, gates[l.name])
 	})
 	b.Output(b.Rename(grid, "grid"))

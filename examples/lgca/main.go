@@ -52,10 +52,12 @@ func main() {
 	workers := flag.Int("workers", 0, "goroutines that run the plan (default: the number of CPUs)")
 	save := flag.String("save", "", "with -train, write the params of the best hard accuracy to this safetensors file (at each new best)")
 	entropy := flag.Float64("entropy", 0, "add this times the gates' summed entropy to the loss (-kir and -train): it pushes the gates towards single gates")
+	clamp := flag.Bool("clamp", false, "clamp each step's new state to [0,1] (-kir and -train): keeps float32 rounding from growing through sharp gates")
+	initFile := flag.String("init", "", "with -train, start from the params in this safetensors file (the Adam moments start at 0)")
 	eval := flag.String("eval", "", "run the hard automaton of the params in this safetensors file and print its accuracy")
 	flag.Parse()
-	if flag.NArg() > 0 || *every < 1 || *workers < 0 || (*eval != "" && *steps > 0) || (*save != "" && *steps == 0) {
-		fmt.Fprintln(os.Stderr, "usage: lgca [-kir FILE] [-train N [-every K] [-lr LR] [-seed S] [-workers W] [-save FILE]] [-entropy E] [-eval FILE]")
+	if flag.NArg() > 0 || *every < 1 || *workers < 0 || (*eval != "" && *steps > 0) || (*save != "" && *steps == 0) || (*initFile != "" && *steps == 0) {
+		fmt.Fprintln(os.Stderr, "usage: lgca [-kir FILE] [-train N [-every K] [-lr LR] [-seed S] [-workers W] [-init FILE] [-save FILE]] [-entropy E] [-clamp] [-eval FILE]")
 		os.Exit(2)
 	}
 	if *eval != "" {
@@ -66,14 +68,14 @@ func main() {
 		return
 	}
 	a := Automaton
-	a.Entropy = *entropy
-	if err := run(a, *kir, *steps, *every, *lr, *seed, *workers, *save); err != nil {
+	a.Entropy, a.ClampState = *entropy, *clamp
+	if err := run(a, *kir, *steps, *every, *lr, *seed, *workers, *initFile, *save); err != nil {
 		fmt.Fprintln(os.Stderr, "lgca:", err)
 		os.Exit(1)
 	}
 }
 
-func run(a frontends.LogicAutomaton, kir string, steps, every int, lr float64, seed uint64, workers int, save string) error {
+func run(a frontends.LogicAutomaton, kir string, steps, every int, lr float64, seed uint64, workers int, initFile, save string) error {
 	g, err := a.Build(ir.F32)
 	if err != nil {
 		return err
@@ -101,6 +103,17 @@ func run(a frontends.LogicAutomaton, kir string, steps, every int, lr float64, s
 		return err
 	}
 	defer x.Close()
+	if initFile != "" {
+		ts, _, err := safetensors.ReadFile(initFile)
+		if err != nil {
+			return err
+		}
+		for _, t := range ts {
+			if err := x.Set(t.Name, kernels.Tensor{Type: t.Type, Data: t.Data}); err != nil {
+				return fmt.Errorf("%s: %w", initFile, err)
+			}
+		}
+	}
 	fmt.Printf("%d gates, %d plan steps, arena %d bytes, compiled in %v, %d workers\n",
 		a.Gates(), len(p.Steps), p.ArenaBytes, time.Since(start).Round(time.Millisecond), x.Workers())
 	var trained time.Duration
