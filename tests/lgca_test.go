@@ -56,15 +56,19 @@ var lgcaTiny = frontends.LogicAutomaton{Height: 4, Width: 4, Channels: 2, Steps:
 // every step, so the gradients of the steps add up), against central
 // differences: in float64 with DESIGN.md's bound, and computed in float32
 // against the same float64 reference with the float32 bound; and in
-// float64 with the entropy term added to the loss.
+// float64 with the entropy term added to the loss, with and without the
+// state clamped to [0,1] after each step (the relaxed states lie inside,
+// where clip passes the gradient).
 func TestLogicAutomatonGrad(t *testing.T) {
 	sharpen := lgcaTiny
 	sharpen.Entropy = 0.3
+	clamp := sharpen
+	clamp.ClampState = true
 	for _, tc := range []struct {
 		name string
 		a    frontends.LogicAutomaton
 		dt   ir.DType
-	}{{"f64", lgcaTiny, ir.F64}, {"f32", lgcaTiny, ir.F32}, {"entropy f64", sharpen, ir.F64}} {
+	}{{"f64", lgcaTiny, ir.F64}, {"f32", lgcaTiny, ir.F32}, {"entropy f64", sharpen, ir.F64}, {"entropy clamped f64", clamp, ir.F64}} {
 		dt := tc.dt
 		t.Run(tc.name, func(t *testing.T) {
 			g, err := tc.a.Build(dt)
@@ -415,5 +419,42 @@ func TestLogicAutomatonEntropy(t *testing.T) {
 	want := losses[0] + sharpen.Entropy*h
 	if math.Abs(losses[1]-want) > 1e-12*math.Abs(want) || h < 1 {
 		t.Errorf("loss with entropy %.15g, want %.15g (loss %.15g + %g × entropy %.15g)", losses[1], want, losses[0], sharpen.Entropy, h)
+	}
+}
+
+// TestLogicAutomatonClampState checks that ClampState clips each step's
+// new state to [0,1] in the training graph (one clip per step) and that
+// the hard automaton has none: its values are exact.
+func TestLogicAutomatonClampState(t *testing.T) {
+	a := lgcaTiny
+	a.ClampState = true
+	g, err := a.Build(ir.F32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clips := 0
+	for id, v := range g.Values {
+		if v.Op == ir.OpClip {
+			clips++
+			if got := g.FormatValue(ir.ID(id)); !strings.Contains(got, "max=1") || !strings.Contains(got, "min=0") {
+				t.Errorf("%s: want min=0, max=1", got)
+			}
+		}
+	}
+	if clips != a.Steps {
+		t.Errorf("%d clips, want one per step (%d)", clips, a.Steps)
+	}
+	gates, err := a.HardGates(randomFeeds(g, 2, nil, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := a.BuildHard(ir.F32, gates)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, v := range h.Values {
+		if v.Op == ir.OpClip {
+			t.Errorf("the hard automaton clips: %s", h.FormatValue(ir.ID(id)))
+		}
 	}
 }
