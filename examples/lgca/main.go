@@ -18,8 +18,8 @@
 // gate replaced by its argmax gate) from the seed and prints its accuracy
 // on channel 0; -save keeps the params of the best hard accuracy so far
 // (the latest of equals). With the defaults the hard automaton reproduces
-// the target on 93.75% of the cells from step 500 to 950 and on 96.88%
-// from step 1150. -eval runs the hard automaton of saved params (all of
+// the target on 93.75% of the cells from step 450 to 950 and on 96.88%
+// at step 1150. -eval runs the hard automaton of saved params (all of
 // the automaton's logits, as kiln train -save writes them) and prints its
 // accuracy and its channel 0.
 package main
