@@ -42,6 +42,18 @@ type LogicAutomaton struct {
 	// so that the update network starts close to passing its inputs
 	// through (difflogic's residual initialization); 0 adds nothing.
 	PassThrough float64
+	// Entropy, when positive, adds Entropy times the summed entropy (in
+	// nats) of every gate's distribution softmax(logits) to the loss, which
+	// pushes the gates towards single gates, as the hard automaton uses;
+	// 0 adds nothing.
+	Entropy float64
+	// ClampState clamps each step's new state to [0,1] in the training
+	// graph (clip). The relaxed gates keep values in [0,1] in exact
+	// arithmetic, but float32 rounding lets them stray slightly outside,
+	// and nearly single gates (xor, xnor, as the Entropy term makes them)
+	// amplify the stray through the layers and steps until it overflows.
+	// The hard automaton is exact and never clamped.
+	ClampState bool
 }
 
 // automatonLayer is one layer of an automaton's networks: its param name
@@ -64,6 +76,8 @@ func (a LogicAutomaton) Check() error {
 		return fmt.Errorf("logic automaton: expected update layers ending in %d gates (the channels), found %v", a.Channels, a.UpdateLayers)
 	case a.InitScale < 0:
 		return fmt.Errorf("logic automaton: expected InitScale >= 0, found %g", a.InitScale)
+	case !(a.Entropy >= 0):
+		return fmt.Errorf("logic automaton: expected Entropy >= 0, found %g", a.Entropy)
 	}
 	for _, n := range append(slices.Clone(a.KernelLayers), a.UpdateLayers...) {
 		if n < 1 {
@@ -149,7 +163,7 @@ func (a LogicAutomaton) Target() []float64 {
 // rollout builds the Steps steps from the all-zero grid with gate(layer, x)
 // for each layer and returns the final grid [Height, Width, Channels].
 // The configuration must have passed Check.
-func (a LogicAutomaton) rollout(b *Builder, dt ir.DType, gate func(l automatonLayer, update bool, x Value) Value) Value {
+func (a LogicAutomaton) rollout(b *Builder, dt ir.DType, clamp bool, gate func(l automatonLayer, update bool, x Value) Value) Value {
 	perceive, update := a.layers()
 	h, w, c := a.Height, a.Width, a.Channels
 	s := b.Const(dt, []int{h, w, c}, 0)
@@ -170,6 +184,9 @@ func (a LogicAutomaton) rollout(b *Builder, dt ir.DType, gate func(l automatonLa
 		for _, l := range update {
 			u = gate(l, true, u)
 		}
+		if clamp {
+			u = b.Clip(u, 0, 1)
+		}
 		s = b.Reshape(u, h, w, c)
 	}
 	return s
@@ -178,7 +195,8 @@ func (a LogicAutomaton) rollout(b *Builder, dt ir.DType, gate func(l automatonLa
 // Build returns the training graph of the automaton in dtype dt: a param
 // LAYER.logits [G,16] per layer (perceive0.., update0..), the rollout of
 // Steps steps from the all-zero grid, and one output, loss: the summed
-// squared error of channel 0 of the final grid against Target.
+// squared error of channel 0 of the final grid against Target (plus the
+// Entropy term).
 func (a LogicAutomaton) Build(dt ir.DType) (*ir.Graph, error) {
 	if err := a.Check(); err != nil {
 		return nil, err
@@ -191,7 +209,8 @@ func (a LogicAutomaton) Build(dt ir.DType) (*ir.Graph, error) {
 		bias = b.Const(dt, []int{16}, v...)
 	}
 	logits := map[string]Value{}
-	grid := a.rollout(b, dt, func(l automatonLayer, update bool, x Value) Value {
+	var order []Value
+	grid := a.rollout(b, dt, a.ClampState, func(l automatonLayer, update bool, x Value) Value {
 		lg, ok := logits[l.name]
 		if !ok {
 			lg = b.ParamInit(l.name+".logits", dt, []int{l.wire.Gates(), 16}, "normal", a.InitScale)
@@ -199,11 +218,25 @@ func (a LogicAutomaton) Build(dt ir.DType) (*ir.Graph, error) {
 				lg = b.Add(lg, bias)
 			}
 			logits[l.name] = lg
+			order = append(order, lg)
 		}
 		return b.LogicLayer(x, l.wire, lg)
 	})
 	ch0 := b.Reshape(b.Slice(grid, 2, 0, 1, 1), a.Height, a.Width)
 	loss := b.MSELossWith(ch0, b.Const(dt, []int{a.Height, a.Width}, a.Target()...), ReduceSum)
+	if a.Entropy > 0 {
+		// -Σ p·log p over every gate of every layer, times Entropy.
+		var h Value
+		for i, lg := range order {
+			e := b.Sum(b.Mul(b.Softmax(lg, 1), b.LogSoftmax(lg, 1)), nil, false)
+			if i == 0 {
+				h = e
+			} else {
+				h = b.Add(h, e)
+			}
+		}
+		loss = b.Add(loss, b.Mul(h, b.Const(dt, nil, -a.Entropy)))
+	}
 	b.Output(b.Rename(loss, "loss"))
 	return b.Build()
 }
@@ -257,7 +290,7 @@ func (a LogicAutomaton) BuildHard(dt ir.DType, gates map[string][]int) (*ir.Grap
 		}
 	}
 	b := NewBuilder("logic_automaton_hard")
-	grid := a.rollout(b, dt, func(l automatonLayer, _ bool, x Value) Value {
+	grid := a.rollout(b, dt, false, func(l automatonLayer, _ bool, x Value) Value {
 		return b.HardLogicLayer(x, l.wire, gates[l.name])
 	})
 	b.Output(b.Rename(grid, "grid"))

@@ -208,6 +208,7 @@ func TestLogicAutomatonErrors(t *testing.T) {
 		{"last layer", func(a *frontends.LogicAutomaton) { a.UpdateLayers = []int{4, 3} }, "expected update layers ending in 2 gates (the channels), found [4 3]"},
 		{"empty layer", func(a *frontends.LogicAutomaton) { a.KernelLayers = []int{0} }, "expected layers of at least 1 gate"},
 		{"init scale", func(a *frontends.LogicAutomaton) { a.InitScale = -1 }, "expected InitScale >= 0, found -1"},
+		{"entropy", func(a *frontends.LogicAutomaton) { a.Entropy = -0.5 }, "expected Entropy >= 0, found -0.5"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

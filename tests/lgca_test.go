@@ -3,7 +3,9 @@ package tests
 import (
 	"bytes"
 	"context"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -53,11 +55,23 @@ var lgcaTiny = frontends.LogicAutomaton{Height: 4, Width: 4, Channels: 2, Steps:
 // respect to every gate's logits, through all 3 steps (the same params in
 // every step, so the gradients of the steps add up), against central
 // differences: in float64 with DESIGN.md's bound, and computed in float32
-// against the same float64 reference with the float32 bound.
+// against the same float64 reference with the float32 bound; and in
+// float64 with the entropy term added to the loss, with and without the
+// state clamped to [0,1] after each step (the relaxed states lie inside,
+// where clip passes the gradient).
 func TestLogicAutomatonGrad(t *testing.T) {
-	for _, dt := range []ir.DType{ir.F64, ir.F32} {
-		t.Run(dt.String(), func(t *testing.T) {
-			g, err := lgcaTiny.Build(dt)
+	sharpen := lgcaTiny
+	sharpen.Entropy = 0.3
+	clamp := sharpen
+	clamp.ClampState = true
+	for _, tc := range []struct {
+		name string
+		a    frontends.LogicAutomaton
+		dt   ir.DType
+	}{{"f64", lgcaTiny, ir.F64}, {"f32", lgcaTiny, ir.F32}, {"entropy f64", sharpen, ir.F64}, {"entropy clamped f64", clamp, ir.F64}} {
+		dt := tc.dt
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := tc.a.Build(dt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -357,6 +371,90 @@ func TestLogicAutomatonWorkers(t *testing.T) {
 			if v[i] != params[1][name][i] {
 				t.Fatalf("%s[%d]: %g on 1 worker, %g on 3", name, i, v[i], params[1][name][i])
 			}
+		}
+	}
+}
+
+// TestLogicAutomatonEntropy checks the entropy term of the loss: with
+// Entropy e the loss is the loss without it plus e times the summed
+// entropy of every gate's softmax(logits) (the update layers' logits
+// shifted by the pass-through), computed here in float64 from the same
+// params, within 1e-12 relative.
+func TestLogicAutomatonEntropy(t *testing.T) {
+	plain, sharpen := lgcaTiny, lgcaTiny
+	sharpen.Entropy = 0.25
+	var losses []float64
+	var f feeds
+	for _, a := range []frontends.LogicAutomaton{plain, sharpen} {
+		g, err := a.Build(ir.F64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f == nil {
+			f = randomFeeds(g, 4, nil, nil)
+		}
+		r := newRunner(t, g, kiln.Options{})
+		r.run(f)
+		losses = append(losses, r.get("loss")[0])
+	}
+	h := 0.0
+	for name, v := range f {
+		shift := 0.0
+		if strings.HasPrefix(name, "update") {
+			shift = lgcaTiny.PassThrough
+		}
+		for g := 0; g < len(v); g += 16 {
+			l := slices.Clone(v[g : g+16])
+			l[3] += shift
+			m, z := slices.Max(l), 0.0
+			for _, x := range l {
+				z += math.Exp(x - m)
+			}
+			for _, x := range l {
+				p := math.Exp(x-m) / z
+				h -= p * math.Log(p)
+			}
+		}
+	}
+	want := losses[0] + sharpen.Entropy*h
+	if math.Abs(losses[1]-want) > 1e-12*math.Abs(want) || h < 1 {
+		t.Errorf("loss with entropy %.15g, want %.15g (loss %.15g + %g × entropy %.15g)", losses[1], want, losses[0], sharpen.Entropy, h)
+	}
+}
+
+// TestLogicAutomatonClampState checks that ClampState clips each step's
+// new state to [0,1] in the training graph (one clip per step) and that
+// the hard automaton has none: its values are exact.
+func TestLogicAutomatonClampState(t *testing.T) {
+	a := lgcaTiny
+	a.ClampState = true
+	g, err := a.Build(ir.F32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clips := 0
+	for id, v := range g.Values {
+		if v.Op == ir.OpClip {
+			clips++
+			if got := g.FormatValue(ir.ID(id)); !strings.Contains(got, "max=1") || !strings.Contains(got, "min=0") {
+				t.Errorf("%s: want min=0, max=1", got)
+			}
+		}
+	}
+	if clips != a.Steps {
+		t.Errorf("%d clips, want one per step (%d)", clips, a.Steps)
+	}
+	gates, err := a.HardGates(randomFeeds(g, 2, nil, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := a.BuildHard(ir.F32, gates)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, v := range h.Values {
+		if v.Op == ir.OpClip {
+			t.Errorf("the hard automaton clips: %s", h.FormatValue(ir.ID(id)))
 		}
 	}
 }

@@ -46,7 +46,8 @@ func isTerminal(w io.Writer) bool {
 }
 
 // update records that step (of total) is done, with the loss so far; where
-// says where in the run it is ("epoch 3/30 batch 12/45").
+// says where in the run it is ("epoch 3/30 batch 12/45"), or is empty
+// when the step count says it all.
 func (p *progress) update(step int64, where string, loss float64) {
 	now := p.now()
 	interval := p.plainEvery
@@ -74,7 +75,10 @@ func (p *progress) line(step int64, where string, loss float64, now time.Time) s
 		done := int(width * step / max(p.total, 1))
 		fmt.Fprintf(&b, "[%s%s] ", strings.Repeat("=", done), strings.Repeat(" ", width-done))
 	}
-	fmt.Fprintf(&b, "%s  step %d/%d  loss %.4g", where, step, p.total, loss)
+	if where != "" {
+		fmt.Fprintf(&b, "%s  ", where)
+	}
+	fmt.Fprintf(&b, "step %d/%d  loss %.4g", step, p.total, loss)
 	elapsed := now.Sub(p.start).Seconds()
 	if n := step - p.first; n > 0 && elapsed > 0 {
 		rate, unit := float64(n)/elapsed, "steps/s"
@@ -82,7 +86,7 @@ func (p *progress) line(step int64, where string, loss float64, now time.Time) s
 			rate, unit = rate*float64(p.batch), "samples/s"
 		}
 		left := time.Duration(float64(p.total-step) * elapsed / float64(n) * float64(time.Second))
-		fmt.Fprintf(&b, "  %.0f %s  %s left", rate, unit, left.Round(time.Second))
+		fmt.Fprintf(&b, "  %.3g %s  %s left", rate, unit, left.Round(time.Second))
 	}
 	return b.String()
 }

@@ -347,7 +347,7 @@ func (l *loopFlags) trainSteps(stdout io.Writer, t *kiln.Trainer, model, optDesc
 		}
 		st.Step++
 		loss, _ := st.Tally.Result()
-		bar.update(st.Step, fmt.Sprintf("step %d/%d", st.Step, steps), loss)
+		bar.update(st.Step, "", loss)
 		if st.Step%every == 0 || st.Step == steps {
 			bar.clear()
 			fmt.Fprintf(stdout, "step %5d/%d  loss %.6g  (%s)\n", st.Step, steps, loss, time.Since(start).Round(time.Millisecond))

@@ -27,8 +27,11 @@
 //   - Dynamic offsets are not needed: bind groups are made once per
 //     dispatch when the executor is built.
 //   - Readback: a MAP_READ buffer filled by copies recorded after the
-//     compute pass, then MapAsync and Device.Poll(wait) until the callback
-//     runs (about 0.15 ms on llvmpipe).
+//     compute pass, then MapAsync and non-blocking Device.Poll until the
+//     callback runs (about 0.15 ms on llvmpipe). A blocking poll is not
+//     used: it waits at most 5 s and then takes the unfinished work as
+//     done, running the callback early and freeing what the work still
+//     uses (see waitFor).
 //   - wgpu-native aborts the process on some invalid calls (a bind group
 //     without a layout), and its device-lost callback cannot be passed
 //     through the binding with cgo's pointer checks on; so the executor

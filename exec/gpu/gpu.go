@@ -5,6 +5,7 @@ package gpu
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sort"
 	"strings"
 	"time"
@@ -510,17 +511,46 @@ func (x *Executor) mapRead(b *wgpu.Buffer, size uint64) ([]byte, error) {
 	if err := b.MapAsync(wgpu.MapModeRead, 0, size, func(s wgpu.BufferMapAsyncStatus) { status, done = s, true }); err != nil {
 		return nil, fmt.Errorf("the GPU could not map its results (device lost?): %v", firstLine(err))
 	}
-	deadline := time.Now().Add(mapTimeout)
-	for !done {
-		x.d.dev.Poll(true, nil)
-		if !done && time.Now().After(deadline) {
-			return nil, fmt.Errorf("the GPU did not finish the step within %v", mapTimeout)
-		}
+	if err := x.waitFor(func(bool) bool { return done }); err != nil {
+		return nil, err
 	}
 	if status != wgpu.BufferMapAsyncStatusSuccess {
 		return nil, fmt.Errorf("the GPU could not map its results (%v; device lost?)", status)
 	}
 	return b.GetMappedRange(0, uint(size)), nil
+}
+
+// waitFor polls the device until finished, given whether the queue is
+// empty, reports true, and gives up with an error after mapTimeout.
+//
+// The polls do not block: wgpu-native's blocking poll waits at most 5
+// seconds and then treats the submitted work as done although it still
+// runs (gfx-rs/wgpu#3601, #4589; fixed upstream in 2025, after the
+// wgpu-native this binding links). Past 5 seconds of work (one step of a
+// large plan on a software adapter, or the first step after llvmpipe
+// compiles the shaders without its cache) it would run the map callback
+// before the copies, so the step would read stale results, and free the
+// command buffer's resources under the running work, crashing the process
+// later. A non-blocking poll reads the fence's actual value. Between polls
+// it yields, then sleeps for doubling times up to a millisecond.
+func (x *Executor) waitFor(finished func(empty bool) bool) error {
+	deadline := time.Now().Add(mapTimeout)
+	pause := time.Duration(0)
+	for spins := 0; ; spins++ {
+		if finished(x.d.dev.Poll(false, nil)) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the GPU did not finish the step within %v", mapTimeout)
+		}
+		switch {
+		case spins < 100:
+			runtime.Gosched()
+		default:
+			pause = min(max(2*pause, 10*time.Microsecond), time.Millisecond)
+			time.Sleep(pause)
+		}
+	}
 }
 
 // Step runs the plan once: it records every step's dispatches into one
@@ -591,7 +621,9 @@ func (x *Executor) Step(ctx context.Context) error {
 	// is released right after Submit while long dispatches still run.
 	defer cb.Release()
 	if x.readback == nil {
-		x.d.dev.Poll(true, nil)
+		if err := x.waitFor(func(empty bool) bool { return empty }); err != nil {
+			return fmt.Errorf("plan %s: %v", x.plan.Graph.Name, err)
+		}
 		x.stepNo++
 		return nil
 	}
