@@ -12,12 +12,7 @@ import (
 // Run returns only after all of its parts have.
 func TestPoolRunsEveryPartOnce(t *testing.T) {
 	for _, workers := range []int{1, 2, 3, 8} {
-		p := newPool(workers)
-		r := &runner{workers: workers, pool: p, ready: make(chan int32)}
-		r.wg.Add(workers - 1)
-		for w := range workers - 1 {
-			go r.work(w + 1)
-		}
+		p, stop := startHelpers(workers)
 		var wg sync.WaitGroup
 		for g := range workers {
 			wg.Add(1)
@@ -45,6 +40,21 @@ func TestPoolRunsEveryPartOnce(t *testing.T) {
 			}()
 		}
 		wg.Wait()
+		stop()
+	}
+}
+
+// startHelpers returns a pool of workers whose helpers are workers-1
+// runner goroutines, as in an executor: a kernel called with it on the
+// calling goroutine runs its parts there and on them. stop ends them.
+func startHelpers(workers int) (p *pool, stop func()) {
+	p = newPool(workers)
+	r := &runner{workers: workers, pool: p, ready: make(chan int32)}
+	r.wg.Add(workers - 1)
+	for w := range workers - 1 {
+		go r.work(w + 1)
+	}
+	return p, func() {
 		close(r.ready)
 		r.wg.Wait()
 	}
