@@ -4,13 +4,23 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestPoolRunsEveryPartOnce runs parts through the pool from several
 // goroutines at once, nested Runs included (the way kernels on the
 // workers call it), and checks that each part runs exactly once and that
-// Run returns only after all of its parts have.
+// Run returns only after all of its parts have; once with idle workers
+// polling for parts (spinning) and once with them blocking at once.
 func TestPoolRunsEveryPartOnce(t *testing.T) {
+	defer func(d time.Duration) { spinFor = d }(spinFor)
+	for _, spin := range []time.Duration{spinFor, 0} {
+		spinFor = spin // 0: idle workers block at once and need the wakes
+		testPoolRunsEveryPartOnce(t)
+	}
+}
+
+func testPoolRunsEveryPartOnce(t *testing.T) {
 	for _, workers := range []int{1, 2, 3, 8} {
 		p, stop := startHelpers(workers)
 		var wg sync.WaitGroup
