@@ -3,9 +3,11 @@ package cpu
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/kernels"
@@ -258,24 +260,71 @@ func (r *runner) cancel(err error) {
 	r.mu.Unlock()
 }
 
-// work serves the ready queue until it is closed, and the pool's wakes
-// (parts of a kernel split across the workers) between steps. A step is run unless the
-// run has been stopped before it, and then completed either way, so that
-// every step of a run completes and the run ends when the last one does;
-// the steps after a stop complete at once without running.
+// work serves the ready queue until it is closed, and the pool's parts (of
+// a kernel split across the workers) between steps: when neither is
+// waiting it polls for both a while (idle), then blocks until a step is
+// ready or a wake comes. A step is run unless the run has been stopped
+// before it, and then completed either way, so that every step of a run
+// completes and the run ends when the last one does; the steps after a
+// stop complete at once without running.
 func (r *runner) work(w int) {
 	defer r.wg.Done()
 	for {
+		var s int32
+		var ok bool
 		select {
-		case s, ok := <-r.ready:
-			if !ok {
-				return
-			}
-			r.runStep(s, w)
+		case s, ok = <-r.ready:
 		case <-r.pool.wake:
 			r.pool.help()
+			continue
+		default:
+			if r.idle() {
+				continue
+			}
+			select {
+			case s, ok = <-r.ready:
+			case <-r.pool.wake:
+				r.pool.help()
+				continue
+			}
 		}
+		if !ok {
+			return
+		}
+		r.runStep(s, w)
 	}
+}
+
+// spinFor is how long an idle worker polls for work (idle) before it
+// blocks: a goroutine blocked on a channel takes tens to a hundred
+// microseconds to wake on some machines (virtual CPUs, deep idle states),
+// as long as a part of a split kernel takes.
+var spinFor = 200 * time.Microsecond
+
+// idle polls, for up to spinFor, for parts of a split kernel (running
+// them) and for ready steps, yielding the processor between polls so that
+// goroutines waiting for it (the Step caller) run; it reports whether it
+// found either. While it polls the worker counts as spinning, and Run sends
+// it no wake.
+func (r *runner) idle() bool {
+	p := r.pool
+	p.spinning.Add(1)
+	start := time.Now()
+	for i := 0; ; i++ {
+		if p.help() || len(r.ready) > 0 {
+			p.spinning.Add(-1)
+			return true
+		}
+		if i%8 == 7 && time.Since(start) > spinFor {
+			break
+		}
+		runtime.Gosched()
+	}
+	// A Run that saw this worker spinning sent it no wake: look once more
+	// after leaving the count, so that a slot opened before then is helped
+	// (a Run that opens its slot after it sees the count and wakes a worker).
+	p.spinning.Add(-1)
+	return p.help()
 }
 
 // runStep runs step s on worker w (unless the run was stopped before it)

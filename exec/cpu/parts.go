@@ -9,19 +9,22 @@ import (
 // call on the workers that are idle and on the goroutine that calls Run.
 //
 // A Run call takes a free job slot, publishes its parts there (open), and
-// wakes idle workers through wake; then it claims parts itself, one at a
-// time from an atomic counter, until none is left, closes the slot and
-// waits for the helpers still running a part. A worker woken (or any
-// worker, between steps) scans the slots and claims parts of the open ones
-// the same way. The caller runs parts until none is left, so a Run never
+// wakes blocked workers through wake, as many as the parts could use less
+// those already polling the slots (spinning: an idle worker polls a while
+// before it blocks, since waking a blocked goroutine can take as long as a
+// part); then it claims parts itself, one at a time from an atomic
+// counter, until none is left, closes the slot and waits for the helpers
+// still running a part. A worker polling or woken scans the slots and
+// claims parts of the open ones the same way. The caller runs parts until none is left, so a Run never
 // waits on workers that are busy with other steps: with every other worker
 // busy, the caller runs all the parts itself. Wakes are hints: a stale one
 // finds no open slot and costs a scan. Nothing is allocated per call: the
 // slots are made with the pool, and body is the kernel's.
 type pool struct {
-	workers int
-	wake    chan struct{}
-	jobs    []partJob
+	workers  int
+	wake     chan struct{}
+	jobs     []partJob
+	spinning atomic.Int32 // workers polling the slots (runner.idle): they need no wake
 }
 
 // partJob is one Run call's parts. n and body are written by the caller
@@ -64,7 +67,7 @@ func (p *pool) Run(n int, body func(part int)) {
 	j.n, j.body = int32(n), body
 	j.next.Store(0)
 	j.open.Store(true)
-	for range min(n-1, p.workers-1) {
+	for range min(n-1, p.workers-1) - int(p.spinning.Load()) {
 		select {
 		case p.wake <- struct{}{}:
 		default: // enough wakes are pending
@@ -102,17 +105,20 @@ func (j *partJob) drain() {
 	}
 }
 
-// help runs parts of every open slot.
-func (p *pool) help() {
+// help runs parts of every open slot and reports whether it found one.
+func (p *pool) help() bool {
+	found := false
 	for i := range p.jobs {
 		j := &p.jobs[i]
 		if !j.open.Load() {
 			continue
 		}
+		found = true
 		j.users.Add(1)
 		if j.open.Load() {
 			j.drain()
 		}
 		j.users.Add(-1)
 	}
+	return found
 }

@@ -4,20 +4,25 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestPoolRunsEveryPartOnce runs parts through the pool from several
 // goroutines at once, nested Runs included (the way kernels on the
 // workers call it), and checks that each part runs exactly once and that
-// Run returns only after all of its parts have.
+// Run returns only after all of its parts have; once with idle workers
+// polling for parts (spinning) and once with them blocking at once.
 func TestPoolRunsEveryPartOnce(t *testing.T) {
+	defer func(d time.Duration) { spinFor = d }(spinFor)
+	for _, spin := range []time.Duration{spinFor, 0} {
+		spinFor = spin // 0: idle workers block at once and need the wakes
+		testPoolRunsEveryPartOnce(t)
+	}
+}
+
+func testPoolRunsEveryPartOnce(t *testing.T) {
 	for _, workers := range []int{1, 2, 3, 8} {
-		p := newPool(workers)
-		r := &runner{workers: workers, pool: p, ready: make(chan int32)}
-		r.wg.Add(workers - 1)
-		for w := range workers - 1 {
-			go r.work(w + 1)
-		}
+		p, stop := startHelpers(workers)
 		var wg sync.WaitGroup
 		for g := range workers {
 			wg.Add(1)
@@ -45,6 +50,21 @@ func TestPoolRunsEveryPartOnce(t *testing.T) {
 			}()
 		}
 		wg.Wait()
+		stop()
+	}
+}
+
+// startHelpers returns a pool of workers whose helpers are workers-1
+// runner goroutines, as in an executor: a kernel called with it on the
+// calling goroutine runs its parts there and on them. stop ends them.
+func startHelpers(workers int) (p *pool, stop func()) {
+	p = newPool(workers)
+	r := &runner{workers: workers, pool: p, ready: make(chan int32)}
+	r.wg.Add(workers - 1)
+	for w := range workers - 1 {
+		go r.work(w + 1)
+	}
+	return p, func() {
 		close(r.ready)
 		r.wg.Wait()
 	}

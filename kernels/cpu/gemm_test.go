@@ -8,9 +8,6 @@ import (
 	"runtime"
 	"testing"
 	"unsafe"
-
-	"github.com/kilnml/kiln/ir"
-	"github.com/kilnml/kiln/kernels"
 )
 
 // gemmRef computes op(A)·op(B) + beta·C in float64 and, per element, the
@@ -191,35 +188,4 @@ func BenchmarkGemmMicroKernel(b *testing.B) {
 		kern(kc, unsafe.Pointer(&a[0]), unsafe.Pointer(&p[0]), unsafe.Pointer(&c[0]), nr, 1)
 	}
 	b.ReportMetric(2*float64(mr*nr*kc)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-}
-
-// BenchmarkMatmulKernel times the matmul kernel as the executor runs it,
-// split across 1 and 2 workers, on n×n×n products: the figures to compare
-// with a BLAS at the same thread count (bench/compare_blas.sh).
-func BenchmarkMatmulKernel(b *testing.B) {
-	for _, n := range []int{256, 512, 1024} {
-		for _, dt := range []ir.DType{ir.F32, ir.F64} {
-			for _, w := range []int{1, 2} {
-				b.Run(fmt.Sprintf("n=%d/%s/workers=%d", n, dt, w), func(b *testing.B) {
-					r := newRand(5)
-					x := fuseewRandom(r, ir.TensorOf(dt, n, n))
-					y := fuseewRandom(r, ir.TensorOf(dt, n, n))
-					nd := node(b, ir.OpMatmul, nil, x.Type, y.Type)
-					nd.Par = goPool(w)
-					f, err := Kernels.Build(nd)
-					if err != nil {
-						b.Fatal(err)
-					}
-					out := emptyOf(nd.Out)
-					args := []kernels.Tensor{x, y}
-					for b.Loop() {
-						if err := f(out, args); err != nil {
-							b.Fatal(err)
-						}
-					}
-					b.ReportMetric(2*float64(n)*float64(n)*float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-				})
-			}
-		}
-	}
 }
