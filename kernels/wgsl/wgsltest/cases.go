@@ -65,6 +65,8 @@ func core() []Case {
 		cases = append(cases, Case{Name: op, Src: fmt.Sprintf("input %%a: f32[5,33]\ninput %%b: f32[5,33]\n%%y = %s\noutput %%y", op)})
 	}
 	cases = append(cases,
+		Case{Name: "prelu per channel", Src: "input %a: f32[3,5,7,3]\ninput %w: f32[5]\n%y = prelu %a, %w\noutput %y"},
+		Case{Name: "prelu shared", Src: "input %a: f32[301]\ninput %w: f32[1]\n%y = prelu %a, %w\noutput %y"},
 		Case{Name: "add scalar", Src: "input %a: f32[1000]\ninput %b: f32[]\n%y = add %a, %b\noutput %y"},
 		Case{Name: "pow", Src: "input %a: f32[9,13]\ninput %b: f32[13]\n%e = exp %a\n%y = pow %e, %b\noutput %y"},
 		Case{Name: "comparisons and where", Src: "input %a: f32[3,301]\ninput %b: f32[301]\n%g = greater %a, %b\n%l = less_equal %a, %b\n%e = equal %a, %a\n%ge = greater_equal %a, %b\n%lt = less %a, %b\n%ne = not_equal %a, %b\n%n = logical_not %g\n%o = logical_or %n, %l\n%d = logical_and %o, %e\n%y = where %d, %a, %b\noutput %y, %g, %ge, %lt, %ne"},
