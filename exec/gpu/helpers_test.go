@@ -3,6 +3,7 @@ package gpu_test
 import (
 	"context"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/kilnml/kiln"
@@ -19,9 +20,17 @@ import (
 // orders, and differences grow through the backward pass).
 const gradTol = 1e-3
 
+// compile parses src and compiles it with opts.
 func compile(t testing.TB, src []byte, opts kiln.Options) *planner.Plan {
 	t.Helper()
 	g, err := ir.Parse("test.kir", src)
+	return compileGraph(t, g, err, opts)
+}
+
+// compileGraph compiles g with opts, failing on err (from making g) or on
+// a compile error.
+func compileGraph(t testing.TB, g *ir.Graph, err error, opts kiln.Options) *planner.Plan {
+	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,4 +147,33 @@ func trainMatches(t testing.TB, p *planner.Plan, c *cpu.Executor, g *gpu.Executo
 		}
 	}
 	compareParamsAndStates(t, p, c, g)
+}
+
+// sameStepError sets inputs on both executors and runs one step on each:
+// both must fail, with the same message, containing want (a data error
+// the GPU reports as the CPU does).
+func sameStepError(t testing.TB, c *cpu.Executor, g *gpu.Executor, inputs map[string]kernels.Tensor, want string) {
+	t.Helper()
+	var msgs []string
+	for _, x := range []interface {
+		setter
+		Step(context.Context) error
+	}{c, g} {
+		for name, v := range inputs {
+			if err := x.Set(name, v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		err := x.Step(context.Background())
+		if err == nil {
+			t.Fatalf("no error, want one containing %q", want)
+		}
+		msgs = append(msgs, err.Error())
+	}
+	if msgs[0] != msgs[1] {
+		t.Errorf("GPU error %q, CPU error %q", msgs[1], msgs[0])
+	}
+	if !strings.Contains(msgs[1], want) {
+		t.Errorf("GPU error %q does not contain %q", msgs[1], want)
+	}
 }

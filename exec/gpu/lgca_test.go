@@ -28,14 +28,7 @@ var lgcaAdam = passes.OptimizerConfig{Kind: "adam", LR: 0.05, Beta1: 0.9, Beta2:
 func lgcaPlan(t testing.TB, a frontends.LogicAutomaton, opts kiln.Options) *planner.Plan {
 	t.Helper()
 	g, err := a.Build(ir.F32)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := kiln.Compile(g, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return compileGraph(t, g, err, opts)
 }
 
 // TestLogicAutomatonGradientsMatchCPU runs the automaton's rollout and

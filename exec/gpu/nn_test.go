@@ -88,7 +88,7 @@ output %a, %b, %c, %d, %e`)
 	feed(t, p, rand.New(rand.NewPCG(5, 6)), 0, c, g)
 	var prev []float64
 	for step := 0; step < 3; step++ {
-		stepAll(t, 0, c, g)
+		stepAll(t, step, c, g)
 		for _, name := range []string{"a", "b", "c", "d", "e"} {
 			ct, err := c.Get(name)
 			if err != nil {

@@ -133,28 +133,6 @@ func TestErrors(t *testing.T) {
 		if err := kernels.SetFloat64s(l, []float64{0, 2, 7, 5}); err != nil {
 			t.Fatal(err)
 		}
-		var msgs []string
-		for _, x := range []interface {
-			setter
-			Step(context.Context) error
-		}{c, g} {
-			if err := x.Set("a", a); err != nil {
-				t.Fatal(err)
-			}
-			if err := x.Set("l", l); err != nil {
-				t.Fatal(err)
-			}
-			err := x.Step(context.Background())
-			if err == nil {
-				t.Fatal("a label out of range gave no error")
-			}
-			msgs = append(msgs, err.Error())
-		}
-		if msgs[0] != msgs[1] {
-			t.Errorf("GPU error %q, CPU error %q", msgs[1], msgs[0])
-		}
-		if !strings.Contains(msgs[1], "label 7 at row 2 is outside [0,3)") {
-			t.Errorf("GPU error %q does not name the first bad label", msgs[1])
-		}
+		sameStepError(t, c, g, map[string]kernels.Tensor{"a": a, "l": l}, "label 7 at row 2 is outside [0,3)")
 	})
 }
