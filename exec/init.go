@@ -1,6 +1,7 @@
 // Package exec holds what every executor shares: the initial values of
-// params and state, which the plan determines and the executors only apply.
-// The executors themselves live in exec/cpu (and later exec/gpu).
+// params and state, which the plan determines and the executors only apply,
+// and the index of the tensors a user may set or get by name. The executors
+// themselves live in exec/cpu and exec/gpu.
 package exec
 
 import (

@@ -13,8 +13,6 @@ import (
 	"fmt"
 	"math"
 	"runtime"
-	"sort"
-	"strings"
 	"unsafe"
 
 	"github.com/kilnml/kiln/exec"
@@ -43,16 +41,16 @@ type Options struct {
 // it. (An Executor dropped without Close stops its pool once the garbage
 // collector finds it unreachable, but that may be never.)
 type Executor struct {
-	plan   *planner.Plan
-	opts   Options
-	arena  []byte
-	views  []kernels.Tensor   // per buffer
-	funcs  []kernels.Func     // per step; nil for copies
-	args   [][]kernels.Tensor // per step
-	run    *runner
-	byName map[string]int // every name a user may set or get -> buffer
-	step   *int64         // completed steps since the last Reset; kernels read it (dropout); apart from the Executor, so kernels do not keep it alive
-	mem    memory         // the arena memory in use, observed while running
+	plan  *planner.Plan
+	opts  Options
+	arena []byte
+	views []kernels.Tensor   // per buffer
+	funcs []kernels.Func     // per step; nil for copies
+	args  [][]kernels.Tensor // per step
+	run   *runner
+	names *exec.Names // every name a user may set or get -> buffer
+	step  *int64      // completed steps since the last Reset; kernels read it (dropout); apart from the Executor, so kernels do not keep it alive
+	mem   memory      // the arena memory in use, observed while running
 }
 
 // memory measures the arena memory in use while the plan runs, from what
@@ -81,7 +79,7 @@ func New(p *planner.Plan, opts Options) (*Executor, error) {
 	if err := p.Check(); err != nil {
 		return nil, fmt.Errorf("invalid plan: %w", err)
 	}
-	x := &Executor{plan: p, opts: opts, byName: map[string]int{}, step: new(int64)}
+	x := &Executor{plan: p, opts: opts, names: exec.NewNames(p), step: new(int64)}
 	x.arena = alignedBytes(p.ArenaBytes)
 	x.views = make([]kernels.Tensor, len(p.Buffers))
 	for i, b := range p.Buffers {
@@ -111,15 +109,6 @@ func New(p *planner.Plan, opts Options) (*Executor, error) {
 			return nil, fmt.Errorf("step %d (%s): %v", s, x.describe(s), err)
 		}
 		x.funcs[s] = f
-	}
-	for _, i := range p.Inputs {
-		x.byName[p.Buffers[i].Name] = i
-	}
-	for _, i := range append(append([]int(nil), p.Params...), p.States...) {
-		x.byName[p.Buffers[i].Name] = i
-	}
-	for _, n := range append(append([]planner.Named(nil), p.Outputs...), p.Grads...) {
-		x.byName[n.Name] = n.Buffer
 	}
 	x.mem.init(x)
 	if err := x.Reset(opts.Seed); err != nil {
@@ -202,26 +191,13 @@ func (x *Executor) SetStepCount(n int64) error {
 // Names returns every name Set or Get accepts: inputs, params, state,
 // outputs and grad/PARAM, sorted.
 func (x *Executor) Names() []string {
-	names := make([]string, 0, len(x.byName))
-	for n := range x.byName {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
-
-func (x *Executor) lookup(name string) (int, error) {
-	i, ok := x.byName[name]
-	if !ok {
-		return 0, fmt.Errorf("plan %s has no tensor %q (it has: %s)", x.plan.Graph.Name, name, strings.Join(x.Names(), ", "))
-	}
-	return i, nil
+	return x.names.List()
 }
 
 // Set copies t into the input, param or state called name. The type must
 // match the plan's exactly.
 func (x *Executor) Set(name string, t kernels.Tensor) error {
-	i, err := x.lookup(name)
+	i, err := x.names.Lookup(name)
 	if err != nil {
 		return err
 	}
@@ -240,7 +216,7 @@ func (x *Executor) Set(name string, t kernels.Tensor) error {
 // output or grad/PARAM. The view is overwritten by the next Step; copy what
 // must outlive it.
 func (x *Executor) Get(name string) (kernels.Tensor, error) {
-	i, err := x.lookup(name)
+	i, err := x.names.Lookup(name)
 	if err != nil {
 		return kernels.Tensor{}, err
 	}

@@ -1,7 +1,6 @@
 package gpu_test
 
 import (
-	"context"
 	"math/rand/v2"
 	"testing"
 
@@ -29,19 +28,7 @@ func TestChunkedArenaMatchesCPU(t *testing.T) {
 	if g.Chunks() < 3 || int64(g.Chunks()) != p.Chunks() {
 		t.Fatalf("arena of %d bytes in %d storage buffers (plan: %d chunks of %d bytes), want several", p.ArenaBytes, g.Chunks(), p.Chunks(), p.ChunkBytes)
 	}
-	rng := rand.New(rand.NewPCG(7, 8))
-	for step := range 3 {
-		feed(t, p, rng, 10, c, g)
-		for _, x := range []interface{ Step(context.Context) error }{c, g} {
-			if err := x.Step(context.Background()); err != nil {
-				t.Fatalf("step %d: %v", step, err)
-			}
-		}
-		compareTensor(t, "loss", c, g)
-	}
-	for _, i := range append(append([]int(nil), p.Params...), p.States...) {
-		compareTensor(t, p.Buffers[i].Name, c, g)
-	}
+	trainMatches(t, p, c, g, rand.New(rand.NewPCG(7, 8)), 10, 3)
 	t.Logf("arena %d bytes in %d chunks of %d (unchunked arena %d, lower bound %d, ratio %.3f)", p.ArenaBytes, p.Chunks(), p.ChunkBytes, whole.ArenaBytes, p.LowerBound, p.Ratio())
 }
 

@@ -1,7 +1,6 @@
 package gpu_test
 
 import (
-	"context"
 	"math/rand/v2"
 	"testing"
 
@@ -73,34 +72,16 @@ func TestEmbeddingModelTrainsLikeCPU(t *testing.T) {
 		}
 		c, g := executors(t, p)
 		feed(t, p, rand.New(rand.NewPCG(1, 2)), 10, c, g)
-		for _, x := range []interface{ Step(context.Context) error }{c, g} {
-			if err := x.Step(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-		}
+		stepAll(t, 0, c, g)
 		if len(p.Grads) != 2 {
 			t.Fatalf("%d gradients, want 2", len(p.Grads))
 		}
-		for _, n := range append(append([]planner.Named(nil), p.Outputs...), p.Grads...) {
-			compareTensor(t, n.Name, c, g)
-		}
+		compareOutputsAndGrads(t, p, c, g)
 	})
 	t.Run("adam", func(t *testing.T) {
 		opt := passes.OptimizerConfig{Kind: "adam", LR: 0.01, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
 		p := compile(t, []byte(embeddingModel), kiln.Options{Optimizer: &opt})
 		c, g := executors(t, p)
-		rng := rand.New(rand.NewPCG(5, 6))
-		for step := range 4 {
-			feed(t, p, rng, 10, c, g)
-			for _, x := range []interface{ Step(context.Context) error }{c, g} {
-				if err := x.Step(context.Background()); err != nil {
-					t.Fatalf("step %d: %v", step, err)
-				}
-			}
-			compareTensor(t, "loss", c, g)
-		}
-		for _, i := range append(append([]int(nil), p.Params...), p.States...) {
-			compareTensor(t, p.Buffers[i].Name, c, g)
-		}
+		trainMatches(t, p, c, g, rand.New(rand.NewPCG(5, 6)), 10, 4)
 	})
 }

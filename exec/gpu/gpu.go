@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"sort"
 	"strings"
 	"time"
 
@@ -43,7 +42,7 @@ type Executor struct {
 	extra  []*wgpu.Buffer // scratch and data buffers of the kernels
 	pipes  []*wgpu.ComputePipeline
 	steps  []gpuStep
-	byName map[string]int
+	names  *exec.Names // every name a user may set or get -> buffer
 
 	readback *wgpu.Buffer // MAP_READ: the outputs, then the status slots
 	outs     []readItem
@@ -93,22 +92,13 @@ func New(p *planner.Plan, opts Options) (*Executor, error) {
 	if err != nil {
 		return nil, err
 	}
-	x := &Executor{plan: p, d: d, byName: map[string]int{}, host: map[int]kernels.Tensor{}}
+	x := &Executor{plan: p, d: d, names: exec.NewNames(p), host: map[int]kernels.Tensor{}}
 	if err := x.allocate(); err != nil {
 		return nil, err
 	}
 	if err := x.build(); err != nil {
 		x.Close()
 		return nil, err
-	}
-	for _, i := range p.Inputs {
-		x.byName[p.Buffers[i].Name] = i
-	}
-	for _, i := range append(append([]int(nil), p.Params...), p.States...) {
-		x.byName[p.Buffers[i].Name] = i
-	}
-	for _, n := range append(append([]planner.Named(nil), p.Outputs...), p.Grads...) {
-		x.byName[n.Name] = n.Buffer
 	}
 	if err := x.Reset(opts.Seed); err != nil {
 		x.Close()
@@ -358,20 +348,7 @@ func (x *Executor) Plan() *planner.Plan { return x.plan }
 
 // Names returns every name Set or Get accepts, sorted.
 func (x *Executor) Names() []string {
-	names := make([]string, 0, len(x.byName))
-	for n := range x.byName {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
-
-func (x *Executor) lookup(name string) (int, error) {
-	i, ok := x.byName[name]
-	if !ok {
-		return 0, fmt.Errorf("plan %s has no tensor %q (it has: %s)", x.plan.Graph.Name, name, strings.Join(x.Names(), ", "))
-	}
-	return i, nil
+	return x.names.List()
 }
 
 // Reset sets every param and state to its initial value for seed and the
@@ -426,7 +403,7 @@ func (x *Executor) upload(i int, data []byte) error {
 // Set copies t into the input, param or state called name. The type must
 // match the plan's exactly.
 func (x *Executor) Set(name string, t kernels.Tensor) error {
-	i, err := x.lookup(name)
+	i, err := x.names.Lookup(name)
 	if err != nil {
 		return err
 	}
@@ -445,7 +422,7 @@ func (x *Executor) Set(name string, t kernels.Tensor) error {
 // anything else is read back from the device now. The copy is overwritten
 // by the next Step or Get of the same name; copy what must outlive it.
 func (x *Executor) Get(name string) (kernels.Tensor, error) {
-	i, err := x.lookup(name)
+	i, err := x.names.Lookup(name)
 	if err != nil {
 		return kernels.Tensor{}, err
 	}

@@ -28,14 +28,7 @@ var lgcaAdam = passes.OptimizerConfig{Kind: "adam", LR: 0.05, Beta1: 0.9, Beta2:
 func lgcaPlan(t testing.TB, a frontends.LogicAutomaton, opts kiln.Options) *planner.Plan {
 	t.Helper()
 	g, err := a.Build(ir.F32)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := kiln.Compile(g, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return compileGraph(t, g, err, opts)
 }
 
 // TestLogicAutomatonGradientsMatchCPU runs the automaton's rollout and
@@ -47,17 +40,11 @@ func TestLogicAutomatonGradientsMatchCPU(t *testing.T) {
 	needGPU(t)
 	p := lgcaPlan(t, lgca, kiln.Options{Grad: true})
 	c, g := executors(t, p)
-	for _, x := range []interface{ Step(context.Context) error }{c, g} {
-		if err := x.Step(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	stepAll(t, 0, c, g)
 	if len(p.Grads) != 6 {
 		t.Fatalf("%d gradients, want 6 (3 perception layers, 3 update layers)", len(p.Grads))
 	}
-	for _, n := range append(append([]planner.Named(nil), p.Outputs...), p.Grads...) {
-		compareTensor(t, n.Name, c, g)
-	}
+	compareOutputsAndGrads(t, p, c, g)
 	// The gradients must not be trivially zero, or the comparison says
 	// nothing.
 	for _, n := range p.Grads {
@@ -99,9 +86,7 @@ func TestLogicAutomatonTrainingMatchesCPU(t *testing.T) {
 	if len(p.Params) != 6 || len(p.States) == 0 {
 		t.Fatalf("%d params and %d states, want 6 params and Adam's moments", len(p.Params), len(p.States))
 	}
-	for _, i := range append(append([]int(nil), p.Params...), p.States...) {
-		compareTensor(t, p.Buffers[i].Name, c, g)
-	}
+	compareParamsAndStates(t, p, c, g)
 	g2, err := gpu.New(p, gpu.Options{Seed: 3})
 	if err != nil {
 		t.Fatal(err)

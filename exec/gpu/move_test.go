@@ -1,9 +1,7 @@
 package gpu_test
 
 import (
-	"context"
 	"math/rand/v2"
-	"strings"
 	"testing"
 
 	"github.com/kilnml/kiln/ir"
@@ -50,28 +48,7 @@ func TestIndexOutOfRange(t *testing.T) {
 			if err := kernels.SetFloat64s(k, []float64{0, 2, 7, 1}); err != nil {
 				t.Fatal(err)
 			}
-			var msgs []string
-			for _, x := range []interface {
-				setter
-				Step(context.Context) error
-			}{c, g} {
-				for name, v := range map[string]kernels.Tensor{"a": a, "i": i, "k": k} {
-					if err := x.Set(name, v); err != nil {
-						t.Fatal(err)
-					}
-				}
-				err := x.Step(context.Background())
-				if err == nil {
-					t.Fatal("an index out of range gave no error")
-				}
-				msgs = append(msgs, err.Error())
-			}
-			if msgs[0] != msgs[1] {
-				t.Errorf("GPU error %q, CPU error %q", msgs[1], msgs[0])
-			}
-			if !strings.Contains(msgs[1], tc.want) {
-				t.Errorf("GPU error %q does not contain %q", msgs[1], tc.want)
-			}
+			sameStepError(t, c, g, map[string]kernels.Tensor{"a": a, "i": i, "k": k}, tc.want)
 		})
 	}
 }

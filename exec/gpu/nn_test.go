@@ -88,11 +88,7 @@ output %a, %b, %c, %d, %e`)
 	feed(t, p, rand.New(rand.NewPCG(5, 6)), 0, c, g)
 	var prev []float64
 	for step := 0; step < 3; step++ {
-		for _, x := range []interface{ Step(context.Context) error }{c, g} {
-			if err := x.Step(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-		}
+		stepAll(t, step, c, g)
 		for _, name := range []string{"a", "b", "c", "d", "e"} {
 			ct, err := c.Get(name)
 			if err != nil {
@@ -152,16 +148,6 @@ func digitsCNN(t testing.TB) []byte {
 	return []byte(s)
 }
 
-// nnStepAll runs one step on each executor.
-func nnStepAll(t testing.TB, step int, xs ...interface{ Step(context.Context) error }) {
-	t.Helper()
-	for _, x := range xs {
-		if err := x.Step(context.Background()); err != nil {
-			t.Fatalf("step %d: %v", step, err)
-		}
-	}
-}
-
 // nnCheckTraining compiles src twice: with gradients, whose outputs and
 // gradients after steps steps (new inputs each, the dropout masks
 // changing) must match the CPU's within gradTol; and with Adam, whose
@@ -173,10 +159,8 @@ func nnCheckTraining(t *testing.T, src []byte, o0 bool, labels, steps int) {
 		rng := rand.New(rand.NewPCG(1, 2))
 		for step := range steps {
 			feed(t, p, rng, labels, c, g)
-			nnStepAll(t, step, c, g)
-			for _, n := range append(append([]planner.Named(nil), p.Outputs...), p.Grads...) {
-				compareTensor(t, n.Name, c, g)
-			}
+			stepAll(t, step, c, g)
+			compareOutputsAndGrads(t, p, c, g)
 		}
 		if len(p.Grads) == 0 {
 			t.Fatal("no gradients compared")
@@ -186,15 +170,7 @@ func nnCheckTraining(t *testing.T, src []byte, o0 bool, labels, steps int) {
 		opt := passes.OptimizerConfig{Kind: "adam", LR: 0.01, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
 		p := compile(t, src, kiln.Options{Optimizer: &opt, O0: o0})
 		c, g := executors(t, p)
-		rng := rand.New(rand.NewPCG(5, 6))
-		for step := range steps {
-			feed(t, p, rng, labels, c, g)
-			nnStepAll(t, step, c, g)
-			compareTensor(t, p.Outputs[0].Name, c, g)
-		}
-		for _, i := range append(append([]int(nil), p.Params...), p.States...) {
-			compareTensor(t, p.Buffers[i].Name, c, g)
-		}
+		trainMatches(t, p, c, g, rand.New(rand.NewPCG(5, 6)), labels, steps)
 	})
 }
 
@@ -295,7 +271,7 @@ output %loss
 		out := map[string][]byte{}
 		for step := range 2 {
 			feed(t, p, rng, 0, g)
-			nnStepAll(t, step, g)
+			stepAll(t, step, g)
 			for _, n := range append(append([]planner.Named(nil), p.Outputs...), p.Grads...) {
 				v, err := g.Get(n.Name)
 				if err != nil {

@@ -9,114 +9,22 @@ import (
 
 	"github.com/kilnml/kiln"
 	"github.com/kilnml/kiln/examples"
-	"github.com/kilnml/kiln/exec/cpu"
 	"github.com/kilnml/kiln/exec/gpu"
 	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/kernels"
 	"github.com/kilnml/kiln/passes"
-	"github.com/kilnml/kiln/planner"
 )
-
-// gradTol is the bound of whole-step comparisons: a gradient or param on
-// the GPU is within 1e-3 of the CPU's, relative to the larger of its
-// magnitude and the tensor's largest magnitude (the GPU sums in other
-// orders, and differences grow through the backward pass).
-const gradTol = 1e-3
-
-func compile(t testing.TB, src []byte, opts kiln.Options) *planner.Plan {
-	t.Helper()
-	g, err := ir.Parse("test.kir", src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := kiln.Compile(g, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-// executors returns a CPU and a GPU executor of p with the same params.
-func executors(t testing.TB, p *planner.Plan) (*cpu.Executor, *gpu.Executor) {
-	t.Helper()
-	c, err := cpu.New(p, cpu.Options{Seed: 3, Workers: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	g, err := gpu.New(p, gpu.Options{Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { g.Close() })
-	return c, g
-}
-
-type setter interface {
-	Set(string, kernels.Tensor) error
-}
-
-// feed sets every input of p on both executors to the same random values.
-func feed(t testing.TB, p *planner.Plan, rng *rand.Rand, labels int, xs ...setter) {
-	t.Helper()
-	for _, i := range p.Inputs {
-		b := p.Buffers[i]
-		in := randomTensor(rng, b.Type, labels)
-		for _, x := range xs {
-			if err := x.Set(b.Name, in); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-}
-
-type getter interface {
-	Get(string) (kernels.Tensor, error)
-}
-
-// compareTensor compares the tensor name on the GPU with the CPU's within
-// gradTol of the CPU tensor's largest magnitude.
-func compareTensor(t testing.TB, name string, c, g getter) {
-	t.Helper()
-	ct, err := c.Get(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gt, err := g.Get(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, got := kernels.Float64s(ct), kernels.Float64s(gt)
-	scale := 0.0
-	for _, v := range want {
-		scale = max(scale, abs(v))
-	}
-	compare(t, name, got, want, gradTol, gradTol*scale)
-}
-
-func abs(v float64) float64 {
-	if v < 0 {
-		return -v
-	}
-	return v
-}
 
 func TestDigitsMLPGradientsMatchCPU(t *testing.T) {
 	needGPU(t)
 	p := compile(t, examples.DigitsMLP, kiln.Options{Grad: true})
 	c, g := executors(t, p)
 	feed(t, p, rand.New(rand.NewPCG(1, 2)), 10, c, g)
-	for _, x := range []interface{ Step(context.Context) error }{c, g} {
-		if err := x.Step(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	stepAll(t, 0, c, g)
 	if len(p.Grads) != 4 {
 		t.Fatalf("%d gradients, want 4", len(p.Grads))
 	}
-	for _, n := range append(append([]planner.Named(nil), p.Outputs...), p.Grads...) {
-		compareTensor(t, n.Name, c, g)
-	}
+	compareOutputsAndGrads(t, p, c, g)
 }
 
 func TestDigitsMLPAdamStepsMatchCPU(t *testing.T) {
@@ -128,19 +36,7 @@ func TestDigitsMLPAdamStepsMatchCPU(t *testing.T) {
 		t.Run(opt.Kind, func(t *testing.T) {
 			p := compile(t, examples.DigitsMLP, kiln.Options{Optimizer: &opt})
 			c, g := executors(t, p)
-			rng := rand.New(rand.NewPCG(5, 6))
-			for step := range 4 {
-				feed(t, p, rng, 10, c, g)
-				for _, x := range []interface{ Step(context.Context) error }{c, g} {
-					if err := x.Step(context.Background()); err != nil {
-						t.Fatalf("step %d: %v", step, err)
-					}
-				}
-				compareTensor(t, "loss", c, g)
-			}
-			for _, i := range append(append([]int(nil), p.Params...), p.States...) {
-				compareTensor(t, p.Buffers[i].Name, c, g)
-			}
+			trainMatches(t, p, c, g, rand.New(rand.NewPCG(5, 6)), 10, 4)
 		})
 	}
 }
@@ -166,14 +62,8 @@ func TestUnrolledRecurrenceGradientsMatchCPU(t *testing.T) {
 	p := compile(t, recurrence(8), kiln.Options{Grad: true})
 	c, g := executors(t, p)
 	feed(t, p, rand.New(rand.NewPCG(3, 4)), 0, c, g)
-	for _, x := range []interface{ Step(context.Context) error }{c, g} {
-		if err := x.Step(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, n := range append(append([]planner.Named(nil), p.Outputs...), p.Grads...) {
-		compareTensor(t, n.Name, c, g)
-	}
+	stepAll(t, 0, c, g)
+	compareOutputsAndGrads(t, p, c, g)
 }
 
 // TestDeterministic runs three Adam steps of the digits MLP twice on the
@@ -243,28 +133,6 @@ func TestErrors(t *testing.T) {
 		if err := kernels.SetFloat64s(l, []float64{0, 2, 7, 5}); err != nil {
 			t.Fatal(err)
 		}
-		var msgs []string
-		for _, x := range []interface {
-			setter
-			Step(context.Context) error
-		}{c, g} {
-			if err := x.Set("a", a); err != nil {
-				t.Fatal(err)
-			}
-			if err := x.Set("l", l); err != nil {
-				t.Fatal(err)
-			}
-			err := x.Step(context.Background())
-			if err == nil {
-				t.Fatal("a label out of range gave no error")
-			}
-			msgs = append(msgs, err.Error())
-		}
-		if msgs[0] != msgs[1] {
-			t.Errorf("GPU error %q, CPU error %q", msgs[1], msgs[0])
-		}
-		if !strings.Contains(msgs[1], "label 7 at row 2 is outside [0,3)") {
-			t.Errorf("GPU error %q does not name the first bad label", msgs[1])
-		}
+		sameStepError(t, c, g, map[string]kernels.Tensor{"a": a, "l": l}, "label 7 at row 2 is outside [0,3)")
 	})
 }

@@ -113,18 +113,10 @@ func buildConv(n *kernels.Node) (*Kernel, error) {
 // for every tap (row, then column) whose window covers it and every output
 // channel of its group in order, the weight times that window's dy.
 func buildConvInputGrad(n *kernels.Node) (*Kernel, error) {
-	if err := checkDTypes(n); err != nil {
-		return nil, err
-	}
-	g, err := ir.ConvGeometry(n.Out.Shape, n.Args[1].Shape, n.Attrs)
+	d, _, err := convGradDecls(n, n.Out.Shape, n.Args[1].Shape, "dy", "w")
 	if err != nil {
 		return nil, err
 	}
-	var d strings.Builder
-	d.WriteString(Decl(0, "dy", ir.F32))
-	d.WriteString(Decl(1, "w", ir.F32))
-	d.WriteString(Decl(2, "out", ir.F32))
-	d.WriteString(convConsts(g))
 	body := `  let ix = p % W;
   let iy = (p / W) % H;
   let ci = (p / (W * H)) % CIN;
@@ -150,7 +142,22 @@ func buildConvInputGrad(n *kernels.Node) (*Kernel, error) {
   }
   out[p] = s;
 `
-	return perElement(d.String(), body, n.Out.Shape.NumElements(), []Operand{{Arg, 0}, {Arg, 1}, {Out, 0}}), nil
+	return perElement(d, body, n.Out.Shape.NumElements(), []Operand{{Arg, 0}, {Arg, 1}, {Out, 0}}), nil
+}
+
+// convGradDecls checks n's dtypes and returns the declarations of a
+// convolution gradient kernel: f32 arguments a and b, the f32 result out,
+// and the constants of the convolution g of an input of shape x by weights
+// of shape w, which it returns too.
+func convGradDecls(n *kernels.Node, x, w ir.Shape, a, b string) (string, ir.ConvGeom, error) {
+	if err := checkDTypes(n); err != nil {
+		return "", ir.ConvGeom{}, err
+	}
+	g, err := ir.ConvGeometry(x, w, n.Attrs)
+	if err != nil {
+		return "", ir.ConvGeom{}, err
+	}
+	return Decl(0, a, ir.F32) + Decl(1, b, ir.F32) + Decl(2, "out", ir.F32) + convConsts(g), g, nil
 }
 
 // sumTermsSerialOut is the number of results from which sumTerms gives
@@ -193,19 +200,11 @@ func sumTerms(decls, term string, out, count int, bind []Operand) *Kernel {
 // each weight element is the sum over the batch and the output positions
 // (in that order) of dy times the input under the tap.
 func buildConvWeightGrad(n *kernels.Node) (*Kernel, error) {
-	if err := checkDTypes(n); err != nil {
-		return nil, err
-	}
-	g, err := ir.ConvGeometry(n.Args[0].Shape, n.Out.Shape, n.Attrs)
+	d, g, err := convGradDecls(n, n.Args[0].Shape, n.Out.Shape, "x", "dy")
 	if err != nil {
 		return nil, err
 	}
-	var d strings.Builder
-	d.WriteString(Decl(0, "x", ir.F32))
-	d.WriteString(Decl(1, "dy", ir.F32))
-	d.WriteString(Decl(2, "out", ir.F32))
-	d.WriteString(convConsts(g))
-	d.WriteString(`fn tap(o: i32, r: i32) -> f32 {
+	d += `fn tap(o: i32, r: i32) -> f32 {
   let j = o % KW;
   let i = (o / KW) % KH;
   let c = (o / (KW * KH)) % CG;
@@ -218,12 +217,12 @@ func buildConvWeightGrad(n *kernels.Node) (*Kernel, error) {
   if (iy < 0 || iy >= H || ix < 0 || ix >= W) { return 0.0; }
   return dy[((b * COUT + co) * OH + oy) * OW + ox] * x[((b * CIN + (co / OG) * CG + c) * H + iy) * W + ix];
 }
-`)
+`
 	count := g.N
 	for _, o := range g.Out {
 		count *= o
 	}
-	return sumTerms(d.String(), "tap(o, r)", n.Out.Shape.NumElements(), count, []Operand{{Arg, 0}, {Arg, 1}, {Out, 0}}), nil
+	return sumTerms(d, "tap(o, r)", n.Out.Shape.NumElements(), count, []Operand{{Arg, 0}, {Arg, 1}, {Out, 0}}), nil
 }
 
 // poolConsts returns g as WGSL constants: PLANES, H, W, OH, OW, K0, K1,

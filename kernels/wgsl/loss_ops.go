@@ -146,11 +146,9 @@ func buildSoftmaxGrad(n *kernels.Node) (*Kernel, error) {
 	b.WriteString(Decl(0, "dy", ir.F32))
 	b.WriteString(Decl(1, "y", ir.F32))
 	b.WriteString(Decl(2, "out", ir.F32))
-	fmt.Fprintf(&b, "var<workgroup> red: array<f32, %d>;\n", WorkgroupSize)
-	fmt.Fprintf(&b, "fn idx(s: u32, j: u32) -> u32 { return %s; }\n", index)
-	groups, sidx := Groups2(count)
-	b.WriteString(header(WorkgroupSize))
-	fmt.Fprintf(&b, "  let s = %s;\n  let t = lid.x;\n  if (s >= %du) { return; }\n  var acc = 0.0;\n", sidx, count)
+	rowDecls(&b, index)
+	groups := rowStart(&b, count)
+	b.WriteString("  var acc = 0.0;\n")
 	term, write := "dy[e] * y[e]", "y[e] * (dy[e] - sm)"
 	if n.Op == ir.OpLogSoftmaxGrad {
 		term, write = "dy[e]", "dy[e] - exp(y[e]) * sm"

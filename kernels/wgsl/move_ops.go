@@ -149,6 +149,16 @@ func moveDispatch(out ir.Type, src string, bind []Operand, status bool) Dispatch
 
 const ownAll = "fn own(p: u32) -> bool { return true; }\n"
 
+// elemStart writes the start of the source of a move reading x (binding 0,
+// of dt) for every result element: x's declaration, then decls, ownAll
+// and the head of elem(p).
+func elemStart(b *strings.Builder, dt ir.DType, decls string) {
+	b.WriteString(rawDecl(0, "x", dt))
+	b.WriteString(decls)
+	b.WriteString(ownAll)
+	fmt.Fprintf(b, "fn elem(p: u32) -> %s {\n", rawType(dt))
+}
+
 // strided returns the kernel of a move that reads, for result element p at
 // coordinates c, argument 0's element base + sum of c[i]*st[i] (with
 // neg[i], the axis read backwards: size-1-c[i]).
@@ -161,9 +171,8 @@ func strided(n *kernels.Node, base int, st []int, neg []bool) (*Kernel, error) {
 		return &Kernel{}, nil
 	}
 	var b strings.Builder
-	b.WriteString(rawDecl(0, "x", n.Out.DType))
-	b.WriteString(ownAll)
-	fmt.Fprintf(&b, "fn elem(p: u32) -> %s {\n%s", rawType(n.Out.DType), coords("p", os))
+	elemStart(&b, n.Out.DType, "")
+	b.WriteString(coords("p", os))
 	off := dot(st, func(i int) string {
 		if neg != nil && neg[i] {
 			return fmt.Sprintf("(%du - c%d)", os[i]-1, i)
@@ -231,9 +240,8 @@ func buildPad(n *kernels.Node) (*Kernel, error) {
 	}
 	dt := n.Out.DType
 	var b strings.Builder
-	b.WriteString(rawDecl(0, "x", dt))
-	b.WriteString(ownAll)
-	fmt.Fprintf(&b, "fn elem(p: u32) -> %s {\n%s", rawType(dt), coords("p", os))
+	elemStart(&b, dt, "")
+	b.WriteString(coords("p", os))
 	xst := xs.Strides()
 	var terms []string
 	for i := range xs {
@@ -344,9 +352,7 @@ func buildGather(n *kernels.Node) (*Kernel, error) {
 	}
 	dt := n.Out.DType
 	var b strings.Builder
-	b.WriteString(rawDecl(0, "x", dt))
-	b.WriteString(Decl(1, "idx", n.Args[1].DType))
-	b.WriteString(ownAll)
+	elemStart(&b, dt, Decl(1, "idx", n.Args[1].DType))
 	st := xs.Strides()
 	off := dot(st, func(i int) string {
 		if i == axis {
@@ -354,7 +360,7 @@ func buildGather(n *kernels.Node) (*Kernel, error) {
 		}
 		return plainCoord(i)
 	})
-	fmt.Fprintf(&b, "fn elem(p: u32) -> %s {\n%s%s  return rw_x(%s);\n}\n", rawType(dt), coords("p", is), indexLoad(n.Args[1].DType, "p", xs[axis]), off)
+	fmt.Fprintf(&b, "%s%s  return rw_x(%s);\n}\n", coords("p", is), indexLoad(n.Args[1].DType, "p", xs[axis]), off)
 	d := moveDispatch(n.Out, b.String(), []Operand{{Arg, 0}, {Arg, 1}}, true)
 	return &Kernel{Dispatches: []Dispatch{d}, Checks: []Check{indexCheck(n.Op, "index", is, axis, xs[axis])}}, nil
 }
@@ -393,10 +399,8 @@ func buildSelect(n *kernels.Node) (*Kernel, error) {
 	}
 	dt := n.Out.DType
 	var b strings.Builder
-	b.WriteString(rawDecl(0, "x", dt))
-	b.WriteString(Decl(1, "idx", n.Args[1].DType))
-	b.WriteString(ownAll)
-	fmt.Fprintf(&b, "fn elem(p: u32) -> %s {\n  let j = p %% %du;\n  let i = (p / %du) %% %du;\n  let a = p / %du;\n", rawType(dt), r.inner, r.inner, r.m, r.inner*r.m)
+	elemStart(&b, dt, Decl(1, "idx", n.Args[1].DType))
+	fmt.Fprintf(&b, "  let j = p %% %du;\n  let i = (p / %du) %% %du;\n  let a = p / %du;\n", r.inner, r.inner, r.m, r.inner*r.m)
 	b.WriteString(indexLoad(n.Args[1].DType, "i", r.size))
 	fmt.Fprintf(&b, "  return rw_x((a * %du + u32(k)) * %du + j);\n}\n", r.size, r.inner)
 	what := "index"

@@ -24,11 +24,8 @@ import (
 func normSource(decls, index, scale string, count, m int, eps float64) (string, [3]uint32) {
 	var b strings.Builder
 	b.WriteString(decls)
-	fmt.Fprintf(&b, "var<workgroup> red: array<f32, %d>;\n", WorkgroupSize)
-	fmt.Fprintf(&b, "fn idx(s: u32, j: u32) -> u32 { return %s; }\n", index)
-	groups, sidx := Groups2(count)
-	b.WriteString(header(WorkgroupSize))
-	fmt.Fprintf(&b, "  let s = %s;\n  let t = lid.x;\n  if (s >= %du) { return; }\n", sidx, count)
+	rowDecls(&b, index)
+	groups := rowStart(&b, count)
 	fmt.Fprintf(&b, "  var acc = 0.0;\n  for (var j = t; j < %[1]du; j += %[2]du) { acc = acc + x[idx(s, j)]; }\n", m, WorkgroupSize)
 	b.WriteString(treeSum("acc", "red"))
 	fmt.Fprintf(&b, "  let mean = red[0] / %s;\n  workgroupBarrier();\n", F32(float64(m)))

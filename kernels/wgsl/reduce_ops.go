@@ -22,14 +22,46 @@ import (
 // prod_exclusive_grad are one thread per slice (prefix and suffix passes,
 // as the CPU).
 
-// reductionOf returns the reduction of n's argument arg over n's axes.
-func reductionOf(n *kernels.Node, arg int) (reduction, error) {
+// reductionOf checks n's dtypes and returns the reduction of n's argument
+// arg over n's axes, and whether the kernel is empty: no results, or (where
+// slices counts) no elements in a slice.
+func reductionOf(n *kernels.Node, arg int, slices bool) (reduction, bool, error) {
+	if err := checkDTypes(n); err != nil {
+		return reduction{}, false, err
+	}
 	xs := n.Args[arg].Shape
 	axes, err := ir.ReduceAxes(n.Attrs, len(xs))
 	if err != nil {
-		return reduction{}, err
+		return reduction{}, false, err
 	}
-	return newReduction(xs, axes), nil
+	r := newReduction(xs, axes)
+	return r, r.out == 0 || (slices && r.count == 0), nil
+}
+
+// emptyOr returns err, or where it is nil the empty kernel (nothing to
+// compute).
+func emptyOr(err error) (*Kernel, error) {
+	if err != nil {
+		return nil, err
+	}
+	return &Kernel{}, nil
+}
+
+// oneDispatch returns the kernel of a single dispatch of src on groups
+// binding bind.
+func oneDispatch(src string, groups [3]uint32, bind []Operand) *Kernel {
+	return &Kernel{Dispatches: []Dispatch{{Source: src, Groups: groups, Bind: bind}}}
+}
+
+// sliceThread writes the declaration of index (element r of slice o) and
+// the start of main for one thread per slice o, returning the workgroup
+// counts.
+func sliceThread(b *strings.Builder, r reduction) [3]uint32 {
+	fmt.Fprintf(b, "fn index(o: u32, r: u32) -> u32 { return %s; }\n", r.index)
+	groups, idx := Grid(r.out)
+	b.WriteString(header(WorkgroupSize))
+	fmt.Fprintf(b, "  let o = %s;\n  if (o >= %du) { return; }\n", idx, r.out)
+	return groups
 }
 
 const (
@@ -40,15 +72,9 @@ const (
 // buildFold builds max, min and prod {axes, keepdims} of f32 or i32. max
 // and min propagate NaN (k_maximum, k_minimum).
 func buildFold(n *kernels.Node) (*Kernel, error) {
-	if err := checkDTypes(n); err != nil {
-		return nil, err
-	}
-	r, err := reductionOf(n, 0)
-	if err != nil {
-		return nil, err
-	}
-	if r.out == 0 {
-		return &Kernel{}, nil
+	r, empty, err := reductionOf(n, 0, false)
+	if err != nil || empty {
+		return emptyOr(err)
 	}
 	dt := n.Out.DType
 	typ, _ := ValueType(dt)
@@ -73,21 +99,15 @@ func buildFold(n *kernels.Node) (*Kernel, error) {
 	f := newFolder(r)
 	body := f.fold("s", typ, init, combine, "ld_x(q)")
 	src, groups := f.kernel(Decl(0, "x", dt)+Decl(1, "out", dt)+helperSource(helpers), body, "  out[o] = s;\n")
-	return &Kernel{Dispatches: []Dispatch{{Source: src, Groups: groups, Bind: []Operand{{Arg, 0}, {Out, 0}}}}}, nil
+	return oneDispatch(src, groups, []Operand{{Arg, 0}, {Out, 0}}), nil
 }
 
 // buildLogSumExp builds logsumexp {axes, keepdims}: m = the slice's
 // maximum (NaN wins), 0 where infinite, then m + log(sum(exp(x - m))).
 func buildLogSumExp(n *kernels.Node) (*Kernel, error) {
-	if err := checkDTypes(n); err != nil {
-		return nil, err
-	}
-	r, err := reductionOf(n, 0)
-	if err != nil {
-		return nil, err
-	}
-	if r.out == 0 {
-		return &Kernel{}, nil
+	r, empty, err := reductionOf(n, 0, false)
+	if err != nil || empty {
+		return emptyOr(err)
 	}
 	f := newFolder(r)
 	body := f.fold("mx", "f32", negInf, "k_maximum(a, b)", "ld_x(q)")
@@ -95,22 +115,16 @@ func buildLogSumExp(n *kernels.Node) (*Kernel, error) {
 	body += f.fold("se", "f32", "0.0", "a + b", "exp(ld_x(q) - m)")
 	decls := Decl(0, "x", ir.F32) + Decl(1, "out", ir.F32) + helperSource(map[string]bool{"k_maximum": true, "k_log": true})
 	src, groups := f.kernel(decls, body, "  out[o] = k_log(se) + m;\n")
-	return &Kernel{Dispatches: []Dispatch{{Source: src, Groups: groups, Bind: []Operand{{Arg, 0}, {Out, 0}}}}}, nil
+	return oneDispatch(src, groups, []Operand{{Arg, 0}, {Out, 0}}), nil
 }
 
 // buildVar builds var and std {axes, keepdims, correction}: the mean, then
 // the sum of squared differences, divided by max(0, N - correction) (a
 // divisor of 0 gives inf, or NaN where the sum is 0).
 func buildVar(n *kernels.Node) (*Kernel, error) {
-	if err := checkDTypes(n); err != nil {
-		return nil, err
-	}
-	r, err := reductionOf(n, 0)
-	if err != nil {
-		return nil, err
-	}
-	if r.out == 0 {
-		return &Kernel{}, nil
+	r, empty, err := reductionOf(n, 0, false)
+	if err != nil || empty {
+		return emptyOr(err)
 	}
 	f := newFolder(r)
 	body := f.fold("sm", "f32", "0.0", "a + b", "ld_x(q)")
@@ -125,7 +139,7 @@ func buildVar(n *kernels.Node) (*Kernel, error) {
 		v = fmt.Sprintf("sqrt(%s)", v)
 	}
 	src, groups := f.kernel(Decl(0, "x", ir.F32)+Decl(1, "out", ir.F32), body, fmt.Sprintf("  out[o] = %s;\n", v))
-	return &Kernel{Dispatches: []Dispatch{{Source: src, Groups: groups, Bind: []Operand{{Arg, 0}, {Out, 0}}}}}, nil
+	return oneDispatch(src, groups, []Operand{{Arg, 0}, {Out, 0}}), nil
 }
 
 // buildArg builds argmax and argmin {axes, keepdims} of f32, i32 or i64
@@ -135,15 +149,9 @@ func buildVar(n *kernels.Node) (*Kernel, error) {
 // the better of two, or the lower position on a tie, so the result does
 // not depend on the order.
 func buildArg(n *kernels.Node) (*Kernel, error) {
-	if err := checkDTypes(n); err != nil {
-		return nil, err
-	}
-	r, err := reductionOf(n, 0)
-	if err != nil {
-		return nil, err
-	}
-	if r.out == 0 {
-		return &Kernel{}, nil
+	r, empty, err := reductionOf(n, 0, false)
+	if err != nil || empty {
+		return emptyOr(err)
 	}
 	xt := n.Args[0].DType
 	typ, _ := ValueType(xt)
@@ -160,15 +168,14 @@ func buildArg(n *kernels.Node) (*Kernel, error) {
 	} else {
 		fmt.Fprintf(&b, "fn beats(v: i32, w: i32) -> bool { return v %s w; }\n", cmp)
 	}
-	fmt.Fprintf(&b, "fn index(o: u32, r: u32) -> u32 { return %s; }\n", r.index)
 	if r.count <= reduceSerialMax {
-		groups, idx := Grid(r.out)
-		b.WriteString(header(WorkgroupSize))
-		fmt.Fprintf(&b, "  let o = %s;\n  if (o >= %du) { return; }\n  var best = ld_x(index(o, 0u));\n  var at = 0u;\n", idx, r.out)
+		groups := sliceThread(&b, r)
+		b.WriteString("  var best = ld_x(index(o, 0u));\n  var at = 0u;\n")
 		fmt.Fprintf(&b, "  for (var r = 1u; r < %du; r++) { let v = ld_x(index(o, r)); if (beats(v, best)) { best = v; at = r; } }\n", r.count)
 		b.WriteString("  out[2u * o] = at;\n  out[2u * o + 1u] = 0u;\n}\n")
-		return &Kernel{Dispatches: []Dispatch{{Source: b.String(), Groups: groups, Bind: []Operand{{Arg, 0}, {Out, 0}}}}}, nil
+		return oneDispatch(b.String(), groups, []Operand{{Arg, 0}, {Out, 0}}), nil
 	}
+	fmt.Fprintf(&b, "fn index(o: u32, r: u32) -> u32 { return %s; }\n", r.index)
 	groups, idx := Groups2(r.out)
 	fmt.Fprintf(&b, "var<workgroup> wb: array<%s, %d>;\nvar<workgroup> wp: array<u32, %d>;\n", typ, WorkgroupSize, WorkgroupSize)
 	b.WriteString(header(WorkgroupSize))
@@ -177,33 +184,24 @@ func buildArg(n *kernels.Node) (*Kernel, error) {
 	fmt.Fprintf(&b, "  wb[t] = best;\n  wp[t] = at;\n  workgroupBarrier();\n  for (var w = %du; w > 0u; w = w >> 1u) {\n", WorkgroupSize/2)
 	b.WriteString("    if (t < w) {\n      let v = wb[t + w];\n      let p = wp[t + w];\n      if (beats(v, wb[t]) || (!beats(wb[t], v) && p < wp[t])) { wb[t] = v; wp[t] = p; }\n    }\n    workgroupBarrier();\n  }\n")
 	fmt.Fprintf(&b, "  if (t == 0u && o < %du) { out[2u * o] = wp[0]; out[2u * o + 1u] = 0u; }\n}\n", r.out)
-	return &Kernel{Dispatches: []Dispatch{{Source: b.String(), Groups: groups, Bind: []Operand{{Arg, 0}, {Out, 0}}}}}, nil
+	return oneDispatch(b.String(), groups, []Operand{{Arg, 0}, {Out, 0}}), nil
 }
 
 // buildProdExclusive builds prod_exclusive {axes}: one thread per slice
 // writes the prefix products in index order, then multiplies them by the
 // suffix products from the end (no division: exact at zeros), as the CPU.
 func buildProdExclusive(n *kernels.Node) (*Kernel, error) {
-	if err := checkDTypes(n); err != nil {
-		return nil, err
-	}
-	r, err := reductionOf(n, 0)
-	if err != nil {
-		return nil, err
-	}
-	if r.out == 0 || r.count == 0 {
-		return &Kernel{}, nil
+	r, empty, err := reductionOf(n, 0, true)
+	if err != nil || empty {
+		return emptyOr(err)
 	}
 	var b strings.Builder
 	b.WriteString(Decl(0, "x", ir.F32))
 	b.WriteString(Decl(1, "out", ir.F32))
-	fmt.Fprintf(&b, "fn index(o: u32, r: u32) -> u32 { return %s; }\n", r.index)
-	groups, idx := Grid(r.out)
-	b.WriteString(header(WorkgroupSize))
-	fmt.Fprintf(&b, "  let o = %s;\n  if (o >= %du) { return; }\n", idx, r.out)
+	groups := sliceThread(&b, r)
 	fmt.Fprintf(&b, "  var p = 1.0;\n  for (var r = 0u; r < %du; r++) { let e = index(o, r); out[e] = p; p = p * x[e]; }\n", r.count)
 	fmt.Fprintf(&b, "  var s = 1.0;\n  for (var r = %du; r > 0u; r--) { let e = index(o, r - 1u); out[e] = out[e] * s; s = s * x[e]; }\n}\n", r.count)
-	return &Kernel{Dispatches: []Dispatch{{Source: b.String(), Groups: groups, Bind: []Operand{{Arg, 0}, {Out, 0}}}}}, nil
+	return oneDispatch(b.String(), groups, []Operand{{Arg, 0}, {Out, 0}}), nil
 }
 
 // buildProdExclusiveGrad builds prod_exclusive_grad(dy, x) {axes}: one
@@ -211,25 +209,16 @@ func buildProdExclusive(n *kernels.Node) (*Kernel, error) {
 // numbers x + t·dy, the prefixes' value parts kept in the result and their
 // t parts in a scratch buffer until the suffix pass combines them.
 func buildProdExclusiveGrad(n *kernels.Node) (*Kernel, error) {
-	if err := checkDTypes(n); err != nil {
-		return nil, err
-	}
-	r, err := reductionOf(n, 1)
-	if err != nil {
-		return nil, err
-	}
-	if r.out == 0 || r.count == 0 {
-		return &Kernel{}, nil
+	r, empty, err := reductionOf(n, 1, true)
+	if err != nil || empty {
+		return emptyOr(err)
 	}
 	var b strings.Builder
 	b.WriteString(Decl(0, "dy", ir.F32))
 	b.WriteString(Decl(1, "x", ir.F32))
 	b.WriteString(Decl(2, "out", ir.F32))
 	b.WriteString(Decl(3, "pb", ir.F32))
-	fmt.Fprintf(&b, "fn index(o: u32, r: u32) -> u32 { return %s; }\n", r.index)
-	groups, idx := Grid(r.out)
-	b.WriteString(header(WorkgroupSize))
-	fmt.Fprintf(&b, "  let o = %s;\n  if (o >= %du) { return; }\n", idx, r.out)
+	groups := sliceThread(&b, r)
 	fmt.Fprintf(&b, "  var a = 1.0;\n  var d = 0.0;\n  for (var r = 0u; r < %du; r++) {\n    let e = index(o, r);\n    out[e] = a;\n    pb[e] = d;\n    let xv = x[e];\n    let dv = dy[e];\n    d = a * dv + d * xv;\n    a = a * xv;\n  }\n", r.count)
 	fmt.Fprintf(&b, "  a = 1.0;\n  d = 0.0;\n  for (var r = %du; r > 0u; r--) {\n    let e = index(o, r - 1u);\n    out[e] = out[e] * d + pb[e] * a;\n    let xv = x[e];\n    let dv = dy[e];\n    d = a * dv + d * xv;\n    a = a * xv;\n  }\n}\n", r.count)
 	return &Kernel{
@@ -243,15 +232,9 @@ func buildProdExclusiveGrad(n *kernels.Node) (*Kernel, error) {
 // (dy/n)*1 where x == y and (dy/n)*0 elsewhere, so a NaN slice (y NaN,
 // equal to nothing) gives NaN as the unfused rule.
 func buildMaxGrad(n *kernels.Node) (*Kernel, error) {
-	if err := checkDTypes(n); err != nil {
-		return nil, err
-	}
-	r, err := reductionOf(n, 1)
-	if err != nil {
-		return nil, err
-	}
-	if r.out == 0 || r.count == 0 {
-		return &Kernel{}, nil
+	r, empty, err := reductionOf(n, 1, true)
+	if err != nil || empty {
+		return emptyOr(err)
 	}
 	dyAt := "o"
 	if len(n.Args[0].Shape) == 0 && len(n.Args[2].Shape) != 0 {
@@ -269,7 +252,7 @@ func buildMaxGrad(n *kernels.Node) (*Kernel, error) {
 	}
 	decls := Decl(0, "dy", ir.F32) + Decl(1, "x", ir.F32) + Decl(2, "y", ir.F32) + Decl(3, "out", ir.F32)
 	src, groups := f.kernel(decls, body, "")
-	return &Kernel{Dispatches: []Dispatch{{Source: src, Groups: groups, Bind: []Operand{{Arg, 0}, {Arg, 1}, {Arg, 2}, {Out, 0}}}}}, nil
+	return oneDispatch(src, groups, []Operand{{Arg, 0}, {Arg, 1}, {Arg, 2}, {Out, 0}}), nil
 }
 
 func init() {

@@ -46,10 +46,39 @@ func rowStats(length int) string {
 `, length, WorkgroupSize, treeMax("mx", "red"), treeSum("se", "red"))
 }
 
-func rowPrelude(b *strings.Builder, index string) {
+// rowDecls writes the workgroup array red of a row kernel (one workgroup
+// per row) and idx(s, j), the flat index (WGSL index) of row s's element j.
+func rowDecls(b *strings.Builder, index string) {
 	fmt.Fprintf(b, "var<workgroup> red: array<f32, %d>;\n", WorkgroupSize)
 	fmt.Fprintf(b, "fn idx(s: u32, j: u32) -> u32 { return %s; }\n", index)
+}
+
+// rowPrelude is rowDecls with the helpers rowStats uses.
+func rowPrelude(b *strings.Builder, index string) {
+	rowDecls(b, index)
 	b.WriteString(helperSource(map[string]bool{"k_maxnan": true, "k_log": true}))
+}
+
+// rowStart writes the start of main of a row kernel: workgroup s runs row
+// s of count, its threads t. It returns the workgroup counts.
+func rowStart(b *strings.Builder, count int) [3]uint32 {
+	groups, sidx := Groups2(count)
+	b.WriteString(header(WorkgroupSize))
+	fmt.Fprintf(b, "  let s = %s;\n  let t = lid.x;\n  if (s >= %du) { return; }\n", sidx, count)
+	return groups
+}
+
+// labelRows writes rowPrelude and rowStart for the rows of the [rows,
+// classes] logits n.Args[0] and, where the targets n.Args[1] are labels,
+// the load of row s's label lab. It returns the workgroup counts.
+func labelRows(b *strings.Builder, n *kernels.Node, rows, classes int, labels bool) [3]uint32 {
+	_, _, index := slices(n.Args[0].Shape, 1)
+	rowPrelude(b, index)
+	groups := rowStart(b, rows)
+	if labels {
+		b.WriteString(labelLoad(n.Args[1].DType, classes))
+	}
+	return groups
 }
 
 // buildSoftmax builds softmax and log_softmax {axis}.
@@ -73,9 +102,7 @@ func buildSoftmax(n *kernels.Node) (*Kernel, error) {
 	b.WriteString(Decl(0, "x", ir.F32))
 	b.WriteString(Decl(1, "out", ir.F32))
 	rowPrelude(&b, index)
-	groups, sidx := Groups2(count)
-	b.WriteString(header(WorkgroupSize))
-	fmt.Fprintf(&b, "  let s = %s;\n  let t = lid.x;\n  if (s >= %du) { return; }\n", sidx, count)
+	groups := rowStart(&b, count)
 	b.WriteString(rowStats(length))
 	write := "exp(v - m) / e"
 	if n.Op == ir.OpLogSoftmax {
@@ -146,14 +173,7 @@ func buildSoftmaxCE(n *kernels.Node) (*Kernel, error) {
 		bind = append(bind, Operand{Status, 0})
 		k.Checks = []Check{labelCheck(1, classes)}
 	}
-	_, _, index := slices(n.Args[0].Shape, 1)
-	rowPrelude(&b, index)
-	groups, sidx := Groups2(rows)
-	b.WriteString(header(WorkgroupSize))
-	fmt.Fprintf(&b, "  let s = %s;\n  let t = lid.x;\n  if (s >= %du) { return; }\n", sidx, rows)
-	if labels {
-		b.WriteString(labelLoad(n.Args[1].DType, classes))
-	}
+	groups := labelRows(&b, n, rows, classes, labels)
 	if classes == 0 {
 		b.WriteString("  if (t == 0u) { loss[s] = 0.0; }\n}\n")
 	} else {
@@ -235,14 +255,7 @@ func buildSoftmaxCEGrad(n *kernels.Node) (*Kernel, error) {
 		bind = append(bind, Operand{Status, 0})
 		k.Checks = []Check{labelCheck(1, classes)}
 	}
-	_, _, index := slices(n.Args[0].Shape, 1)
-	rowPrelude(&b, index)
-	groups, sidx := Groups2(rows)
-	b.WriteString(header(WorkgroupSize))
-	fmt.Fprintf(&b, "  let s = %s;\n  let t = lid.x;\n  if (s >= %du) { return; }\n", sidx, rows)
-	if labels {
-		b.WriteString(labelLoad(n.Args[1].DType, classes))
-	}
+	groups := labelRows(&b, n, rows, classes, labels)
 	b.WriteString(rowStats(classes))
 	fmt.Fprintf(&b, "  let sc = %s;\n", scale)
 	if labels {
