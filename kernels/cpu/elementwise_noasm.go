@@ -4,7 +4,7 @@ package cpu
 
 import "github.com/kilnml/kiln/ir"
 
-// Without the SSE2 loops of elementwise_amd64.s, vecVec, vecScalar and
+// Without the SSE2 loops of elementwise_sse2_amd64.s, vecVec, vecScalar and
 // scalarVec run their Go loops.
 
 // ewVecVecAsm reports false: the Go loop of vecVec runs.

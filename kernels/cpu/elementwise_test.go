@@ -3,11 +3,22 @@ package cpu
 import (
 	"fmt"
 	"math"
+	"os/exec"
 	"testing"
 
 	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/kernels"
 )
+
+// TestElementwiseGenerated checks that the committed SSE2 and AVX2 loops,
+// their declarations and loop tables are what gen_elementwise.go writes
+// (run go generate ./kernels/cpu after changing it).
+func TestElementwiseGenerated(t *testing.T) {
+	out, err := exec.Command("go", "run", "gen_elementwise.go", "-check").CombinedOutput()
+	if err != nil {
+		t.Fatalf("gen_elementwise.go -check: %v\n%s", err, out)
+	}
+}
 
 // TestBinaryValues checks hand-computed results of add, sub, mul and div in
 // every dtype, with one operand of each shape class.
