@@ -18,6 +18,9 @@ import "github.com/kilnml/kiln/ir"
 // SSE2 loops, which every amd64 CPU has, otherwise.
 
 //go:noescape
+func reluGradF32(o, dy, x []float32) int
+
+//go:noescape
 func ewVVAddF32(out, a, b []float32)
 
 //go:noescape
