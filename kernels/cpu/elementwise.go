@@ -267,7 +267,7 @@ func reluGradRow[T float](o, dy, x []T) {
 	switch o := any(o).(type) {
 	case []float32:
 		dy, x := any(dy).([]float32)[:len(o)], any(x).([]float32)[:len(o)]
-		for i := range o {
+		for i := reluGradF32(o, dy, x); i < len(o); i++ {
 			d, r := math.Float32bits(dy[i]), uint32(0)
 			if uint32(int32(math.Float32bits(x[i]))-1) < 0x7f800000 {
 				r = d

@@ -209,3 +209,10 @@ func fuseewArithFunc[T float]() func(steps []fuseewArith, fs [][]T, m int) {
 	}
 	return f.(func(steps []fuseewArith, fs [][]T, m int))
 }
+
+// reluGradF32 is relu_grad's f32 row loop in SSE2 (relu_amd64.s, written by
+// hand): it computes the first len(o)&^7 elements, bitwise as the Go loop
+// does, and returns how many.
+//
+//go:noescape
+func reluGradF32(o, dy, x []float32) int

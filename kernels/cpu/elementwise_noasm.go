@@ -16,6 +16,9 @@ func ewVecScalarAsm[T number](ir.Op, []T, []T, T) bool { return false }
 // ewScalarVecAsm reports false: the Go loop of scalarVec runs.
 func ewScalarVecAsm[T number](ir.Op, []T, T, []T) bool { return false }
 
+// reluGradF32 does nothing and returns 0: reluGradRow's Go loop runs.
+func reluGradF32(o, dy, x []float32) int { return 0 }
+
 // ewAVX2 is false: there are no AVX2 loops.
 const ewAVX2 = false
 

@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os/exec"
 	"testing"
 
@@ -235,4 +236,37 @@ func TestReluGrad(t *testing.T) {
 	checkEqual(t, "f32", kernels.View[float32](out), conv[float32](want))
 	out = mustRun(t, ir.OpReluGrad, nil, tensorOf([]int{2, 3}, dy), tensorOf([]int{2, 3}, x))
 	checkEqual(t, "f64", kernels.View[float64](out), want)
+}
+
+// TestReluGradRowBits checks reluGradRow's f32 loop (eight lanes at a time
+// in assembly on amd64, the rest in Go) bit for bit against x > 0 ? dy : +0
+// at every length up to 40 and every offset of a row of special values:
+// ±0, subnormals, ±Inf, NaNs of either sign, the largest finite values;
+// the dy values include -0 and NaN payloads, which must pass unchanged.
+func TestReluGradRowBits(t *testing.T) {
+	nan := math.Float32frombits
+	special := []float32{0, float32(math.Copysign(0, -1)), nan(1), nan(0x807fffff), float32(math.Inf(1)), float32(math.Inf(-1)),
+		nan(0x7fc00000), nan(0xffc00001), nan(0x7f800001), math.MaxFloat32, -math.MaxFloat32, 1, -1, 0.5, -2.5, 1e-30}
+	r := rand.New(rand.NewPCG(3, 4))
+	for n := range 41 {
+		x, dy := make([]float32, n), make([]float32, n)
+		for i := range n {
+			x[i] = special[(i*7+n)%len(special)]
+			dy[i] = special[(i*5+3)%len(special)]
+			if r.IntN(3) == 0 {
+				x[i], dy[i] = float32(r.NormFloat64()), float32(r.NormFloat64())
+			}
+		}
+		got := make([]float32, n)
+		reluGradRow(got, dy, x)
+		for i := range n {
+			want := float32(0)
+			if x[i] > 0 {
+				want = dy[i]
+			}
+			if math.Float32bits(got[i]) != math.Float32bits(want) {
+				t.Fatalf("n=%d: relu_grad(dy=%x, x=%x) = %x, want %x", n, math.Float32bits(dy[i]), math.Float32bits(x[i]), math.Float32bits(got[i]), math.Float32bits(want))
+			}
+		}
+	}
 }

@@ -149,8 +149,16 @@ func (w *gemmWork[T]) packPanelsA(tA bool, a []T, lda, i0, mb, p0, kb int) {
 	for ip := 0; ip < mb; ip += mr {
 		dst := w.packA[ip*kb : (ip+mr)*kb]
 		rows := min(mr, mb-ip)
+		size := int(unsafe.Sizeof(a[0]))
 		if tA {
 			// op(A)[i, p] = a[p*lda + i]: a step is contiguous.
+			if rows == 6 && mr == 6 && size == 4 {
+				// A whole f32 panel: each step's 24 bytes moved by two
+				// loads and two stores in assembly.
+				src := a[p0*lda+i0+ip : (p0+kb-1)*lda+i0+ip+6]
+				gemmPackAT6(unsafe.Pointer(&dst[0]), unsafe.Pointer(&src[0]), lda*size, kb)
+				continue
+			}
 			if rows == 6 && mr == 6 {
 				for p := range kb {
 					src := a[(p0+p)*lda+i0+ip : (p0+p)*lda+i0+ip+6 : (p0+p)*lda+i0+ip+6]
@@ -173,7 +181,16 @@ func (w *gemmWork[T]) packPanelsA(tA bool, a []T, lda, i0, mb, p0, kb int) {
 			base := (i0+ip)*lda + p0
 			r0, r1, r2 := a[base:base+kb], a[base+lda:base+lda+kb], a[base+2*lda:base+2*lda+kb]
 			r3, r4, r5 := a[base+3*lda:base+3*lda+kb], a[base+4*lda:base+4*lda+kb], a[base+5*lda:base+5*lda+kb]
-			for p := range r0 {
+			p4 := 0
+			if size == 4 {
+				// f32: four steps at a time in assembly (4×4 blocks
+				// transposed in registers), the rest below.
+				p4 = kb &^ 3
+				if p4 > 0 {
+					gemmPackA6(unsafe.Pointer(&dst[0]), unsafe.Pointer(&r0[0]), lda*size, p4)
+				}
+			}
+			for p := p4; p < kb; p++ {
 				d := dst[p*6 : p*6+6 : p*6+6]
 				d[0], d[1], d[2], d[3], d[4], d[5] = r0[p], r1[p], r2[p], r3[p], r4[p], r5[p]
 			}

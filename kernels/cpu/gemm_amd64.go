@@ -27,6 +27,19 @@ func gemmCopyRows64(dst, src unsafe.Pointer, stride, rows int)
 //go:noescape
 func gemmPackTB16(dst, src unsafe.Pointer, stride, steps int)
 
+// gemmPackA6 packs steps (a multiple of 4) steps of a 6-row f32 panel of
+// A: row r of the panel is at src + r*stride bytes; the panel's groups of
+// 6 values, one per row, go one after another at dst.
+//
+//go:noescape
+func gemmPackA6(dst, src unsafe.Pointer, stride, steps int)
+
+// gemmPackAT6 packs steps steps of a 6-row f32 panel of Aᵀ: step p's 6
+// values are contiguous at src + p*stride bytes and go to dst + 24*p.
+//
+//go:noescape
+func gemmPackAT6(dst, src unsafe.Pointer, stride, steps int)
+
 // cpuHasFMA reports whether the CPU has FMA3 (CPUID.1:ECX bit 12); AVX
 // support is checked by cpuHasAVX2.
 func cpuHasFMA() bool {

@@ -400,3 +400,80 @@ t_half:
 	VZEROUPPER
 t_done:
 	RET
+
+// func gemmPackA6(dst, src unsafe.Pointer, stride, steps int)
+// packs steps (a multiple of 4) steps of a 6-row f32 panel of A: row r of
+// the panel is at src + r*stride bytes, and the panel holds steps groups
+// of 6 values (dst, 24 bytes each), one per row. Each 4×4 block of rows 0-3
+// is transposed in registers, rows 4-5 are interleaved.
+TEXT ·gemmPackA6(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ stride+16(FP), DX
+	MOVQ steps+24(FP), CX
+	SHRQ $2, CX
+	JZ   pa_done
+	LEAQ (SI)(DX*1), R9
+	LEAQ (SI)(DX*2), R10
+	LEAQ (R9)(DX*2), R11
+	LEAQ (R10)(DX*2), R12
+	LEAQ (R11)(DX*2), R13
+	XORQ AX, AX
+pa_loop:
+	MOVUPS (SI)(AX*1), X0  // a0 a1 a2 a3
+	MOVUPS (R9)(AX*1), X1  // b0 b1 b2 b3
+	MOVUPS (R10)(AX*1), X2 // c0 c1 c2 c3
+	MOVUPS (R11)(AX*1), X3 // d0 d1 d2 d3
+	MOVUPS (R12)(AX*1), X8 // e0 e1 e2 e3
+	MOVUPS (R13)(AX*1), X9 // f0 f1 f2 f3
+	MOVAPS X0, X4
+	UNPCKLPS X1, X4        // a0 b0 a1 b1
+	UNPCKHPS X1, X0        // a2 b2 a3 b3
+	MOVAPS X2, X5
+	UNPCKLPS X3, X5        // c0 d0 c1 d1
+	UNPCKHPS X3, X2        // c2 d2 c3 d3
+	MOVAPS X4, X6
+	MOVLHPS X5, X6         // a0 b0 c0 d0
+	MOVHLPS X4, X5         // a1 b1 c1 d1
+	MOVAPS X0, X7
+	MOVLHPS X2, X7         // a2 b2 c2 d2
+	MOVHLPS X0, X2         // a3 b3 c3 d3
+	MOVAPS X8, X10
+	UNPCKLPS X9, X10       // e0 f0 e1 f1
+	UNPCKHPS X9, X8        // e2 f2 e3 f3
+	MOVUPS X6, 0(DI)
+	MOVSD X10, 16(DI)
+	MOVUPS X5, 24(DI)
+	MOVHPS X10, 40(DI)
+	MOVUPS X7, 48(DI)
+	MOVSD X8, 64(DI)
+	MOVUPS X2, 72(DI)
+	MOVHPS X8, 88(DI)
+	ADDQ $16, AX
+	ADDQ $96, DI
+	DECQ CX
+	JNZ  pa_loop
+pa_done:
+	RET
+
+// func gemmPackAT6(dst, src unsafe.Pointer, stride, steps int)
+// packs steps steps of a 6-row f32 panel of op(A) = Aᵀ: step p's 6 values
+// are contiguous at src + p*stride bytes and go to dst + 24*p.
+TEXT ·gemmPackAT6(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ stride+16(FP), DX
+	MOVQ steps+24(FP), CX
+	TESTQ CX, CX
+	JLE  pt_done
+pt_loop:
+	MOVUPS (SI), X0
+	MOVSD 16(SI), X1
+	MOVUPS X0, 0(DI)
+	MOVSD X1, 16(DI)
+	ADDQ DX, SI
+	ADDQ $24, DI
+	DECQ CX
+	JNZ  pt_loop
+pt_done:
+	RET

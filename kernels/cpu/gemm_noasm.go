@@ -24,3 +24,13 @@ func gemmCopyRows64(dst, src unsafe.Pointer, stride, rows int) {
 func gemmPackTB16(dst, src unsafe.Pointer, stride, steps int) {
 	panic("cpu: no gemm packing on this platform")
 }
+
+// gemmPackA6 is never called when gemmAsm is false.
+func gemmPackA6(dst, src unsafe.Pointer, stride, steps int) {
+	panic("cpu: no gemm packing on this platform")
+}
+
+// gemmPackAT6 is never called when gemmAsm is false.
+func gemmPackAT6(dst, src unsafe.Pointer, stride, steps int) {
+	panic("cpu: no gemm packing on this platform")
+}

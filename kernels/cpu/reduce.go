@@ -127,11 +127,9 @@ func reduceAddRow[T number](o, row []T, oo, ia int) {
 			s += v
 		}
 		o[oo] = s
-	default: // 1: the innermost axis is kept
+	default: // 1: the innermost axis is kept: dst[i] = dst[i] + row[i]
 		dst := o[oo : oo+len(row)]
-		for i, v := range row {
-			dst[i] += v
-		}
+		vecVec(ir.OpAdd, dst, dst, row)
 	}
 }
 
