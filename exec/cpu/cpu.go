@@ -197,16 +197,9 @@ func (x *Executor) Names() []string {
 // Set copies t into the input, param or state called name. The type must
 // match the plan's exactly.
 func (x *Executor) Set(name string, t kernels.Tensor) error {
-	i, err := x.names.Lookup(name)
+	i, err := x.names.Settable(name, t.Type)
 	if err != nil {
 		return err
-	}
-	b := &x.plan.Buffers[i]
-	if b.Role == planner.Temp {
-		return fmt.Errorf("tensor %q is an output of plan %s; it cannot be set", name, x.plan.Graph.Name)
-	}
-	if !t.Type.Equal(b.Type) {
-		return fmt.Errorf("tensor %q: expected %s, found %s", name, b.Type, t.Type)
 	}
 	copy(x.views[i].Data, t.Data)
 	return nil
