@@ -369,8 +369,11 @@ output %loss
 `
 
 var (
-	finalMetric   = regexp.MustCompile(`(?m)^held-out (R²|token accuracy) (\d+\.\d+)%? on (\d+) rows`)
-	trainStepLine = regexp.MustCompile(`(?m)^step\s+(\d+)/(\d+)\s+loss (\S+)\s`)
+	finalMetric = regexp.MustCompile(`(?m)^held-out (R²|token accuracy) (\d+\.\d+)%? on (\d+) rows`)
+	// trainStepLine matches the per-step lines of a run without inputs
+	// ("step     1/5  loss 9.47756  (213ms)"), not the progress line
+	// printed when a step takes over 10 s ("step 1/5  loss 9.478  0.1 steps/s").
+	trainStepLine = regexp.MustCompile(`(?m)^step\s+(\d+)/(\d+)\s+loss (\S+)\s+\(`)
 )
 
 // TestTrainTargets runs kiln train on a model of each new kind: a

@@ -262,13 +262,17 @@ func (x *Executor) build() error {
 			if len(dp.Bind) > int(x.d.limits.MaxStorageBuffersPerShaderStage) {
 				return fmt.Errorf("step %d (%s): %d storage buffers in one shader, the GPU allows %d", s, x.describe(s), len(dp.Bind), x.d.limits.MaxStorageBuffersPerShaderStage)
 			}
+			lay, err := x.d.layout(len(dp.Bind))
+			if err != nil {
+				return fmt.Errorf("step %d (%s): the GPU refused a layout of %d buffers: %v", s, x.describe(s), len(dp.Bind), firstLine(err))
+			}
 			pipe, ok := pipes[dp.Source]
 			if !ok {
 				sm, err := x.d.dev.CreateShaderModule(&wgpu.ShaderModuleDescriptor{Label: st.Op.String(), WGSLDescriptor: &wgpu.ShaderModuleWGSLDescriptor{Code: dp.Source}})
 				if err != nil {
 					return fmt.Errorf("step %d (%s): the GPU rejected its shader: %v", s, x.describe(s), err)
 				}
-				pipe, err = x.d.dev.CreateComputePipeline(&wgpu.ComputePipelineDescriptor{Label: st.Op.String(), Compute: wgpu.ProgrammableStageDescriptor{Module: sm, EntryPoint: "main"}})
+				pipe, err = x.d.dev.CreateComputePipeline(&wgpu.ComputePipelineDescriptor{Label: st.Op.String(), Layout: lay.pipe, Compute: wgpu.ProgrammableStageDescriptor{Module: sm, EntryPoint: "main"}})
 				sm.Release()
 				if err != nil {
 					return fmt.Errorf("step %d (%s): the GPU rejected its pipeline: %v", s, x.describe(s), err)
@@ -302,9 +306,7 @@ func (x *Executor) build() error {
 				}
 				entries[i] = e
 			}
-			layout := pipe.GetBindGroupLayout(0)
-			group, err := x.d.dev.CreateBindGroup(&wgpu.BindGroupDescriptor{Layout: layout, Entries: entries})
-			layout.Release()
+			group, err := x.d.dev.CreateBindGroup(&wgpu.BindGroupDescriptor{Layout: lay.group, Entries: entries})
 			if err != nil {
 				return fmt.Errorf("step %d (%s): binding its buffers: %v", s, x.describe(s), firstLine(err))
 			}
@@ -606,6 +608,7 @@ func (x *Executor) Step(ctx context.Context) error {
 		t := x.hostTensor(o.buffer)
 		copy(t.Data, m[o.at:])
 	}
+
 	var stepErr error
 	for s, st := range x.steps {
 		if st.slot < 0 {
