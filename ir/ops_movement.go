@@ -228,6 +228,25 @@ func SliceBounds(attrs Attrs, n int) (start, count, step int, err error) {
 	return start, count, step, nil
 }
 
+// SliceView returns how slice's result reads x of shape xs: the element
+// offset of its first element and, per axis of the result, the stride in
+// x's elements (x's own strides, the sliced axis's times the step). Both
+// backends' slice kernels are this strided read.
+func SliceView(xs Shape, attrs Attrs) (base int, strides []int, err error) {
+	axis, err := Axis(attrs, len(xs))
+	if err != nil {
+		return 0, nil, err
+	}
+	start, _, step, err := SliceBounds(attrs, xs[axis])
+	if err != nil {
+		return 0, nil, err
+	}
+	strides = xs.Strides()
+	base = start * strides[axis]
+	strides[axis] *= step
+	return base, strides, nil
+}
+
 func inferSliceMove(args []Type, a Attrs) (Type, error) {
 	x := args[0]
 	if err := movementRankAtLeast1("an operand", x); err != nil {

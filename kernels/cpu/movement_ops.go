@@ -82,18 +82,10 @@ func buildFlipMove[T kernels.Elem](n *kernels.Node) (kernels.Func, error) {
 // buildSliceMove builds slice {axis, start, end, step}: a strided read of x
 // from start with the axis stride times step.
 func buildSliceMove[T kernels.Elem](n *kernels.Node) (kernels.Func, error) {
-	xs := n.Args[0].Shape
-	axis, err := ir.Axis(n.Attrs, len(xs))
+	base, st, err := ir.SliceView(n.Args[0].Shape, n.Attrs)
 	if err != nil {
 		return nil, err
 	}
-	start, _, step, err := ir.SliceBounds(n.Attrs, xs[axis])
-	if err != nil {
-		return nil, err
-	}
-	st := xs.Strides()
-	base := start * st[axis]
-	st[axis] *= step
 	return moveStrided[T](newWalk(n.Out.Shape, st, nil), base), nil
 }
 

@@ -208,18 +208,10 @@ func buildFlip(n *kernels.Node) (*Kernel, error) {
 
 // buildSlice builds slice {axis, start, end, step}.
 func buildSlice(n *kernels.Node) (*Kernel, error) {
-	xs := n.Args[0].Shape
-	axis, err := ir.Axis(n.Attrs, len(xs))
+	base, st, err := ir.SliceView(n.Args[0].Shape, n.Attrs)
 	if err != nil {
 		return nil, err
 	}
-	start, _, step, err := ir.SliceBounds(n.Attrs, xs[axis])
-	if err != nil {
-		return nil, err
-	}
-	st := xs.Strides()
-	base := start * st[axis]
-	st[axis] *= step
 	return strided(n, base, st, nil)
 }
 
