@@ -59,8 +59,6 @@ func runBench(args []string, stdout io.Writer) error {
 		return usagef("-steps must be at least 1, found %d", *steps)
 	case *warmup < 0:
 		return usagef("-warmup must not be negative, found %d", *warmup)
-	case *workers < 0:
-		return usagef("-workers must not be negative, found %d", *workers)
 	case *batch < 0:
 		return usagef("-batch must be at least 1, found %d", *batch)
 	case *matmulN < 0:
@@ -70,7 +68,7 @@ func runBench(args []string, stdout io.Writer) error {
 	case *peakGFLOPS > 0 && *device != "gpu":
 		return usagef("-peak-gflops states a GPU's peak; it needs -device gpu")
 	}
-	if err := checkDevice(*device); err != nil {
+	if err := checkRun(*workers, *device); err != nil {
 		return err
 	}
 	if *device == "gpu" && *tracePath != "" {

@@ -106,6 +106,15 @@ func checkWorkers(n int) error {
 	return nil
 }
 
+// checkRun checks -workers and -device, the flags of every command that
+// runs a plan.
+func checkRun(workers int, device string) error {
+	if err := checkWorkers(workers); err != nil {
+		return err
+	}
+	return checkDevice(device)
+}
+
 func addO0Flag(fs *flag.FlagSet) *bool {
 	return fs.Bool("O0", false, "compile without the optimizing passes (canonicalize, simplify, fuse)")
 }

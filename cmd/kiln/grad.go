@@ -28,10 +28,7 @@ func runGrad(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := checkWorkers(*workers); err != nil {
-		return err
-	}
-	if err := checkDevice(*device); err != nil {
+	if err := checkRun(*workers, *device); err != nil {
 		return err
 	}
 	path, err := oneFile(pos, "FILE.kir")

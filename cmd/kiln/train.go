@@ -424,10 +424,7 @@ func runTrain(args []string, stdout io.Writer) error {
 	if err := lf.check(fs); err != nil {
 		return err
 	}
-	if err := checkWorkers(*workers); err != nil {
-		return err
-	}
-	if err := checkDevice(*device); err != nil {
+	if err := checkRun(*workers, *device); err != nil {
 		return err
 	}
 	opt, err := of.config()
