@@ -661,11 +661,3 @@ func (mm *multi) sweeps(dst []sweep, i, j int, t *tree) []sweep {
 	dst = mm.sweeps(dst, kk, j, t.right)
 	return mm.sweeps(dst, i, kk, t.left)
 }
-
-// depth returns the most sweeps above a leaf of t.
-func (t *tree) depth() int {
-	if t == nil {
-		return 0
-	}
-	return 1 + max(t.right.depth(), t.left.depth())
-}
