@@ -3,23 +3,27 @@
 
 MLP 784-512-512-10 with ReLU, cross-entropy (mean), batch 128, f32, plain
 SGD (lr 0.01, no momentum): one training step is forward, backward and the
-update, on random inputs with labels in range. For each thread count it
-runs WARMUP untimed steps and STEPS timed ones and prints one line
+update, on random inputs with labels in range. It runs WARMUP untimed
+steps and STEPS timed ones with THREADS PyTorch threads and BLAS_THREADS
+BLAS threads and prints one line
 
-    threads N median_ms M min_ms A max_ms B
+    threads N blas_threads M median_ms T min_ms A max_ms B
 
-Usage: python3 bench/pytorch_mlp.py [--steps 50] [--warmup 10] [--threads 1,2]
+torch.set_num_threads sets PyTorch's own (OpenMP) threads but not those of
+a pthreads OpenBLAS (Debian's libopenblas0-pthread), which fixes its thread
+count when it is loaded, one per CPU unless OPENBLAS_NUM_THREADS says
+otherwise: a run with torch.set_num_threads(1) alone still multiplies on
+every core. So the script sets OPENBLAS_NUM_THREADS to BLAS_THREADS (by
+default THREADS) and OMP_NUM_THREADS to THREADS before it imports torch,
+and takes one configuration per process.
+
+Usage: python3 bench/pytorch_mlp.py [--steps 50] [--warmup 10] [--threads 1] [--blas-threads N]
 """
 import argparse
+import os
 import statistics
 import sys
 import time
-
-try:
-    import torch
-except ImportError:
-    sys.exit("pytorch_mlp.py: PyTorch is not installed for %s "
-             "(apt-get install python3-torch, or pip install torch)" % sys.executable)
 
 
 def main():
@@ -27,37 +31,49 @@ def main():
     ap.add_argument("--steps", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--batch", type=int, default=128)
-    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--blas-threads", type=int, default=0)
     args = ap.parse_args()
+    if args.blas_threads == 0:
+        args.blas_threads = args.threads
+    for flag, n in (("--threads", args.threads), ("--blas-threads", args.blas_threads)):
+        if n < 1:
+            sys.exit("pytorch_mlp.py: %s %d: want 1 or more" % (flag, n))
+    os.environ["OPENBLAS_NUM_THREADS"] = str(args.blas_threads)
+    os.environ["OMP_NUM_THREADS"] = str(args.threads)
+    try:
+        import torch
+    except ImportError:
+        sys.exit("pytorch_mlp.py: PyTorch is not installed for %s "
+                 "(apt-get install python3-torch, or pip install torch)" % sys.executable)
 
     torch.manual_seed(1)
     x = torch.randn(args.batch, 784)
     y = torch.randint(0, 10, (args.batch,))
-    for n in [int(t) for t in args.threads.split(",")]:
-        torch.set_num_threads(n)
-        model = torch.nn.Sequential(
-            torch.nn.Linear(784, 512), torch.nn.ReLU(),
-            torch.nn.Linear(512, 512), torch.nn.ReLU(),
-            torch.nn.Linear(512, 10))
-        opt = torch.optim.SGD(model.parameters(), lr=0.01)
-        loss_fn = torch.nn.CrossEntropyLoss()
+    torch.set_num_threads(args.threads)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(784, 512), torch.nn.ReLU(),
+        torch.nn.Linear(512, 512), torch.nn.ReLU(),
+        torch.nn.Linear(512, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    loss_fn = torch.nn.CrossEntropyLoss()
 
-        def step():
-            opt.zero_grad(set_to_none=True)
-            loss = loss_fn(model(x), y)
-            loss.backward()
-            opt.step()
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
 
-        for _ in range(args.warmup):
-            step()
-        times = []
-        for _ in range(args.steps):
-            t = time.perf_counter()
-            step()
-            times.append(time.perf_counter() - t)
-        print("threads %d median_ms %.3f min_ms %.3f max_ms %.3f" % (
-            torch.get_num_threads(), 1e3 * statistics.median(times),
-            1e3 * min(times), 1e3 * max(times)))
+    for _ in range(args.warmup):
+        step()
+    times = []
+    for _ in range(args.steps):
+        t = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t)
+    print("threads %d blas_threads %d median_ms %.3f min_ms %.3f max_ms %.3f" % (
+        torch.get_num_threads(), args.blas_threads, 1e3 * statistics.median(times),
+        1e3 * min(times), 1e3 * max(times)))
 
 
 if __name__ == "__main__":
