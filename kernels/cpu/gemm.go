@@ -28,10 +28,19 @@ import "unsafe"
 
 // Cache blocking: KC×NR B panels stay in L1 while a tile runs, the MC×KC
 // packed A block in L2, the KC×NC packed B block in L3.
+//
+// A call with few rows (at most gemmSmallM: a layer's product over a
+// batch) packs its rows of op(A) for a slice once, as one block, and
+// packs each B panel just before the tiles that use it, into an L1-sized
+// buffer: its B is then read once and its packed panels never leave L1,
+// where the usual order writes the whole packed KC×NC block out to L3 and
+// reads it back for only a few row blocks. The loops and the sums are the
+// same, so the result is bitwise the same either way.
 const (
-	gemmKC = 256
-	gemmMC = 120 // a multiple of every MR
-	gemmNC = 4080
+	gemmKC     = 256
+	gemmMC     = 120 // a multiple of every MR
+	gemmNC     = 4080
+	gemmSmallM = 192 // a small-M call's A block: 192×256 f32, 192 KiB, in L2
 )
 
 // gemmKernel is a micro-kernel: the MR×NR tile of C at c (row stride ldc
@@ -49,6 +58,7 @@ type gemmWork[T float] struct {
 	kern       gemmKernel
 	mr, nr     int
 	mc, kc, nc int
+	smallM     int // calls with at most this many rows take the small-M order
 	packA      []T // MC×KC, in MR-row panels
 	packB      []T // KC×NC, in NR-column panels
 	tile       []T // MR×NR scratch for edge tiles
@@ -58,7 +68,7 @@ type gemmWork[T float] struct {
 // ones grow its buffers once).
 func newGemmWork[T float](m, n, k int) *gemmWork[T] {
 	kern, mr, nr := gemmMicro[T]()
-	w := &gemmWork[T]{kern: kern, mr: mr, nr: nr, mc: gemmMC, kc: gemmKC, nc: gemmNC}
+	w := &gemmWork[T]{kern: kern, mr: mr, nr: nr, mc: gemmMC, kc: gemmKC, nc: gemmNC, smallM: gemmSmallM}
 	w.tile = make([]T, mr*nr)
 	w.reserve(m, n, k)
 	return w
@@ -67,7 +77,11 @@ func newGemmWork[T float](m, n, k int) *gemmWork[T] {
 // reserve makes the packing buffers large enough for an m×k by k×n product.
 func (w *gemmWork[T]) reserve(m, n, k int) {
 	kc := min(w.kc, k)
-	if need := min(w.mc, roundUp(m, w.mr)) * kc; len(w.packA) < need {
+	rows := min(w.mc, roundUp(m, w.mr))
+	if m <= w.smallM {
+		rows = roundUp(m, w.mr) // one block of every row
+	}
+	if need := rows * kc; len(w.packA) < need {
 		w.packA = make([]T, need)
 	}
 	if need := min(w.nc, roundUp(n, w.nr)) * kc; len(w.packB) < need {
@@ -124,6 +138,22 @@ func (w *gemmWork[T]) gemmRange(mLo, mHi int, tA, tB bool, m, n, k int, a []T, l
 		}
 	}
 	w.reserve(mHi-mLo, n, k)
+	if mb := mHi - mLo; mb <= w.smallM {
+		for pc := 0; pc < k; pc += w.kc {
+			kb := min(w.kc, k-pc)
+			mode := 1
+			if pc == 0 && beta == 0 {
+				mode = 0
+			}
+			w.packPanelsA(tA, a, lda, mLo, mb, pc, kb)
+			for jr := 0; jr < n; jr += w.nr {
+				nb := min(w.nr, n-jr)
+				w.packPanelsB(tB, b, ldb, pc, kb, jr, nb)
+				w.macro(mb, nb, kb, c, mLo*ldc+jr, ldc, mode)
+			}
+		}
+		return
+	}
 	for jc := 0; jc < n; jc += w.nc {
 		nb := min(w.nc, n-jc)
 		for pc := 0; pc < k; pc += w.kc {

@@ -57,11 +57,17 @@ func testGemmBlocked[T float](t *testing.T) {
 	if _, ok := any(z).(float32); ok {
 		u = math.Pow(2, -24)
 	}
-	shapes := [][3]int{{1, 1, 1}, {1, 17, 5}, {7, 1, 3}, {6, 16, 4}, {13, 29, 31}, {5, 9, 0}, {37, 53, 300}, {121, 35, 257}, {2, 4100, 3}}
-	small := func(w *gemmWork[T]) { w.mc, w.kc, w.nc = 12, 5, 32 }
+	shapes := [][3]int{{1, 1, 1}, {1, 17, 5}, {7, 1, 3}, {6, 16, 4}, {13, 29, 31}, {5, 9, 0}, {37, 53, 300}, {121, 35, 257}, {2, 4100, 3}, {197, 23, 40}}
+	// "small" blocks take the usual order for every m, "smallM" the
+	// small-M order for every m; the default takes it for m <= gemmSmallM.
+	blockSizes := map[string]func(w *gemmWork[T]){
+		"default": func(*gemmWork[T]) {},
+		"small":   func(w *gemmWork[T]) { w.mc, w.kc, w.nc, w.smallM = 12, 5, 32, 0 },
+		"smallM":  func(w *gemmWork[T]) { w.mc, w.kc, w.nc, w.smallM = 12, 5, 32, 1<<30 },
+	}
 	for _, sh := range shapes {
 		m, n, k := sh[0], sh[1], sh[2]
-		for _, blocks := range []string{"default", "small"} {
+		for _, blocks := range []string{"default", "small", "smallM"} {
 			for tr := range 4 {
 				tA, tB := tr&1 != 0, tr&2 != 0
 				for _, beta := range []T{0, 1, 0.5} {
@@ -84,9 +90,7 @@ func testGemmBlocked[T float](t *testing.T) {
 						}
 						newW := func() *gemmWork[T] {
 							w := newGemmWork[T](m, n, k)
-							if blocks == "small" {
-								small(w)
-							}
+							blockSizes[blocks](w)
 							return w
 						}
 						c := append([]T(nil), c0...)
@@ -121,10 +125,19 @@ func testGemmBlocked[T float](t *testing.T) {
 						for q := range 3 {
 							newW().gemmRange(cuts[q], cuts[q+1], tA, tB, m, n, k, a, lda, b, ldb, beta, split, ldc)
 						}
+						// The other order, at the same KC: the same sums.
+						other := append([]T(nil), c0...)
+						ow := newW()
+						if m <= ow.smallM {
+							ow.smallM = 0
+						} else {
+							ow.smallM = m
+						}
+						ow.gemm(tA, tB, m, n, k, a, lda, b, ldb, beta, other, ldc)
 						for i := range c {
 							x := math.Float64bits(float64(c[i]))
-							if math.Float64bits(float64(again[i])) != x || math.Float64bits(float64(split[i])) != x {
-								t.Fatalf("%s: element %d differs between calls (%v, %v, split %v)", name, i, c[i], again[i], split[i])
+							if math.Float64bits(float64(again[i])) != x || math.Float64bits(float64(split[i])) != x || math.Float64bits(float64(other[i])) != x {
+								t.Fatalf("%s: element %d differs between calls (%v, %v, split %v, other order %v)", name, i, c[i], again[i], split[i], other[i])
 							}
 						}
 					}
