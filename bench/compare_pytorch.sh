@@ -8,51 +8,86 @@
 # PyTorch has two thread counts: its own (torch.set_num_threads, OpenMP)
 # and the BLAS's (a pthreads OpenBLAS fixes its count when it is loaded,
 # from OPENBLAS_NUM_THREADS; unset, it uses every CPU). On n cores the
-# script runs every split that uses at most n of them (1 core: 1 and 1;
+# script runs every split that uses at most n of them (1 core: 1+1;
 # 2 cores: 1+2, 2+1 and 2+2), one process each, and compares kiln with
-# PyTorch's fastest; the table names that split.
+# PyTorch's fastest split; the table names it, and gives 2+2 (what
+# torch.set_num_threads(2) with the BLAS's default gets) as well.
+#
+# The host's load moves both sides' times from one process to the next,
+# so the script runs ROUNDS rounds of every configuration, alternating
+# PyTorch's and kiln's, and reports for each the median over the rounds of
+# its per-process median step time.
 #
 # Usage: bench/compare_pytorch.sh          (from anywhere in the repository)
-#        STEPS=50 WARMUP=10 PYTHON=python3 bench/compare_pytorch.sh
+#        STEPS=50 WARMUP=10 ROUNDS=3 PYTHON=python3 bench/compare_pytorch.sh
 set -eu
 cd "$(dirname "$0")/.."
 steps=${STEPS:-50}
 warmup=${WARMUP:-10}
+rounds=${ROUNDS:-3}
 python=${PYTHON:-/usr/bin/python3}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 go build -o "$tmp/kiln" ./cmd/kiln
 
-torch() { # torch THREADS BLAS_THREADS: one line of pytorch_mlp.py
-	if ! "$python" bench/pytorch_mlp.py --steps "$steps" --warmup "$warmup" --threads "$1" --blas-threads "$2"; then
+# torch THREADS BLAS_THREADS: appends PyTorch's median to $tmp/torch.T+B.
+torch() {
+	if ! "$python" bench/pytorch_mlp.py --steps "$steps" --warmup "$warmup" --threads "$1" --blas-threads "$2" >"$tmp/line"; then
 		echo "compare_pytorch.sh: bench/pytorch_mlp.py failed with $python; is PyTorch installed (apt-get install python3-torch)?" >&2
 		exit 1
 	fi
+	awk '$1 == "threads" { print $6 }' "$tmp/line" >>"$tmp/torch.$1+$2"
 }
+
+# kiln WORKERS: appends kiln's median, GFLOP/s and share of peak to $tmp/kiln.W.
+kiln() {
+	"$tmp/kiln" bench -optimizer sgd -workers "$1" -steps "$steps" -warmup "$warmup" bench/mlp784.kir >"$tmp/out"
+	awk '$1 == "median" { m = $2 } $1 == "GFLOP/s" { g = $2 } $1 == "of" && $2 == "peak" { p = $3 } END { print m, g, p }' "$tmp/out" >>"$tmp/kiln.$1"
+}
+
+# median FILE: the line of FILE whose first field is the median (the lower
+# middle one for an even count).
+median() {
+	sort -n "$1" | awk '{ l[NR] = $0 } END { print l[int((NR + 1) / 2)] }'
+}
+
+for _ in $(seq "$rounds"); do
+	torch 1 1
+	kiln 1
+	torch 1 2
+	torch 2 1
+	torch 2 2
+	kiln 2
+done
 
 torchver=$("$python" -c 'import torch; print(torch.__version__)' 2>/dev/null || echo unknown)
 cpu=$(sed -n 's/^model name[[:space:]]*: *//p' /proc/cpuinfo 2>/dev/null | head -n 1)
-echo "Measured by \`bench/compare_pytorch.sh\` (STEPS=$steps, WARMUP=$warmup) on $(date -u +%Y-%m-%d),"
+echo "Measured by \`bench/compare_pytorch.sh\` (STEPS=$steps, WARMUP=$warmup, ROUNDS=$rounds) on $(date -u +%Y-%m-%d),"
 echo "${cpu:-$(uname -m)}, $(getconf _NPROCESSORS_ONLN 2>/dev/null || echo '?') cores, $(go env GOVERSION), PyTorch $torchver ($python)."
+echo "Medians over the rounds; each round's figures in parentheses."
 echo
-echo "| cores | PyTorch median (ms) | PyTorch threads + BLAS threads | kiln median (ms) | PyTorch / kiln | kiln GFLOP/s | kiln of peak |"
+echo "| cores | PyTorch (ms) | PyTorch threads + BLAS threads | kiln (ms) | PyTorch / kiln | kiln GFLOP/s | kiln of peak |"
 echo "|---|---|---|---|---|---|---|"
 for n in 1 2; do
-	: >"$tmp/torch$n"
-	if [ "$n" = 1 ]; then
-		torch 1 1 >>"$tmp/torch$n"
-	else
-		torch 1 2 >>"$tmp/torch$n"
-		torch 2 1 >>"$tmp/torch$n"
-		torch 2 2 >>"$tmp/torch$n"
+	best="" split=""
+	for f in "$tmp"/torch.*; do
+		case "$f" in
+		*torch.1+1) [ "$n" = 1 ] || continue ;;
+		*) [ "$n" = 2 ] || continue ;;
+		esac
+		m=$(median "$f")
+		if [ -z "$best" ] || awk -v a="$m" -v b="$best" 'BEGIN { exit !(a < b) }'; then
+			best=$m split=${f##*torch.}
+		fi
+	done
+	set -- $(median "$tmp/kiln.$n")
+	k=$1 rate=$2 frac=$3
+	all() { awk '{ printf "%s%s", sep, $1; sep = ", " }' "$1"; }
+	ratio=$(awk -v p="$best" -v k="$k" 'BEGIN { printf "%.2f", p / k }')
+	echo "| $n | $best ($(all "$tmp/torch.$split")) | $(echo "$split" | sed 's/+/ + /') | $k ($(all "$tmp/kiln.$n")) | ${ratio}× | $rate | $frac |"
+	if [ "$n" = 2 ] && [ "$split" != "2+2" ]; then
+		m=$(median "$tmp/torch.2+2")
+		ratio=$(awk -v p="$m" -v k="$k" 'BEGIN { printf "%.2f", p / k }')
+		echo "| 2 | $m ($(all "$tmp/torch.2+2")) | 2 + 2 | $k | ${ratio}× | | |"
 	fi
-	"$tmp/kiln" bench -optimizer sgd -workers "$n" -steps "$steps" -warmup "$warmup" bench/mlp784.kir >"$tmp/kiln$n"
-	k=$(awk '$1 == "median" { print $2 }' "$tmp/kiln$n")
-	rate=$(awk '$1 == "GFLOP/s" { print $2 }' "$tmp/kiln$n")
-	frac=$(awk '$1 == "of" && $2 == "peak" { print $3 }' "$tmp/kiln$n")
-	best=$(awk '$1 == "threads" && (b == "" || $6 + 0 < b + 0) { b = $6; s = $2 " + " $4 } END { print b, s }' "$tmp/torch$n")
-	p=${best%% *}
-	split=${best#* }
-	ratio=$(awk -v p="$p" -v k="$k" 'BEGIN { printf "%.2f", p / k }')
-	echo "| $n | $p | $split | $k | ${ratio}× | $rate | $frac |"
 done
