@@ -17,7 +17,12 @@ every core. So the script sets OPENBLAS_NUM_THREADS to BLAS_THREADS (by
 default THREADS) and OMP_NUM_THREADS to THREADS before it imports torch,
 and takes one configuration per process.
 
-Usage: python3 bench/pytorch_mlp.py [--steps 50] [--warmup 10] [--threads 1] [--blas-threads N]
+With --products it times instead only the eight matrix products such a
+step calls (torch.mm, the BLAS's gemm: three forward, two for each of the
+last two layers' gradients, one for the first layer's weight gradient), a
+floor for PyTorch's step on these threads.
+
+Usage: python3 bench/pytorch_mlp.py [--steps 50] [--warmup 10] [--threads 1] [--blas-threads N] [--products]
 """
 import argparse
 import os
@@ -33,6 +38,7 @@ def main():
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--blas-threads", type=int, default=0)
+    ap.add_argument("--products", action="store_true")
     args = ap.parse_args()
     if args.blas_threads == 0:
         args.blas_threads = args.threads
@@ -64,6 +70,22 @@ def main():
         loss.backward()
         opt.step()
 
+    if args.products:
+        b = args.batch
+        w1, w2, w3 = torch.randn(512, 784), torch.randn(512, 512), torch.randn(10, 512)
+        h1, h2, g3 = torch.randn(b, 512), torch.randn(b, 512), torch.randn(b, 10)
+        g2, g1 = torch.randn(b, 512), torch.randn(b, 512)
+
+        def step():
+            torch.mm(x, w1.t())    # forward
+            torch.mm(h1, w2.t())
+            torch.mm(h2, w3.t())
+            torch.mm(g3.t(), h2)   # layer 3: weight gradient, input gradient
+            torch.mm(g3, w3)
+            torch.mm(g2.t(), h1)   # layer 2
+            torch.mm(g2, w2)
+            torch.mm(g1.t(), x)    # layer 1: weight gradient only
+
     for _ in range(args.warmup):
         step()
     times = []
@@ -71,8 +93,8 @@ def main():
         t = time.perf_counter()
         step()
         times.append(time.perf_counter() - t)
-    print("threads %d blas_threads %d median_ms %.3f min_ms %.3f max_ms %.3f" % (
-        torch.get_num_threads(), args.blas_threads, 1e3 * statistics.median(times),
+    print("%sthreads %d blas_threads %d median_ms %.3f min_ms %.3f max_ms %.3f" % (
+        "products " if args.products else "", torch.get_num_threads(), args.blas_threads, 1e3 * statistics.median(times),
         1e3 * min(times), 1e3 * max(times)))
 
 
