@@ -8,7 +8,7 @@ import "unsafe"
 // the inner dimension; for each slice the KC×NC block of op(B) is packed
 // into NR-wide panels, then for each MC-tall row block the MC×KC block of
 // op(A) is packed into MR-tall panels and the macro-kernel runs the
-// micro-kernel (gemm_avx2_amd64.s) over every MR×NR tile of the block.
+// micro-kernel (gemm_kernels_amd64.s) over every MR×NR tile of the block.
 // Packed panels are padded with zeros to whole tiles; a tile that sticks
 // out of C is computed into a scratch tile and its valid part copied (or
 // added) into C.

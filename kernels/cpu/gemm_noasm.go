@@ -4,7 +4,7 @@ package cpu
 
 import "unsafe"
 
-// Without the micro-kernels of gemm_avx2_amd64.s, matmul and the
+// Without the micro-kernels of gemm_kernels_amd64.s, matmul and the
 // convolutions call gonum's BLAS.
 
 // gemmAsm is false: gonum's BLAS runs.

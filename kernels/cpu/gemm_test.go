@@ -5,10 +5,20 @@ package cpu
 import (
 	"fmt"
 	"math"
+	"os/exec"
 	"runtime"
 	"testing"
 	"unsafe"
 )
+
+// TestGemmGenerated checks that gemm_kernels_amd64.s is what gen_gemm.go
+// writes (go generate ./kernels/cpu after changing the generator).
+func TestGemmGenerated(t *testing.T) {
+	out, err := exec.Command("go", "run", "gen_gemm.go", "-check").CombinedOutput()
+	if err != nil {
+		t.Fatalf("gen_gemm.go -check: %v\n%s", err, out)
+	}
+}
 
 // gemmRef computes op(A)·op(B) + beta·C in float64 and, per element, the
 // scale of the rounding error of any summation order: Σ|a·b| + |beta·c|.
