@@ -12,7 +12,9 @@ import (
 // AvgPoolKernel.cpp) window by window: the planes (N·C or C) are pooled
 // independently, windows in row-major order, taps within a window in
 // row-major order. Gradients add each window's contribution in that same
-// order, so every sum has a fixed order.
+// order, so every sum has a fixed order. Large poolings split their planes
+// across the executor's workers (poolParts); each plane is computed alone,
+// so the split changes no bit.
 
 func init() {
 	register(ir.OpMaxPool2d, ir.F32, buildMaxPool[float32])
@@ -64,6 +66,81 @@ func maxPoolArgmax[T float](g *ir.PoolGeom, x []T, oy, ox int) (int, bool) {
 	return at, true
 }
 
+// maxPoolArgmaxes writes into at (OH·OW long) the offset within plane x of
+// every window's arg max, as maxPoolArgmax, windows in row-major order; -1
+// for a window with no input element.
+//
+// Without padding or dilation every window lies inside the plane, and a
+// loop without range checks finds the same tap: it starts from the first
+// tap rather than from -inf (a first tap greater than -inf or NaN would
+// replace -inf; -inf keeps the first tap), and it takes each later tap
+// without a branch (maxPoolTake), since on real data whether a tap is the
+// new maximum is a coin toss the branch predictor loses: 2×2 windows, the
+// common case, are written out.
+func maxPoolArgmaxes[T float](g *ir.PoolGeom, x []T, at []int32) {
+	kh, kw, sh, sw, w := g.Kernel[0], g.Kernel[1], g.Stride[0], g.Stride[1], g.W
+	if g.Padding != [2]int{} || g.Dilation != [2]int{1, 1} {
+		for oy := range g.OH {
+			for ox := range g.OW {
+				a, ok := maxPoolArgmax(g, x, oy, ox)
+				if !ok {
+					a = -1
+				}
+				at[oy*g.OW+ox] = int32(a)
+			}
+		}
+		return
+	}
+	if kh == 2 && kw == 2 {
+		for oy := range g.OH {
+			row := at[oy*g.OW : (oy+1)*g.OW]
+			r0, r1 := x[oy*sh*w:oy*sh*w+w], x[oy*sh*w+w:oy*sh*w+2*w]
+			for ox := range row {
+				j := ox * sw
+				first := uint64(oy*sh*w + j)
+				best, a := float64(r0[j]), first
+				best, a = maxPoolTake(best, a, float64(r0[j+1]), first+1)
+				best, a = maxPoolTake(best, a, float64(r1[j]), first+uint64(w))
+				_, a = maxPoolTake(best, a, float64(r1[j+1]), first+uint64(w)+1)
+				row[ox] = int32(a)
+			}
+		}
+		return
+	}
+	for oy := range g.OH {
+		row := at[oy*g.OW : (oy+1)*g.OW]
+		for ox := range row {
+			first := oy*sh*w + ox*sw
+			best, a := float64(x[first]), uint64(first)
+			for iy := range kh {
+				base := first + iy*w
+				for ix, v := range x[base : base+kw] {
+					best, a = maxPoolTake(best, a, float64(v), uint64(base+ix))
+				}
+			}
+			row[ox] = int32(a)
+		}
+	}
+}
+
+// maxPoolTake returns (v, i) when v replaces the maximum best (v is greater
+// or NaN), else (best, a), choosing by bit masks instead of a branch. The
+// values are T widened to float64, exactly, so the comparisons are T's.
+func maxPoolTake(best float64, a uint64, v float64, i uint64) (float64, uint64) {
+	m := maskIf(v > best) | maskIf(v != v)
+	return math.Float64frombits(math.Float64bits(v)&m | math.Float64bits(best)&^m), i&m | a&^m
+}
+
+// maskIf returns all ones when c holds, else 0 (the compiler sets it
+// without a branch).
+func maskIf(c bool) uint64 {
+	var m uint64
+	if c {
+		m = ^uint64(0)
+	}
+	return m
+}
+
 func nnPoolGeom(x ir.Shape, a ir.Attrs) (*ir.PoolGeom, error) {
 	g, err := ir.PoolGeometry(x, a)
 	if err != nil {
@@ -72,80 +149,113 @@ func nnPoolGeom(x ir.Shape, a ir.Attrs) (*ir.PoolGeom, error) {
 	return &g, nil
 }
 
+// poolParts returns the bounds of the planes cut into one part per worker
+// of par when the pooling reads at least poolSplitTaps window taps, else
+// into one part.
+func poolParts(par kernels.Parallel, g *ir.PoolGeom) []int {
+	parts := 1
+	if g.Planes*g.OH*g.OW*g.Kernel[0]*g.Kernel[1] >= poolSplitTaps {
+		parts = min(kernels.Workers(par), g.Planes)
+	}
+	b := make([]int, parts+1)
+	for p := range b {
+		b[p] = p * g.Planes / parts
+	}
+	return b
+}
+
+// poolSplitTaps is the number of window taps from which a pooling kernel
+// splits its planes across the executor's workers.
+var poolSplitTaps = 1 << 15 // a variable for the tests
+
+// maxPoolKind is which of the three kernels built on the arg maxes of the
+// windows buildMaxPoolKind builds.
+type maxPoolKind int
+
+const (
+	maxPoolForward maxPoolKind = iota // max_pool2d(x)
+	maxPoolGrad                       // max_pool2d_grad(dy, x)
+	maxPoolSelect                     // max_pool2d_select(g, x)
+)
+
 // buildMaxPool builds max_pool2d {kernel, stride, padding, dilation}: the
 // maximum of each window, -inf padding (a window with no input element,
 // which the padding limit makes impossible in practice, gives -inf).
 func buildMaxPool[T float](n *kernels.Node) (kernels.Func, error) {
-	g, err := nnPoolGeom(n.Args[0].Shape, n.Attrs)
-	if err != nil {
-		return nil, err
-	}
-	hw, ohw := g.H*g.W, g.OH*g.OW
-	return func(out kernels.Tensor, args []kernels.Tensor) error {
-		y, x := kernels.View[T](out), kernels.View[T](args[0])
-		for pl := range g.Planes {
-			xp, yp := x[pl*hw:(pl+1)*hw], y[pl*ohw:(pl+1)*ohw]
-			for oy := range g.OH {
-				for ox := range g.OW {
-					v := T(math.Inf(-1))
-					if at, ok := maxPoolArgmax(g, xp, oy, ox); ok {
-						v = xp[at]
-					}
-					yp[oy*g.OW+ox] = v
-				}
-			}
-		}
-		return nil
-	}, nil
+	return buildMaxPoolKind[T](n, maxPoolForward)
 }
 
 // buildMaxPoolGrad builds max_pool2d_grad(dy, x): each window's dy added at
 // its arg max in x, windows in row-major order.
 func buildMaxPoolGrad[T float](n *kernels.Node) (kernels.Func, error) {
-	g, err := nnPoolGeom(n.Args[1].Shape, n.Attrs)
-	if err != nil {
-		return nil, err
-	}
-	hw, ohw := g.H*g.W, g.OH*g.OW
-	return func(out kernels.Tensor, args []kernels.Tensor) error {
-		dx, dy, x := kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1])
-		clear(dx)
-		for pl := range g.Planes {
-			xp, dxp, dyp := x[pl*hw:(pl+1)*hw], dx[pl*hw:(pl+1)*hw], dy[pl*ohw:(pl+1)*ohw]
-			for oy := range g.OH {
-				for ox := range g.OW {
-					if at, ok := maxPoolArgmax(g, xp, oy, ox); ok {
-						dxp[at] += dyp[oy*g.OW+ox]
-					}
-				}
-			}
-		}
-		return nil
-	}, nil
+	return buildMaxPoolKind[T](n, maxPoolGrad)
 }
 
 // buildMaxPoolSelect builds max_pool2d_select(g, x): g at each window's arg
 // max in x (0 for a window with no input element).
 func buildMaxPoolSelect[T float](n *kernels.Node) (kernels.Func, error) {
-	g, err := nnPoolGeom(n.Args[1].Shape, n.Attrs)
+	return buildMaxPoolKind[T](n, maxPoolSelect)
+}
+
+// buildMaxPoolKind builds one of the max-pool kernels: per plane, the arg
+// maxes of its windows (maxPoolArgmaxes), then the kernel's use of them.
+// The planes are independent, so a split of them across the workers (each
+// part with its own arg max row) gives the same result.
+func buildMaxPoolKind[T float](n *kernels.Node, kind maxPoolKind) (kernels.Func, error) {
+	xs := n.Args[len(n.Args)-1].Shape // x is the last argument of each
+	g, err := nnPoolGeom(xs, n.Attrs)
 	if err != nil {
 		return nil, err
 	}
 	hw, ohw := g.H*g.W, g.OH*g.OW
-	return func(out kernels.Tensor, args []kernels.Tensor) error {
-		y, gv, x := kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1])
-		for pl := range g.Planes {
-			xp, gp, yp := x[pl*hw:(pl+1)*hw], gv[pl*hw:(pl+1)*hw], y[pl*ohw:(pl+1)*ohw]
-			for oy := range g.OH {
-				for ox := range g.OW {
-					var v T
-					if at, ok := maxPoolArgmax(g, xp, oy, ox); ok {
-						v = gp[at]
+	bounds := poolParts(n.Par, g)
+	parts := len(bounds) - 1
+	at := make([][]int32, parts)
+	for p := range at {
+		at[p] = make([]int32, ohw)
+	}
+	var o, a0, x []T // the output, the first argument (dy or g) and x
+	body := func(p int) {
+		ap := at[p]
+		for pl := bounds[p]; pl < bounds[p+1]; pl++ {
+			xp := x[pl*hw : (pl+1)*hw]
+			maxPoolArgmaxes(g, xp, ap)
+			switch kind {
+			case maxPoolForward:
+				yp := o[pl*ohw : (pl+1)*ohw]
+				for i, a := range ap {
+					yp[i] = T(math.Inf(-1))
+					if a >= 0 {
+						yp[i] = xp[a]
 					}
-					yp[oy*g.OW+ox] = v
+				}
+			case maxPoolGrad:
+				dxp, dyp := o[pl*hw:(pl+1)*hw], a0[pl*ohw:(pl+1)*ohw]
+				clear(dxp)
+				for i, a := range ap {
+					if a >= 0 {
+						dxp[a] += dyp[i]
+					}
+				}
+			case maxPoolSelect:
+				yp, gp := o[pl*ohw:(pl+1)*ohw], a0[pl*hw:(pl+1)*hw]
+				for i, a := range ap {
+					yp[i] = 0
+					if a >= 0 {
+						yp[i] = gp[a]
+					}
 				}
 			}
 		}
+	}
+	par := n.Par
+	return func(out kernels.Tensor, args []kernels.Tensor) error {
+		o, x = kernels.View[T](out), kernels.View[T](args[len(args)-1])
+		if kind != maxPoolForward {
+			a0 = kernels.View[T](args[0])
+		}
+		kernels.Run(par, parts, body)
+		o, a0, x = nil, nil, nil
 		return nil
 	}, nil
 }
@@ -175,9 +285,10 @@ func buildAvgPool[T float](n *kernels.Node) (kernels.Func, error) {
 		return nil, err
 	}
 	hw, ohw := g.H*g.W, g.OH*g.OW
-	return func(out kernels.Tensor, args []kernels.Tensor) error {
-		y, x := kernels.View[T](out), kernels.View[T](args[0])
-		for pl := range g.Planes {
+	bounds := poolParts(n.Par, g)
+	var y, x []T
+	body := func(p int) {
+		for pl := bounds[p]; pl < bounds[p+1]; pl++ {
 			xp, yp := x[pl*hw:(pl+1)*hw], y[pl*ohw:(pl+1)*ohw]
 			for oy := range g.OH {
 				for ox := range g.OW {
@@ -196,6 +307,12 @@ func buildAvgPool[T float](n *kernels.Node) (kernels.Func, error) {
 				}
 			}
 		}
+	}
+	par := n.Par
+	return func(out kernels.Tensor, args []kernels.Tensor) error {
+		y, x = kernels.View[T](out), kernels.View[T](args[0])
+		kernels.Run(par, len(bounds)-1, body)
+		y, x = nil, nil
 		return nil
 	}, nil
 }
@@ -209,11 +326,12 @@ func buildAvgPoolGrad[T float](n *kernels.Node) (kernels.Func, error) {
 		return nil, err
 	}
 	hw, ohw := g.H*g.W, g.OH*g.OW
-	return func(out kernels.Tensor, args []kernels.Tensor) error {
-		dx, dy := kernels.View[T](out), kernels.View[T](args[0])
-		clear(dx)
-		for pl := range g.Planes {
+	bounds := poolParts(n.Par, g)
+	var dx, dy []T
+	body := func(p int) {
+		for pl := bounds[p]; pl < bounds[p+1]; pl++ {
 			dxp, dyp := dx[pl*hw:(pl+1)*hw], dy[pl*ohw:(pl+1)*ohw]
+			clear(dxp)
 			for oy := range g.OH {
 				for ox := range g.OW {
 					y0, y1, x0, x1, div := nnAvgWindow(g, oy, ox)
@@ -230,6 +348,12 @@ func buildAvgPoolGrad[T float](n *kernels.Node) (kernels.Func, error) {
 				}
 			}
 		}
+	}
+	par := n.Par
+	return func(out kernels.Tensor, args []kernels.Tensor) error {
+		dx, dy = kernels.View[T](out), kernels.View[T](args[0])
+		kernels.Run(par, len(bounds)-1, body)
+		dx, dy = nil, nil
 		return nil
 	}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"sync"
 	"testing"
 
@@ -317,6 +318,116 @@ func testGonumGemmTransposed[T float](t *testing.T) {
 		for i := range got {
 			if math.Float64bits(float64(got[i])) != math.Float64bits(float64(want[i])) {
 				t.Fatalf("%T %v: element %d = %v, want %v", got[0], flags, i, got[i], want[i])
+			}
+		}
+	}
+}
+
+// TestPoolSplitBitwise checks that the pooling kernels split across 2, 3
+// and 8 parts of their planes give the bits of the unsplit kernels, over
+// inputs with ties, NaN and -inf, with and without padding and dilation,
+// and windows that overlap.
+func TestPoolSplitBitwise(t *testing.T) {
+	defer func(v int) { poolSplitTaps = v }(poolSplitTaps)
+	poolSplitTaps = 1
+	cases := []struct {
+		shape    []int
+		attrs    ir.Attrs // avg_pool2d's; max_pool2d's add the dilation
+		dilation int
+	}{
+		{[]int{3, 5, 8, 8}, ir.MakeAttrs("kernel", ir.Ints(2)), 1},
+		{[]int{2, 3, 9, 7}, ir.MakeAttrs("kernel", ir.Ints(3, 2), "stride", ir.Ints(1, 2)), 1},
+		{[]int{7, 6, 5}, ir.MakeAttrs("kernel", ir.Ints(3), "stride", ir.Ints(2), "padding", ir.Ints(1)), 1},
+		{[]int{2, 4, 9, 9}, ir.MakeAttrs("kernel", ir.Ints(2)), 2},
+	}
+	for _, dt := range []ir.DType{ir.F32, ir.F64} {
+		r := newRand(17)
+		for _, c := range cases {
+			x := poolTestInput(r, dt, c.shape)
+			maxAttrs := c.attrs.With("dilation", ir.Ints(c.dilation))
+			y := buildWith(t, nil, ir.OpMaxPool2d, maxAttrs, x)
+			dy := fuseewRandom(r, y.Type)
+			g := fuseewRandom(r, x.Type)
+			avgAttrs := c.attrs
+			ya := buildWith(t, nil, ir.OpAvgPool2d, avgAttrs, x)
+			dya := fuseewRandom(r, ya.Type)
+			gradAttrs := avgAttrs.With("input_shape", ir.Ints(c.shape...))
+			runs := []struct {
+				op    ir.Op
+				attrs ir.Attrs
+				args  []kernels.Tensor
+			}{
+				{ir.OpMaxPool2d, maxAttrs, []kernels.Tensor{x}},
+				{ir.OpMaxPool2dGrad, maxAttrs, []kernels.Tensor{dy, x}},
+				{ir.OpMaxPool2dSelect, maxAttrs, []kernels.Tensor{g, x}},
+				{ir.OpAvgPool2d, avgAttrs, []kernels.Tensor{x}},
+				{ir.OpAvgPool2dGrad, gradAttrs, []kernels.Tensor{dya}},
+			}
+			for _, run := range runs {
+				want := buildWith(t, nil, run.op, run.attrs, run.args...)
+				for _, w := range []int{2, 3, 8} {
+					if got := buildWith(t, goPool(w), run.op, run.attrs, run.args...); !bytes.Equal(got.Data, want.Data) {
+						t.Errorf("%s %s %v %v on %d parts: differs from the unsplit result", run.op, dt, c.shape, run.attrs, w)
+					}
+				}
+			}
+		}
+	}
+}
+
+// poolTestInput returns random values of dt in shape with runs of equal
+// values, NaN and -inf among them.
+func poolTestInput(r *rand.Rand, dt ir.DType, shape []int) kernels.Tensor {
+	x := fuseewRandom(r, ir.TensorOf(dt, shape...))
+	n := ir.Shape(shape).NumElements()
+	set := func(i int, v float64) {
+		if dt == ir.F32 {
+			kernels.View[float32](x)[i] = float32(v)
+		} else {
+			kernels.View[float64](x)[i] = v
+		}
+	}
+	for i := range n {
+		switch r.IntN(10) {
+		case 0:
+			set(i, math.NaN())
+		case 1:
+			set(i, math.Inf(-1))
+		case 2, 3:
+			set(i, 0.5) // ties
+		}
+	}
+	return x
+}
+
+// TestMaxPoolArgmaxesFastPath checks the arg maxes of windows without
+// padding or dilation (the loops without range checks or branches) against
+// maxPoolArgmax, window by window, on inputs with ties, NaN and -inf.
+func TestMaxPoolArgmaxesFastPath(t *testing.T) {
+	testMaxPoolArgmaxesFastPath[float32](t, ir.F32)
+	testMaxPoolArgmaxesFastPath[float64](t, ir.F64)
+}
+
+func testMaxPoolArgmaxesFastPath[T float](t *testing.T, dt ir.DType) {
+	r := newRand(19)
+	for _, c := range []struct{ h, w, kh, kw, sh, sw int }{
+		{8, 8, 2, 2, 2, 2}, {9, 7, 2, 2, 1, 3}, {9, 7, 3, 2, 1, 2}, {10, 10, 3, 3, 2, 2}, {5, 6, 1, 1, 1, 1}, {7, 7, 2, 3, 3, 1},
+	} {
+		g, err := ir.PoolGeometry(ir.Shape{1, c.h, c.w}, ir.MakeAttrs("kernel", ir.Ints(c.kh, c.kw), "stride", ir.Ints(c.sh, c.sw)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 20 {
+			x := kernels.View[T](poolTestInput(r, dt, []int{c.h, c.w}))
+			at := make([]int32, g.OH*g.OW)
+			maxPoolArgmaxes(&g, x, at)
+			for oy := range g.OH {
+				for ox := range g.OW {
+					want, _ := maxPoolArgmax(&g, x, oy, ox)
+					if got := int(at[oy*g.OW+ox]); got != want {
+						t.Fatalf("%s %+v window (%d,%d): arg max %d, want %d", dt, c, oy, ox, got, want)
+					}
+				}
 			}
 		}
 	}
