@@ -9,14 +9,22 @@ import (
 	"github.com/kilnml/kiln/kernels"
 )
 
-// Convolutions: conv1d, conv2d and their gradient ops, by im2col and BLAS
-// gemm. A 1-D convolution runs as a 2-D one with height 1. Each (batch
-// element, group) pair unfolds its input windows into a column matrix
-// (im2col) of C_in/groups·kH·kW rows and OH·OW columns, so that the
-// convolution is one gemm with the group's weights; the input gradient is
-// the transposed gemm folded back (col2im, adding in a fixed order) and the
-// weight gradient sums one gemm per batch element, in batch order. Every
-// sum therefore has an order fixed by the shapes.
+// Convolutions: conv1d, conv2d and their gradient ops, by im2col and gemm.
+// A 1-D convolution runs as a 2-D one with height 1. The batch is taken in
+// chunks of nb elements (convPlan.nb, from the shapes alone): each chunk's
+// input windows, for one group, are unfolded side by side into one column
+// matrix (im2col) of C_in/groups·kH·kW rows and nb·OH·OW columns, so that
+// the chunk's convolution is one gemm with the group's weights, wide
+// enough to keep the micro-kernel busy where a single image's OH·OW is a
+// few dozen columns; its result is then moved into the NCHW output with
+// the bias. The input gradient gathers the chunk's dy the same way, runs
+// the transposed gemm and folds the columns back (col2im, adding in a
+// fixed order); the weight gradient is one gemm per chunk over the chunk's
+// columns, chunk after chunk into the result. The gemms split their
+// output's columns (or rows) across the executor's workers, the unfolding,
+// gathering and folding their batch elements; each output element is
+// computed by one worker with an order fixed by the shapes, so the result
+// is the same for any number of workers.
 
 func init() {
 	for _, op := range []ir.Op{ir.OpConv1d, ir.OpConv2d} {
@@ -50,20 +58,6 @@ var (
 	}
 )
 
-// convGemmOf returns the gemm for T for products of at most m×k by k×n:
-// the blocked gemm (gemm.go) where its micro-kernels run, gonum's BLAS
-// otherwise (see gemmOf).
-func convGemmOf[T float](m, n, k int) convGemmFunc[T] {
-	if gemmAsm {
-		return newGemmWork[T](m, n, k).gemm
-	}
-	var z T
-	if _, ok := any(z).(float32); ok {
-		return any(convSgemm).(convGemmFunc[T])
-	}
-	return any(convDgemm).(convGemmFunc[T])
-}
-
 // convPlan is a convolution's geometry in 2-D form (a 1-D one has height
 // 1) with the sizes the loops use.
 type convPlan struct {
@@ -71,9 +65,15 @@ type convPlan struct {
 	h, w, kh, kw, oh, ow   int
 	sh, sw, ph, pw, dh, dw int
 	cg, og                 int // channels per group in and out
-	k, l                   int // rows (cg·kh·kw) and columns (oh·ow) of the column matrix
+	k, l                   int // rows (cg·kh·kw) and columns (oh·ow) of an image's column matrix
 	hw                     int // h·w
+	nb                     int // batch elements per chunk
 }
+
+// convChunkElems bounds the elements of a chunk's column matrix and of its
+// gathered output (or dy): nb is the most batch elements whose k·l and
+// og·l columns fit, at least 1.
+var convChunkElems = 1 << 18 // a variable for the tests
 
 func newConvPlan(g ir.ConvGeom) *convPlan {
 	p := &convPlan{n: g.N, cin: g.CIn, cout: g.COut, groups: g.Groups,
@@ -86,20 +86,35 @@ func newConvPlan(g ir.ConvGeom) *convPlan {
 	p.w, p.kw, p.ow, p.sw, p.pw, p.dw = g.In[i], g.Kernel[i], g.Out[i], g.Stride[i], g.Padding[i], g.Dilation[i]
 	p.cg, p.og = p.cin/p.groups, p.cout/p.groups
 	p.k, p.l, p.hw = p.cg*p.kh*p.kw, p.oh*p.ow, p.h*p.w
+	p.nb = max(1, min(p.n, convChunkElems/max(1, max(p.k, p.og)*p.l)))
 	return p
 }
 
-// convIm2col fills col (k×l) with the windows of x, the cg input planes of
-// one group: col[(c·kh+i)·kw+j][oy·ow+ox] = x[c][oy·sh-ph+i·dh][ox·sw-pw+j·dw],
-// 0 in the padding.
-func convIm2col[T float](p *convPlan, col, x []T) {
+// convIm2col fills the l columns of col (row stride ld) with the windows of
+// x, the cg input planes of one group of one image:
+// col[(c·kh+i)·kw+j][oy·ow+ox] = x[c][oy·sh-ph+i·dh][ox·sw-pw+j·dw], 0 in
+// the padding.
+func convIm2col[T float](p *convPlan, col []T, ld int, x []T) {
 	r := 0
 	for c := range p.cg {
 		plane := x[c*p.hw : (c+1)*p.hw]
 		for i := range p.kh {
 			for j := range p.kw {
-				row := col[r*p.l : (r+1)*p.l]
+				row := col[r*ld : r*ld+p.l]
 				r++
+				ix0 := j*p.dw - p.pw
+				// The output columns whose tap falls inside the row: ox in
+				// [lo, hi), the rest padding.
+				lo := 0
+				if ix0 < 0 {
+					lo = min(p.ow, (-ix0+p.sw-1)/p.sw)
+				}
+				hi := p.ow
+				if ix0 >= p.w {
+					hi = lo
+				} else if last := ix0 + (p.ow-1)*p.sw; last >= p.w {
+					hi = max(lo, min(p.ow, (p.w-1-ix0)/p.sw+1))
+				}
 				for oy := range p.oh {
 					dst := row[oy*p.ow : (oy+1)*p.ow]
 					iy := oy*p.sh - p.ph + i*p.dh
@@ -108,30 +123,35 @@ func convIm2col[T float](p *convPlan, col, x []T) {
 						continue
 					}
 					src := plane[iy*p.w : (iy+1)*p.w]
-					ix := j*p.dw - p.pw
-					for ox := range dst {
-						if ix >= 0 && ix < p.w {
+					clear(dst[:lo])
+					switch {
+					case hi <= lo: // every tap in the padding
+					case p.sw == 1:
+						copy(dst[lo:hi], src[ix0+lo:ix0+hi])
+					default:
+						ix := ix0 + lo*p.sw
+						for ox := lo; ox < hi; ox++ {
 							dst[ox] = src[ix]
-						} else {
-							dst[ox] = 0
+							ix += p.sw
 						}
-						ix += p.sw
 					}
+					clear(dst[hi:])
 				}
 			}
 		}
 	}
 }
 
-// convCol2im adds the columns of col back onto the input planes x, the
-// adjoint of convIm2col, in the same order.
-func convCol2im[T float](p *convPlan, x, col []T) {
+// convCol2im adds the l columns of col (row stride ld) back onto the input
+// planes x of one group of one image, the adjoint of convIm2col, in the
+// same order.
+func convCol2im[T float](p *convPlan, x, col []T, ld int) {
 	r := 0
 	for c := range p.cg {
 		plane := x[c*p.hw : (c+1)*p.hw]
 		for i := range p.kh {
 			for j := range p.kw {
-				row := col[r*p.l : (r+1)*p.l]
+				row := col[r*ld : r*ld+p.l]
 				r++
 				for oy := range p.oh {
 					iy := oy*p.sh - p.ph + i*p.dh
@@ -152,9 +172,55 @@ func convCol2im[T float](p *convPlan, x, col []T) {
 	}
 }
 
+// convRun is a convolution kernel's state: the plan, the chunk buffers,
+// the split gemm and the batch split of the per-image passes.
+type convRun[T float] struct {
+	p    *convPlan
+	col  []T // a chunk's column matrix: k rows of nb·l
+	buf  []T // a chunk's output or dy for one group: og rows of nb·l
+	gemm *convGemm[T]
+	par  kernels.Parallel
+	each func(b int) // the per-image pass in progress (forEach)
+	b0   int         // its chunk's first batch element
+	nbs  []int       // parts of the chunk in progress: batch bounds
+	body func(part int)
+}
+
+func newConvRun[T float](p *convPlan, par kernels.Parallel, m, n, k int) *convRun[T] {
+	cr := &convRun[T]{p: p, col: make([]T, p.k*p.nb*p.l), buf: make([]T, p.og*p.nb*p.l), par: par}
+	cr.gemm = newConvGemm[T](par, m, n, k)
+	parts := 1
+	if p.k*p.nb*p.l >= convSplitElems {
+		parts = min(kernels.Workers(par), p.nb)
+	}
+	cr.nbs = make([]int, parts+1)
+	cr.body = func(part int) {
+		for b := cr.nbs[part]; b < cr.nbs[part+1]; b++ {
+			cr.each(b)
+		}
+	}
+	return cr
+}
+
+// convSplitElems is the size of a chunk's column matrix from which the
+// per-image passes split the chunk's images across the workers.
+var convSplitElems = 1 << 14 // a variable for the tests
+
+// forEach runs each(b) for the batch elements [b0, b1), split across the
+// workers.
+func (cr *convRun[T]) forEach(b0, b1 int, each func(b int)) {
+	parts := len(cr.nbs) - 1
+	for q := range cr.nbs {
+		cr.nbs[q] = b0 + q*(b1-b0)/parts
+	}
+	cr.each = each
+	kernels.Run(cr.par, parts, cr.body)
+	cr.each = nil
+}
+
 // buildConv builds conv1d and conv2d {stride, padding, dilation, groups}
 // with an optional bias, as torch.nn.functional.conv1d/conv2d: for each
-// batch element and group, out = W_g · im2col(x), then bias added per
+// chunk of images and group, out = W_g · im2col(x), then bias added per
 // output channel.
 func buildConv[T float](n *kernels.Node) (kernels.Func, error) {
 	g, err := ir.ConvGeometry(n.Args[0].Shape, n.Args[1].Shape, n.Attrs)
@@ -163,82 +229,118 @@ func buildConv[T float](n *kernels.Node) (kernels.Func, error) {
 	}
 	p := newConvPlan(g)
 	hasBias := len(n.Args) == 3
-	col := make([]T, p.k*p.l)
-	gemm := convGemmOf[T](p.og, p.l, p.k)
-	return func(out kernels.Tensor, args []kernels.Tensor) error {
-		y, x, w := kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1])
-		if p.og == 0 {
-			return nil // no output channels: y is empty
+	cr := newConvRun[T](p, n.Par, p.og, p.nb*p.l, p.k)
+	var y, x, w, bias []T
+	var gi, b0, ld int
+	unfold := func(b int) {
+		xin := x[(b*p.cin+gi*p.cg)*p.hw : (b*p.cin+(gi+1)*p.cg)*p.hw]
+		convIm2col(p, cr.col[(b-b0)*p.l:], ld, xin)
+	}
+	scatter := func(b int) {
+		for co := range p.og {
+			src := cr.buf[co*ld+(b-b0)*p.l : co*ld+(b-b0+1)*p.l]
+			dst := y[(b*p.cout+gi*p.og+co)*p.l : (b*p.cout+gi*p.og+co+1)*p.l]
+			if !hasBias {
+				copy(dst, src)
+				continue
+			}
+			bv := bias[gi*p.og+co]
+			for i, v := range src {
+				dst[i] = v + bv
+			}
 		}
-		var bias []T
+	}
+	return func(out kernels.Tensor, args []kernels.Tensor) error {
+		y, x, w = kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1])
+		bias = nil
 		if hasBias {
 			bias = kernels.View[T](args[2])
 		}
-		for b := range p.n {
-			for gi := range p.groups {
-				yo := y[(b*p.cout+gi*p.og)*p.l : (b*p.cout+(gi+1)*p.og)*p.l]
+		if p.og == 0 || p.n == 0 {
+			return nil // y is empty
+		}
+		for b0 = 0; b0 < p.n; b0 += p.nb {
+			b1 := min(p.n, b0+p.nb)
+			ld = (b1 - b0) * p.l
+			for gi = 0; gi < p.groups; gi++ {
 				if p.k == 0 {
-					clear(yo) // no input channels: an empty sum
-					continue
+					clear(cr.buf[:p.og*ld]) // no input channels: an empty sum
+				} else {
+					cr.forEach(b0, b1, unfold)
+					cr.gemm.run(false, false, p.og, ld, p.k, w[gi*p.og*p.k:(gi+1)*p.og*p.k], p.k, cr.col, ld, 0, cr.buf, ld)
 				}
-				xin := x[(b*p.cin+gi*p.cg)*p.hw : (b*p.cin+(gi+1)*p.cg)*p.hw]
-				convIm2col(p, col, xin)
-				gemm(false, false, p.og, p.l, p.k, w[gi*p.og*p.k:(gi+1)*p.og*p.k], p.k, col, p.l, 0, yo, p.l)
-			}
-			if hasBias {
-				for co, bv := range bias {
-					row := y[(b*p.cout+co)*p.l : (b*p.cout+co+1)*p.l]
-					for i := range row {
-						row[i] += bv
-					}
-				}
+				cr.forEach(b0, b1, scatter)
 			}
 		}
+		y, x, w, bias = nil, nil, nil, nil
 		return nil
 	}, nil
 }
 
 // buildConvInputGrad builds conv_input_grad(dy, w) {..., input_shape}: the
 // gradient of the convolution with respect to its input, col2im(W_gᵀ · dy_g)
-// per batch element and group (the transposed convolution).
+// per chunk of images and group (the transposed convolution).
 func buildConvInputGrad[T float](n *kernels.Node) (kernels.Func, error) {
 	g, err := ir.ConvGeometry(n.Out.Shape, n.Args[1].Shape, n.Attrs)
 	if err != nil {
 		return nil, err
 	}
 	p := newConvPlan(g)
-	col := make([]T, p.k*p.l)
-	gemm := convGemmOf[T](p.k, p.l, p.og)
+	cr := newConvRun[T](p, n.Par, p.k, p.nb*p.l, p.og)
+	var dx, dy, w []T
+	var gi, b0, ld int
+	gather := func(b int) {
+		if gi == 0 {
+			clear(dx[b*p.cin*p.hw : (b+1)*p.cin*p.hw])
+		}
+		for co := range p.og {
+			copy(cr.buf[co*ld+(b-b0)*p.l:co*ld+(b-b0+1)*p.l], dy[(b*p.cout+gi*p.og+co)*p.l:(b*p.cout+gi*p.og+co+1)*p.l])
+		}
+	}
+	fold := func(b int) {
+		convCol2im(p, dx[(b*p.cin+gi*p.cg)*p.hw:(b*p.cin+(gi+1)*p.cg)*p.hw], cr.col[(b-b0)*p.l:], ld)
+	}
 	return func(out kernels.Tensor, args []kernels.Tensor) error {
-		dx, dy, w := kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1])
-		clear(dx)
+		dx, dy, w = kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1])
 		if p.og == 0 || p.k == 0 {
+			clear(dx)
 			return nil
 		}
-		for b := range p.n {
-			for gi := range p.groups {
-				dyg := dy[(b*p.cout+gi*p.og)*p.l : (b*p.cout+(gi+1)*p.og)*p.l]
-				gemm(true, false, p.k, p.l, p.og, w[gi*p.og*p.k:(gi+1)*p.og*p.k], p.k, dyg, p.l, 0, col, p.l)
-				convCol2im(p, dx[(b*p.cin+gi*p.cg)*p.hw:(b*p.cin+(gi+1)*p.cg)*p.hw], col)
+		for b0 = 0; b0 < p.n; b0 += p.nb {
+			b1 := min(p.n, b0+p.nb)
+			ld = (b1 - b0) * p.l
+			for gi = 0; gi < p.groups; gi++ {
+				cr.forEach(b0, b1, gather)
+				cr.gemm.run(true, false, p.k, ld, p.og, w[gi*p.og*p.k:(gi+1)*p.og*p.k], p.k, cr.buf, ld, 0, cr.col, ld)
+				cr.forEach(b0, b1, fold)
 			}
 		}
+		dx, dy, w = nil, nil, nil
 		return nil
 	}, nil
 }
 
 // buildConvWeightGrad builds conv_weight_grad(x, dy) {..., weight_shape}:
-// the gradient of the convolution with respect to its weight, the sum over
-// the batch, in order, of dy_g · im2col(x)ᵀ per group.
+// the gradient of the convolution with respect to its weight: per group,
+// dy_g · im2col(x)ᵀ over each chunk of images, chunk after chunk into the
+// result.
 func buildConvWeightGrad[T float](n *kernels.Node) (kernels.Func, error) {
 	g, err := ir.ConvGeometry(n.Args[0].Shape, n.Out.Shape, n.Attrs)
 	if err != nil {
 		return nil, err
 	}
 	p := newConvPlan(g)
-	col := make([]T, p.k*p.l)
-	gemm := convGemmOf[T](p.og, p.k, p.l)
+	cr := newConvRun[T](p, n.Par, p.og, p.k, p.nb*p.l)
+	var dw, x, dy []T
+	var gi, b0, ld int
+	unfold := func(b int) {
+		convIm2col(p, cr.col[(b-b0)*p.l:], ld, x[(b*p.cin+gi*p.cg)*p.hw:(b*p.cin+(gi+1)*p.cg)*p.hw])
+		for co := range p.og {
+			copy(cr.buf[co*ld+(b-b0)*p.l:co*ld+(b-b0+1)*p.l], dy[(b*p.cout+gi*p.og+co)*p.l:(b*p.cout+gi*p.og+co+1)*p.l])
+		}
+	}
 	return func(out kernels.Tensor, args []kernels.Tensor) error {
-		dw, x, dy := kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1])
+		dw, x, dy = kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1])
 		if p.og == 0 || p.k == 0 {
 			return nil // dw is empty
 		}
@@ -246,18 +348,114 @@ func buildConvWeightGrad[T float](n *kernels.Node) (kernels.Func, error) {
 			clear(dw)
 			return nil
 		}
-		for gi := range p.groups {
+		for gi = 0; gi < p.groups; gi++ {
 			dwg := dw[gi*p.og*p.k : (gi+1)*p.og*p.k]
-			for b := range p.n {
-				convIm2col(p, col, x[(b*p.cin+gi*p.cg)*p.hw:(b*p.cin+(gi+1)*p.cg)*p.hw])
+			for b0 = 0; b0 < p.n; b0 += p.nb {
+				b1 := min(p.n, b0+p.nb)
+				ld = (b1 - b0) * p.l
+				cr.forEach(b0, b1, unfold)
 				beta := T(1)
-				if b == 0 {
+				if b0 == 0 {
 					beta = 0
 				}
-				dyg := dy[(b*p.cout+gi*p.og)*p.l : (b*p.cout+(gi+1)*p.og)*p.l]
-				gemm(false, true, p.og, p.k, p.l, dyg, p.l, col, p.l, beta, dwg, p.k)
+				cr.gemm.run(false, true, p.og, p.k, ld, cr.buf, ld, cr.col, ld, beta, dwg, p.k)
 			}
 		}
+		dw, x, dy = nil, nil, nil
 		return nil
 	}, nil
+}
+
+// convGemm is a convolution's gemm, c = op(a)·op(b) + beta·c, split across
+// the executor's workers: by NR-wide column ranges of c when it has enough
+// of them, else by MR-tall row ranges, each part with its own gemmWork;
+// never over the inner dimension, so every element of c has the same
+// arithmetic for any split (gemm.go). Without the micro-kernels it is one
+// call of gonum's BLAS.
+type convGemm[T float] struct {
+	par     kernels.Parallel
+	works   []*gemmWork[T]
+	gonum   convGemmFunc[T]
+	bounds  []int
+	cols    bool
+	call    convGemmCall[T]
+	partRun func(part int)
+}
+
+// convGemmCall is the product in progress.
+type convGemmCall[T float] struct {
+	tA, tB   bool
+	m, n, k  int
+	a, b, c  []T
+	lda, ldb int
+	ldc      int
+	beta     T
+}
+
+// newConvGemm returns the gemm for products of at most m×k by k×n.
+func newConvGemm[T float](par kernels.Parallel, m, n, k int) *convGemm[T] {
+	cg := &convGemm[T]{par: par}
+	if !gemmAsm {
+		var z T
+		if _, ok := any(z).(float32); ok {
+			cg.gonum = any(convSgemm).(convGemmFunc[T])
+		} else {
+			cg.gonum = any(convDgemm).(convGemmFunc[T])
+		}
+		return cg
+	}
+	parts := 1
+	if m*n*k >= matmulSplitMACs {
+		parts = kernels.Workers(par)
+	}
+	for range parts {
+		cg.works = append(cg.works, newGemmWork[T](m, n, k))
+	}
+	cg.bounds = make([]int, parts+1)
+	cg.partRun = cg.part
+	return cg
+}
+
+// run computes c = op(a)·op(b) + beta·c (see convGemmFunc).
+func (cg *convGemm[T]) run(tA, tB bool, m, n, k int, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
+	if cg.gonum != nil {
+		cg.gonum(tA, tB, m, n, k, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
+	_, mr, nr := gemmMicro[T]()
+	parts := len(cg.works)
+	cg.cols = (n+nr-1)/nr >= parts
+	if !cg.cols {
+		parts = min(parts, (m+mr-1)/mr)
+	}
+	q, size := nr, n
+	if !cg.cols {
+		q, size = mr, m
+	}
+	for p := range parts {
+		cg.bounds[p] = min(size, roundUp(p*size/parts, q))
+	}
+	cg.bounds[parts] = size
+	cg.call = convGemmCall[T]{tA, tB, m, n, k, a, b, c, lda, ldb, ldc, beta}
+	kernels.Run(cg.par, parts, cg.partRun)
+	cg.call = convGemmCall[T]{}
+}
+
+// part computes part p of the product in progress.
+func (cg *convGemm[T]) part(p int) {
+	c := &cg.call
+	lo, hi := cg.bounds[p], cg.bounds[p+1]
+	if lo >= hi {
+		return
+	}
+	w := cg.works[p]
+	if !cg.cols {
+		w.gemmRange(lo, hi, c.tA, c.tB, c.m, c.n, c.k, c.a, c.lda, c.b, c.ldb, c.beta, c.c, c.ldc)
+		return
+	}
+	b := c.b[lo:] // op(b)'s columns from lo
+	if c.tB {
+		b = c.b[lo*c.ldb:]
+	}
+	w.gemm(c.tA, c.tB, c.m, hi-lo, c.k, c.a, c.lda, b, c.ldb, c.beta, c.c[lo:], c.ldc)
 }

@@ -101,13 +101,18 @@ var nnConvCases = []nnConvCase{
 }
 
 // TestConvAgainstDirectLoop checks conv1d/conv2d, conv_input_grad and
-// conv_weight_grad against direct loops in float64 on many geometries.
+// conv_weight_grad against direct loops in float64 on many geometries,
+// with the batch in one chunk and in chunks of one image.
 func TestConvAgainstDirectLoop(t *testing.T) {
-	for i, c := range nnConvCases {
-		t.Run(fmt.Sprintf("%d_%s%v", i, c.op(), c.x), func(t *testing.T) {
-			nnConvCheck[float32](t, c, uint64(i))
-			nnConvCheck[float64](t, c, uint64(i))
-		})
+	defer func(v int) { convChunkElems = v }(convChunkElems)
+	for _, chunk := range []int{1 << 18, 1} {
+		convChunkElems = chunk
+		for i, c := range nnConvCases {
+			t.Run(fmt.Sprintf("chunk%d/%d_%s%v", chunk, i, c.op(), c.x), func(t *testing.T) {
+				nnConvCheck[float32](t, c, uint64(i))
+				nnConvCheck[float64](t, c, uint64(i))
+			})
+		}
 	}
 }
 

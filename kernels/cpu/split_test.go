@@ -432,3 +432,50 @@ func testMaxPoolArgmaxesFastPath[T float](t *testing.T, dt ir.DType) {
 		}
 	}
 }
+
+// TestConvSplitBitwise checks that the convolution kernels split across 2,
+// 3 and 8 workers (every gemm and every per-image pass split, whatever its
+// size) give the bits of the unsplit kernels, with the batch in one chunk
+// and in chunks of 2 and 3 images.
+func TestConvSplitBitwise(t *testing.T) {
+	defer func(m, e, c int) { matmulSplitMACs, convSplitElems, convChunkElems = m, e, c }(matmulSplitMACs, convSplitElems, convChunkElems)
+	matmulSplitMACs, convSplitElems = 1, 1
+	for _, c := range nnConvCases {
+		g, err := ir.ConvGeometry(c.x, c.w, c.attrs())
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, l := g.CIn/g.Groups*ir.Shape(c.w[2:]).NumElements(), g.OutShape()[2:].NumElements()
+		per := max(k, g.COut/g.Groups) * l // one image's chunk size
+		for _, dt := range []ir.DType{ir.F32, ir.F64} {
+			r := newRand(23)
+			x := fuseewRandom(r, ir.TensorOf(dt, c.x...))
+			w := fuseewRandom(r, ir.TensorOf(dt, c.w...))
+			dy := fuseewRandom(r, ir.TensorOf(dt, g.OutShape()...))
+			fwd := []kernels.Tensor{x, w}
+			if c.bias {
+				fwd = append(fwd, fuseewRandom(r, ir.TensorOf(dt, g.COut)))
+			}
+			runs := []struct {
+				op    ir.Op
+				attrs ir.Attrs
+				args  []kernels.Tensor
+			}{
+				{c.op(), c.attrs(), fwd},
+				{ir.OpConvInputGrad, c.attrs().With("input_shape", ir.Ints(c.x...)), []kernels.Tensor{dy, w}},
+				{ir.OpConvWeightGrad, c.attrs().With("weight_shape", ir.Ints(c.w...)), []kernels.Tensor{x, dy}},
+			}
+			for _, chunk := range []int{1 << 18, 2 * per, 3 * per} {
+				convChunkElems = chunk
+				for _, run := range runs {
+					want := buildWith(t, nil, run.op, run.attrs, run.args...)
+					for _, workers := range []int{2, 3, 8} {
+						if got := buildWith(t, goPool(workers), run.op, run.attrs, run.args...); !bytes.Equal(got.Data, want.Data) {
+							t.Errorf("%s %s x%v w%v, chunks of %d elements, on %d workers: differs from 1 worker", run.op, dt, c.x, c.w, chunk, workers)
+						}
+					}
+				}
+			}
+		}
+	}
+}
