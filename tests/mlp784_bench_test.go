@@ -19,12 +19,20 @@ import (
 // does, and reports besides the wall time per step the process's CPU time
 // per step (user + system, from getrusage): on a shared machine the CPU
 // time of one worker varies less with the load than the wall time.
-func BenchmarkMLP784Step(b *testing.B) {
-	src, err := os.ReadFile("../bench/mlp784.kir")
+func BenchmarkMLP784Step(b *testing.B) { benchTrainStep(b, "../bench/mlp784.kir") }
+
+// BenchmarkCNN28Step times the training step of bench/cnn28.kir (two
+// conv2d + max_pool2d blocks on 64 images of 1×28×28, SGD) the same way.
+func BenchmarkCNN28Step(b *testing.B) { benchTrainStep(b, "../bench/cnn28.kir") }
+
+// benchTrainStep times the SGD training step of the model at path on 1 and
+// 2 workers, reporting the CPU time per step beside the wall time.
+func benchTrainStep(b *testing.B, path string) {
+	src, err := os.ReadFile(path)
 	if err != nil {
 		b.Fatal(err)
 	}
-	g, err := ir.Parse("mlp784.kir", src)
+	g, err := ir.Parse(path, src)
 	if err != nil {
 		b.Fatal(err)
 	}

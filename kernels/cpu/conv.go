@@ -64,10 +64,11 @@ type convPlan struct {
 	n, cin, cout, groups   int
 	h, w, kh, kw, oh, ow   int
 	sh, sw, ph, pw, dh, dw int
-	cg, og                 int // channels per group in and out
-	k, l                   int // rows (cg·kh·kw) and columns (oh·ow) of an image's column matrix
-	hw                     int // h·w
-	nb                     int // batch elements per chunk
+	cg, og                 int  // channels per group in and out
+	k, l                   int  // rows (cg·kh·kw) and columns (oh·ow) of an image's column matrix
+	hw                     int  // h·w
+	nb                     int  // batch elements per chunk
+	shifted                bool // unit strides and ow = w: im2col and col2im move whole rows
 }
 
 // convChunkElems bounds the elements of a chunk's column matrix and of its
@@ -87,13 +88,35 @@ func newConvPlan(g ir.ConvGeom) *convPlan {
 	p.cg, p.og = p.cin/p.groups, p.cout/p.groups
 	p.k, p.l, p.hw = p.cg*p.kh*p.kw, p.oh*p.ow, p.h*p.w
 	p.nb = max(1, min(p.n, convChunkElems/max(1, max(p.k, p.og)*p.l)))
+	p.shifted = p.sw == 1 && p.sh == 1 && p.ow == p.w
 	return p
+}
+
+// convTapRange returns, for kernel column j, the input column of output
+// column 0 (ix0, which may lie in the padding) and the output columns
+// [lo, hi) whose tap falls inside the input row; the others read padding.
+func convTapRange(p *convPlan, j int) (ix0, lo, hi int) {
+	ix0 = j*p.dw - p.pw
+	if ix0 < 0 {
+		lo = min(p.ow, (-ix0+p.sw-1)/p.sw)
+	}
+	hi = p.ow
+	if ix0 >= p.w {
+		hi = lo
+	} else if ix0+(p.ow-1)*p.sw >= p.w {
+		hi = max(lo, min(p.ow, (p.w-1-ix0)/p.sw+1))
+	}
+	return ix0, lo, hi
 }
 
 // convIm2col fills the l columns of col (row stride ld) with the windows of
 // x, the cg input planes of one group of one image:
 // col[(c·kh+i)·kw+j][oy·ow+ox] = x[c][oy·sh-ph+i·dh][ox·sw-pw+j·dw], 0 in
 // the padding.
+//
+// With unit strides and rows as wide as the input's (a "same" convolution),
+// a kernel tap's row of col is the plane shifted by a constant: one copy
+// moves it, and then the columns that read padding are zeroed.
 func convIm2col[T float](p *convPlan, col []T, ld int, x []T) {
 	r := 0
 	for c := range p.cg {
@@ -102,42 +125,67 @@ func convIm2col[T float](p *convPlan, col []T, ld int, x []T) {
 			for j := range p.kw {
 				row := col[r*ld : r*ld+p.l]
 				r++
-				ix0 := j*p.dw - p.pw
-				// The output columns whose tap falls inside the row: ox in
-				// [lo, hi), the rest padding.
-				lo := 0
-				if ix0 < 0 {
-					lo = min(p.ow, (-ix0+p.sw-1)/p.sw)
-				}
-				hi := p.ow
-				if ix0 >= p.w {
-					hi = lo
-				} else if last := ix0 + (p.ow-1)*p.sw; last >= p.w {
-					hi = max(lo, min(p.ow, (p.w-1-ix0)/p.sw+1))
+				ix0, lo, hi := convTapRange(p, j)
+				if p.shifted {
+					convIm2colShifted(p, row, plane, i*p.dh-p.ph, ix0, lo, hi)
+					continue
 				}
 				for oy := range p.oh {
 					dst := row[oy*p.ow : (oy+1)*p.ow]
 					iy := oy*p.sh - p.ph + i*p.dh
-					if iy < 0 || iy >= p.h {
+					if iy < 0 || iy >= p.h || hi <= lo {
 						clear(dst)
 						continue
 					}
 					src := plane[iy*p.w : (iy+1)*p.w]
-					clear(dst[:lo])
-					switch {
-					case hi <= lo: // every tap in the padding
-					case p.sw == 1:
-						copy(dst[lo:hi], src[ix0+lo:ix0+hi])
-					default:
+					for ox := range lo {
+						dst[ox] = 0
+					}
+					if p.sw == 1 {
+						in := src[ix0+lo : ix0+hi]
+						for ox, v := range in {
+							dst[lo+ox] = v
+						}
+					} else {
 						ix := ix0 + lo*p.sw
 						for ox := lo; ox < hi; ox++ {
 							dst[ox] = src[ix]
 							ix += p.sw
 						}
 					}
-					clear(dst[hi:])
+					for ox := hi; ox < p.ow; ox++ {
+						dst[ox] = 0
+					}
 				}
 			}
+		}
+	}
+}
+
+// convIm2colShifted fills row, the column-matrix row of the kernel tap
+// whose input row is oy+dy and input column ox+ix0 for output (oy, ox),
+// when the strides are 1 and ow = w: then row[oy·w+ox] = plane[(oy+dy)·w +
+// ox+ix0], plane shifted by dy·w+ix0, for the oy whose input row exists,
+// except the columns outside [lo, hi), which read padding.
+func convIm2colShifted[T float](p *convPlan, row, plane []T, dy, ix0, lo, hi int) {
+	w := p.w
+	oyLo, oyHi := max(0, -dy), min(p.oh, p.h-dy)
+	if oyHi <= oyLo || hi <= lo {
+		clear(row)
+		return
+	}
+	clear(row[:oyLo*w])
+	clear(row[oyHi*w:])
+	off := dy*w + ix0 // plane index minus row index
+	d0, d1 := max(oyLo*w, -off), min(oyHi*w, p.hw-off)
+	copy(row[d0:d1], plane[d0+off:d1+off])
+	for oy := oyLo; oy < oyHi; oy++ {
+		r := row[oy*w : (oy+1)*w]
+		for ox := range lo {
+			r[ox] = 0
+		}
+		for ox := hi; ox < w; ox++ {
+			r[ox] = 0
 		}
 	}
 }
@@ -145,6 +193,11 @@ func convIm2col[T float](p *convPlan, col []T, ld int, x []T) {
 // convCol2im adds the l columns of col (row stride ld) back onto the input
 // planes x of one group of one image, the adjoint of convIm2col, in the
 // same order.
+//
+// With unit strides and ow = w it adds a kernel tap's row to the shifted
+// plane in one run, after zeroing the row's padding columns (col is
+// scratch): adding +0 changes no bit of a sum that started at +0, which can
+// never be -0.
 func convCol2im[T float](p *convPlan, x, col []T, ld int) {
 	r := 0
 	for c := range p.cg {
@@ -153,22 +206,61 @@ func convCol2im[T float](p *convPlan, x, col []T, ld int) {
 			for j := range p.kw {
 				row := col[r*ld : r*ld+p.l]
 				r++
+				ix0, lo, hi := convTapRange(p, j)
+				if hi <= lo {
+					continue
+				}
+				if p.shifted {
+					convCol2imShifted(p, plane, row, i*p.dh-p.ph, ix0, lo, hi)
+					continue
+				}
 				for oy := range p.oh {
 					iy := oy*p.sh - p.ph + i*p.dh
 					if iy < 0 || iy >= p.h {
 						continue
 					}
 					dst := plane[iy*p.w : (iy+1)*p.w]
-					ix := j*p.dw - p.pw
-					for _, v := range row[oy*p.ow : (oy+1)*p.ow] {
-						if ix >= 0 && ix < p.w {
-							dst[ix] += v
+					src := row[oy*p.ow+lo : oy*p.ow+hi]
+					if p.sw == 1 {
+						d := dst[ix0+lo : ix0+hi]
+						for ox, v := range src {
+							d[ox] += v
 						}
+						continue
+					}
+					ix := ix0 + lo*p.sw
+					for _, v := range src {
+						dst[ix] += v
 						ix += p.sw
 					}
 				}
 			}
 		}
+	}
+}
+
+// convCol2imShifted adds row, the column-matrix row of a kernel tap (see
+// convIm2colShifted), onto plane, for unit strides and ow = w.
+func convCol2imShifted[T float](p *convPlan, plane, row []T, dy, ix0, lo, hi int) {
+	w := p.w
+	oyLo, oyHi := max(0, -dy), min(p.oh, p.h-dy)
+	if oyHi <= oyLo {
+		return
+	}
+	for oy := oyLo; oy < oyHi; oy++ {
+		r := row[oy*w : (oy+1)*w]
+		for ox := range lo {
+			r[ox] = 0
+		}
+		for ox := hi; ox < w; ox++ {
+			r[ox] = 0
+		}
+	}
+	off := dy*w + ix0
+	d0, d1 := max(oyLo*w, -off), min(oyHi*w, p.hw-off)
+	dst, src := plane[d0+off:d1+off], row[d0:d1]
+	for i, v := range src {
+		dst[i] += v
 	}
 }
 

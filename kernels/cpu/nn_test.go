@@ -98,6 +98,14 @@ var nnConvCases = []nnConvCase{
 	{x: []int{2, 3, 5, 7}, w: []int{3, 1, 2, 3}, stride: []int{2, 1}, padding: []int{0, 2}, dilation: []int{2, 1}, groups: 3, bias: true},
 	{x: []int{2, 2, 4, 4}, w: []int{5, 2, 1, 1}, bias: true},
 	{x: []int{1, 1, 3, 3}, w: []int{1, 1, 5, 5}, padding: []int{2}, stride: []int{3}},
+	// "Same" convolutions (unit strides, output as wide as the input): the
+	// shifted-copy im2col, with and without dilation, padded on one axis
+	// only, and wider than tall.
+	{x: []int{2, 3, 5, 6}, w: []int{4, 3, 3, 3}, padding: []int{1}, bias: true},
+	{x: []int{2, 2, 7, 5}, w: []int{3, 2, 3, 3}, padding: []int{2}, dilation: []int{2}},
+	{x: []int{1, 2, 4, 9}, w: []int{2, 2, 1, 5}, padding: []int{0, 2}, bias: true},
+	{x: []int{2, 3, 8}, w: []int{2, 3, 3}, padding: []int{1}},
+	{x: []int{1, 1, 2, 2}, w: []int{1, 1, 3, 3}, padding: []int{1}},
 }
 
 // TestConvAgainstDirectLoop checks conv1d/conv2d, conv_input_grad and
@@ -866,5 +874,42 @@ func TestNNRandomShapes(t *testing.T) {
 	}
 	if ran < 50 || pooled < 50 {
 		t.Errorf("only %d convolutions and %d poolings were valid; widen the sweep", ran, pooled)
+	}
+}
+
+// TestConvShiftedRowsBitwise checks the whole-row im2col and col2im of
+// "same" convolutions (unit strides, ow = w) against the row-by-row ones:
+// the same column matrix, and the same bits in the folded gradient (the
+// whole-row fold adds +0 where the other skips the padding).
+func TestConvShiftedRowsBitwise(t *testing.T) {
+	r := newRand(29)
+	for _, c := range nnConvCases {
+		g, err := ir.ConvGeometry(c.x, c.w, c.attrs())
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := newConvPlan(g)
+		if !p.shifted {
+			continue
+		}
+		x := randVals[float32](r, p.cg*p.hw, false)
+		cols := [2][]float32{make([]float32, p.k*p.l), make([]float32, p.k*p.l)}
+		dxs := [2][]float32{make([]float32, p.cg*p.hw), make([]float32, p.cg*p.hw)}
+		gcol := randVals[float32](r, p.k*p.l, false)
+		for i, shifted := range []bool{true, false} {
+			p.shifted = shifted
+			convIm2col(p, cols[i], p.l, x)
+			convCol2im(p, dxs[i], append([]float32(nil), gcol...), p.l)
+		}
+		for i := range cols[0] {
+			if math.Float32bits(cols[0][i]) != math.Float32bits(cols[1][i]) {
+				t.Fatalf("x%v w%v: im2col element %d = %v by whole rows, %v row by row", c.x, c.w, i, cols[0][i], cols[1][i])
+			}
+		}
+		for i := range dxs[0] {
+			if math.Float32bits(dxs[0][i]) != math.Float32bits(dxs[1][i]) {
+				t.Fatalf("x%v w%v: col2im element %d = %v by whole rows, %v row by row", c.x, c.w, i, dxs[0][i], dxs[1][i])
+			}
+		}
 	}
 }
