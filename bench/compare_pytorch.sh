@@ -1,9 +1,11 @@
 #!/bin/sh
-# bench/compare_pytorch.sh times the training step of bench/mlp784.kir (MLP
-# 784-512-512-10, ReLU, cross-entropy, batch 128, f32, SGD) in PyTorch
-# (bench/pytorch_mlp.py) and in kiln (kiln bench -optimizer sgd) on 1 and 2
-# cores in one run, and prints a Markdown table of the median step times
-# and PyTorch's over kiln's (above 1: kiln is faster).
+# bench/compare_pytorch.sh times the SGD training step of a benchmark
+# model, bench/$MODEL.kir (mlp784 by default: MLP 784-512-512-10, ReLU,
+# cross-entropy, batch 128, f32; or cnn28: two conv2d + max_pool2d blocks
+# on 64 images of 1×28×28), in PyTorch (bench/pytorch_step.py, the same
+# model) and in kiln (kiln bench -optimizer sgd) on 1 and 2 cores in one
+# run, and prints a Markdown table of the median step times and PyTorch's
+# over kiln's (above 1: kiln is faster).
 #
 # PyTorch has two thread counts: its own (torch.set_num_threads, OpenMP)
 # and the BLAS's (a pthreads OpenBLAS fixes its count when it is loaded,
@@ -19,21 +21,29 @@
 # its per-process median step time.
 #
 # Usage: bench/compare_pytorch.sh          (from anywhere in the repository)
-#        STEPS=50 WARMUP=10 ROUNDS=3 PYTHON=python3 bench/compare_pytorch.sh
+#        MODEL=cnn28 STEPS=20 WARMUP=5 ROUNDS=3 PYTHON=python3 bench/compare_pytorch.sh
 set -eu
 cd "$(dirname "$0")/.."
+model=${MODEL:-mlp784}
 steps=${STEPS:-50}
 warmup=${WARMUP:-10}
 rounds=${ROUNDS:-3}
 python=${PYTHON:-/usr/bin/python3}
+case "$model" in
+mlp784 | cnn28) ;;
+*)
+	echo "compare_pytorch.sh: MODEL=$model: want mlp784 or cnn28" >&2
+	exit 2
+	;;
+esac
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 go build -o "$tmp/kiln" ./cmd/kiln
 
 # torch THREADS BLAS_THREADS: appends PyTorch's median to $tmp/torch.T+B.
 torch() {
-	if ! "$python" bench/pytorch_mlp.py --steps "$steps" --warmup "$warmup" --threads "$1" --blas-threads "$2" >"$tmp/line"; then
-		echo "compare_pytorch.sh: bench/pytorch_mlp.py failed with $python; is PyTorch installed (apt-get install python3-torch)?" >&2
+	if ! "$python" bench/pytorch_step.py --model "$model" --steps "$steps" --warmup "$warmup" --threads "$1" --blas-threads "$2" >"$tmp/line"; then
+		echo "compare_pytorch.sh: bench/pytorch_step.py failed with $python; is PyTorch installed (apt-get install python3-torch)?" >&2
 		exit 1
 	fi
 	awk '$1 == "threads" { print $6 }' "$tmp/line" >>"$tmp/torch.$1+$2"
@@ -41,7 +51,7 @@ torch() {
 
 # kiln WORKERS: appends kiln's median, GFLOP/s and share of peak to $tmp/kiln.W.
 kiln() {
-	"$tmp/kiln" bench -optimizer sgd -workers "$1" -steps "$steps" -warmup "$warmup" bench/mlp784.kir >"$tmp/out"
+	"$tmp/kiln" bench -optimizer sgd -workers "$1" -steps "$steps" -warmup "$warmup" "bench/$model.kir" >"$tmp/out"
 	awk '$1 == "median" { m = $2 } $1 == "GFLOP/s" { g = $2 } $1 == "of" && $2 == "peak" { p = $3 } END { print m, g, p }' "$tmp/out" >>"$tmp/kiln.$1"
 }
 
@@ -62,7 +72,7 @@ done
 
 torchver=$("$python" -c 'import torch; print(torch.__version__)' 2>/dev/null || echo unknown)
 cpu=$(sed -n 's/^model name[[:space:]]*: *//p' /proc/cpuinfo 2>/dev/null | head -n 1)
-echo "Measured by \`bench/compare_pytorch.sh\` (STEPS=$steps, WARMUP=$warmup, ROUNDS=$rounds) on $(date -u +%Y-%m-%d),"
+echo "Measured by \`bench/compare_pytorch.sh\` (MODEL=$model, STEPS=$steps, WARMUP=$warmup, ROUNDS=$rounds) on $(date -u +%Y-%m-%d),"
 echo "${cpu:-$(uname -m)}, $(getconf _NPROCESSORS_ONLN 2>/dev/null || echo '?') cores, $(go env GOVERSION), PyTorch $torchver ($python)."
 echo "Medians over the rounds; each round's figures in parentheses."
 echo

@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
-"""The MLP of bench/mlp784.kir in PyTorch, for bench/compare_pytorch.sh.
+"""The benchmark models of bench/ in PyTorch, for bench/compare_pytorch.sh.
 
-MLP 784-512-512-10 with ReLU, cross-entropy (mean), batch 128, f32, plain
-SGD (lr 0.01, no momentum): one training step is forward, backward and the
-update, on random inputs with labels in range. It runs WARMUP untimed
+--model mlp784 (bench/mlp784.kir): MLP 784-512-512-10 with ReLU, batch 128.
+--model cnn28 (bench/cnn28.kir): conv2d 3x3 (padding 1) to 32 channels,
+ReLU, 2x2 max pool, conv2d 3x3 to 64, ReLU, 2x2 max pool, linear to 10,
+on 64 images of 1x28x28.
+Both: cross-entropy (mean), f32, plain SGD (lr 0.01, no momentum); one
+training step is forward, backward and the update, on random inputs with
+labels in range. It runs WARMUP untimed
 steps and STEPS timed ones with THREADS PyTorch threads and BLAS_THREADS
 BLAS threads and prints one line
 
@@ -17,12 +21,12 @@ every core. So the script sets OPENBLAS_NUM_THREADS to BLAS_THREADS (by
 default THREADS) and OMP_NUM_THREADS to THREADS before it imports torch,
 and takes one configuration per process.
 
-With --products it times instead only the eight matrix products such a
-step calls (torch.mm, the BLAS's gemm: three forward, two for each of the
+With --products (mlp784 only) it times instead only the eight matrix
+products such a step calls (torch.mm, the BLAS's gemm: three forward, two for each of the
 last two layers' gradients, one for the first layer's weight gradient), a
 floor for PyTorch's step on these threads.
 
-Usage: python3 bench/pytorch_mlp.py [--steps 50] [--warmup 10] [--threads 1] [--blas-threads N] [--products]
+Usage: python3 bench/pytorch_step.py [--model mlp784] [--steps 50] [--warmup 10] [--threads 1] [--blas-threads N] [--products]
 """
 import argparse
 import os
@@ -33,34 +37,46 @@ import time
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="mlp784", choices=["mlp784", "cnn28"])
     ap.add_argument("--steps", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=10)
-    ap.add_argument("--batch", type=int, default=128)
+    ap.add_argument("--batch", type=int, default=0, help="default: 128 (mlp784), 64 (cnn28)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--blas-threads", type=int, default=0)
     ap.add_argument("--products", action="store_true")
     args = ap.parse_args()
     if args.blas_threads == 0:
         args.blas_threads = args.threads
+    if args.batch == 0:
+        args.batch = 128 if args.model == "mlp784" else 64
+    if args.products and args.model != "mlp784":
+        sys.exit("pytorch_step.py: --products times the MLP's products; use it with --model mlp784")
     for flag, n in (("--threads", args.threads), ("--blas-threads", args.blas_threads)):
         if n < 1:
-            sys.exit("pytorch_mlp.py: %s %d: want 1 or more" % (flag, n))
+            sys.exit("pytorch_step.py: %s %d: want 1 or more" % (flag, n))
     os.environ["OPENBLAS_NUM_THREADS"] = str(args.blas_threads)
     os.environ["OMP_NUM_THREADS"] = str(args.threads)
     try:
         import torch
     except ImportError:
-        sys.exit("pytorch_mlp.py: PyTorch is not installed for %s "
+        sys.exit("pytorch_step.py: PyTorch is not installed for %s "
                  "(apt-get install python3-torch, or pip install torch)" % sys.executable)
 
     torch.manual_seed(1)
-    x = torch.randn(args.batch, 784)
+    if args.model == "mlp784":
+        x = torch.randn(args.batch, 784)
+        model = torch.nn.Sequential(
+            torch.nn.Linear(784, 512), torch.nn.ReLU(),
+            torch.nn.Linear(512, 512), torch.nn.ReLU(),
+            torch.nn.Linear(512, 10))
+    else:
+        x = torch.randn(args.batch, 1, 28, 28)
+        model = torch.nn.Sequential(
+            torch.nn.Conv2d(1, 32, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+            torch.nn.Conv2d(32, 64, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+            torch.nn.Flatten(), torch.nn.Linear(64 * 7 * 7, 10))
     y = torch.randint(0, 10, (args.batch,))
     torch.set_num_threads(args.threads)
-    model = torch.nn.Sequential(
-        torch.nn.Linear(784, 512), torch.nn.ReLU(),
-        torch.nn.Linear(512, 512), torch.nn.ReLU(),
-        torch.nn.Linear(512, 10))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     loss_fn = torch.nn.CrossEntropyLoss()
 
