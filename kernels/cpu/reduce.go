@@ -52,14 +52,69 @@ func buildReduce[T number](n *kernels.Node) (kernels.Func, error) {
 		o, x := kernels.View[T](out), kernels.View[T](args[0])
 		clear(o)
 		inner, ia := w.inner, w.ia
-		w.each(func(xo, oo, _ int) {
-			reduceAddRow(o, x[xo:xo+inner], oo, ia)
-		})
+		if ia == 0 {
+			var q reduceQueue[T]
+			w.each(func(xo, oo, _ int) { q.add(o, x, inner, xo, oo) })
+			q.flush(o, x, inner)
+		} else {
+			w.each(func(xo, oo, _ int) {
+				reduceAddRow(o, x[xo:xo+inner], oo, ia)
+			})
+		}
 		if mean {
 			reduceDivide(o, div)
 		}
 		return nil
 	}, nil
+}
+
+// reduceQueue holds up to four rows, each summed into its own output
+// element (ia = 0), so that their sums run side by side: one row's sum is
+// a chain of dependent adds, bound by the add's latency, and four
+// independent chains keep the adder busy. A row for an output already
+// queued first flushes the queue, so every output element still adds its
+// rows one after another, in the walk's order, each from left to right:
+// the same sums as reduceAddRow's.
+type reduceQueue[T number] struct {
+	xo, oo [4]int
+	n      int
+}
+
+// add queues the row of inner elements at x[xo:] for output element oo.
+func (q *reduceQueue[T]) add(o, x []T, inner, xo, oo int) {
+	for i := range q.n {
+		if q.oo[i] == oo {
+			q.flush(o, x, inner)
+			break
+		}
+	}
+	q.xo[q.n], q.oo[q.n] = xo, oo
+	q.n++
+	if q.n == len(q.xo) {
+		q.flush(o, x, inner)
+	}
+}
+
+// flush adds the queued rows into their output elements.
+func (q *reduceQueue[T]) flush(o, x []T, inner int) {
+	if q.n == 4 {
+		r0, r1 := x[q.xo[0]:q.xo[0]+inner], x[q.xo[1]:q.xo[1]+inner]
+		r2, r3 := x[q.xo[2]:q.xo[2]+inner], x[q.xo[3]:q.xo[3]+inner]
+		r1, r2, r3 = r1[:len(r0)], r2[:len(r0)], r3[:len(r0)]
+		s0, s1, s2, s3 := o[q.oo[0]], o[q.oo[1]], o[q.oo[2]], o[q.oo[3]]
+		for i, v := range r0 {
+			s0 += v
+			s1 += r1[i]
+			s2 += r2[i]
+			s3 += r3[i]
+		}
+		o[q.oo[0]], o[q.oo[1]], o[q.oo[2]], o[q.oo[3]] = s0, s1, s2, s3
+	} else {
+		for i := range q.n {
+			reduceAddRow(o, x[q.xo[i]:q.xo[i]+inner], q.oo[i], 0)
+		}
+	}
+	q.n = 0
 }
 
 // reduceSplitElems is the size (input elements) from which a sum or mean
@@ -73,15 +128,22 @@ var (
 )
 
 // splitReduce returns the Func of buildReduce split across n.Par's
-// workers, or nil when the reduction stays on one: it must keep the
-// innermost axis (w.ia == 1, so each walk row adds into a row of outputs)
-// and be large enough. Part p adds the columns [bounds[p], bounds[p+1]) of
+// workers, or nil when the reduction stays on one: it must be large enough
+// and either sum each walk row into one output element (splitReduceRows)
+// or keep the innermost axis (w.ia == 1, so each walk row adds into a row
+// of outputs). Part p adds the columns [bounds[p], bounds[p+1]) of
 // every row, in the walk's order, with a walk of its own: each output
 // element is the sum of the same inputs in the same order as unsplit, so
 // the bits do not depend on the number of parts.
 func splitReduce[T number](n *kernels.Node, xs ir.Shape, dst []int, w *walk, mean bool, div T) kernels.Func {
 	workers := kernels.Workers(n.Par)
-	if w.ia != 1 || workers < 2 || xs.NumElements() < reduceSplitElems {
+	if workers < 2 || xs.NumElements() < reduceSplitElems {
+		return nil
+	}
+	if w.ia == 0 {
+		return splitReduceRows[T](n, xs, dst, w, mean, div)
+	}
+	if w.ia != 1 {
 		return nil
 	}
 	parts := min(workers, w.inner/reduceSplitCols)
@@ -101,6 +163,55 @@ func splitReduce[T number](n *kernels.Node, xs ir.Shape, dst []int, w *walk, mea
 		walks[p].each(func(xo, oo, _ int) {
 			reduceAddRow(o, x[xo+lo:xo+hi], oo+lo, 1)
 		})
+	}
+	par := n.Par
+	return func(out kernels.Tensor, args []kernels.Tensor) error {
+		o, x = kernels.View[T](out), kernels.View[T](args[0])
+		clear(o)
+		par.Run(parts, body)
+		if mean {
+			reduceDivide(o, div)
+		}
+		o, x = nil, nil
+		return nil
+	}
+}
+
+// splitReduceRows returns the Func of buildReduce split across n.Par's
+// workers for a reduction whose walk rows are each summed into one output
+// element (ia = 0, a bias gradient over N, H and W), or nil when it has
+// fewer than two output elements per worker: part p sums the rows of the
+// output elements [bounds[p], bounds[p+1]), walking every row in order
+// and skipping the others, so each output element adds the same rows in
+// the same order as unsplit.
+func splitReduceRows[T number](n *kernels.Node, xs ir.Shape, dst []int, w *walk, mean bool, div T) kernels.Func {
+	outs := 1
+	for i, d := range xs {
+		if dst[i] != 0 {
+			outs *= d
+		}
+	}
+	parts := min(kernels.Workers(n.Par), outs/2)
+	if parts < 2 {
+		return nil
+	}
+	bounds := make([]int, parts+1)
+	walks := make([]*walk, parts)
+	for p := range parts {
+		bounds[p+1] = (p + 1) * outs / parts
+		walks[p] = newWalk(xs, dst, nil)
+	}
+	inner := w.inner
+	var o, x []T
+	body := func(p int) {
+		lo, hi := bounds[p], bounds[p+1]
+		var q reduceQueue[T]
+		walks[p].each(func(xo, oo, _ int) {
+			if oo >= lo && oo < hi {
+				q.add(o, x, inner, xo, oo)
+			}
+		})
+		q.flush(o, x, inner)
 	}
 	par := n.Par
 	return func(out kernels.Tensor, args []kernels.Tensor) error {

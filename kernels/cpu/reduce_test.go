@@ -71,6 +71,13 @@ func TestReduceOrder(t *testing.T) {
 		{[]int{4, 1, 6}, []int{1}},
 		{[]int{1000}, []int{0}},
 		{[]int{37, 29}, []int{0}},
+		// Rows summed into distinct outputs four at a time (a bias
+		// gradient over N, H and W), the queue full, part full and
+		// flushed by a repeated output.
+		{[]int{3, 6, 5}, []int{0, 2}},
+		{[]int{2, 5, 7, 3}, []int{0, 2, 3}},
+		{[]int{4, 9, 33}, []int{0, 2}},
+		{[]int{5, 3, 17}, []int{0, 2}},
 		{[]int{5}, []int{}},
 		{[]int{}, nil},
 		{[]int{}, []int{}},
