@@ -1,0 +1,16 @@
+//go:build !purego
+
+package cpu
+
+import "unsafe"
+
+// maxPool22F32 writes into at the arg maxes of n 2×2 windows at stride 2
+// along one output row (n a multiple of 8; pool_amd64.s): window k reads
+// x[2k], x[2k+1], x[w+2k] and x[w+2k+1], and its arg max is written as the
+// index base+(that offset).
+//
+//go:noescape
+func maxPool22F32(at, x unsafe.Pointer, base, w, n int)
+
+// maxPoolAsm is whether maxPool22F32 runs (AVX2).
+var maxPoolAsm = cpuHasAVX2()
