@@ -77,8 +77,9 @@ func maxPoolArgmax[T float](g *ir.PoolGeom, x []T, oy, ox int) (int, bool) {
 // replace -inf; -inf keeps the first tap), and it takes each later tap
 // without a branch (maxPoolTake), since on real data whether a tap is the
 // new maximum is a coin toss the branch predictor loses: 2×2 windows, the
-// common case, are written out, and f32 ones at stride 2 go eight at a
-// time through AVX2 (maxPool22F32) where the CPU has it.
+// common case, are written out, and f32 ones at stride 2 in rows of four
+// windows or more go eight or four at a time through AVX2 (maxPool22F32)
+// where the CPU has it.
 func maxPoolArgmaxes[T float](g *ir.PoolGeom, x []T, at []int32) {
 	kh, kw, sh, sw, w := g.Kernel[0], g.Kernel[1], g.Stride[0], g.Stride[1], g.W
 	if g.Padding != [2]int{} || g.Dilation != [2]int{1, 1} {
@@ -100,15 +101,15 @@ func maxPoolArgmaxes[T float](g *ir.PoolGeom, x []T, at []int32) {
 			row := at[oy*g.OW : (oy+1)*g.OW]
 			r0, r1 := x[oy*sh*w:oy*sh*w+w], x[oy*sh*w+w:oy*sh*w+2*w]
 			start := 0
-			if asm && g.OW >= 8 {
-				// Eight windows at a time in AVX2, the same comparisons;
-				// a row whose length is not a multiple of 8 ends with the
-				// last eight windows, some of them computed twice.
+			if asm && g.OW >= 4 {
+				// Eight and four windows at a time in AVX2, the same
+				// comparisons; a row whose length is not a multiple of 4
+				// ends with its last four windows, some computed twice.
 				base := oy * sh * w
-				n8 := g.OW &^ 7
-				maxPool22F32(unsafe.Pointer(&row[0]), unsafe.Pointer(&xs[base]), base, w, n8)
-				if last := g.OW - 8; last > n8-8 {
-					maxPool22F32(unsafe.Pointer(&row[last]), unsafe.Pointer(&xs[base+2*last]), base+2*last, w, 8)
+				n4 := g.OW &^ 3
+				maxPool22F32(unsafe.Pointer(&row[0]), unsafe.Pointer(&xs[base]), base, w, n4)
+				if last := g.OW - 4; last > n4-4 {
+					maxPool22F32(unsafe.Pointer(&row[last]), unsafe.Pointer(&xs[base+2*last]), base+2*last, w, 4)
 				}
 				start = g.OW
 			}

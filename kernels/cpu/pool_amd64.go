@@ -5,7 +5,7 @@ package cpu
 import "unsafe"
 
 // maxPool22F32 writes into at the arg maxes of n 2×2 windows at stride 2
-// along one output row (n a multiple of 8; pool_amd64.s): window k reads
+// along one output row (n a multiple of 4; pool_amd64.s): window k reads
 // x[2k], x[2k+1], x[w+2k] and x[w+2k+1], and its arg max is written as the
 // index base+(that offset).
 //
