@@ -258,10 +258,8 @@ func convCol2imShifted[T float](p *convPlan, plane, row []T, dy, ix0, lo, hi int
 	}
 	off := dy*w + ix0
 	d0, d1 := max(oyLo*w, -off), min(oyHi*w, p.hw-off)
-	dst, src := plane[d0+off:d1+off], row[d0:d1]
-	for i, v := range src {
-		dst[i] += v
-	}
+	dst := plane[d0+off : d1+off]
+	vecVec(ir.OpAdd, dst, dst, row[d0:d1])
 }
 
 // convRun is a convolution kernel's state: the plan, the chunk buffers,
@@ -336,10 +334,7 @@ func buildConv[T float](n *kernels.Node) (kernels.Func, error) {
 				copy(dst, src)
 				continue
 			}
-			bv := bias[gi*p.og+co]
-			for i, v := range src {
-				dst[i] = v + bv
-			}
+			vecScalar(ir.OpAdd, dst, src, bias[gi*p.og+co])
 		}
 	}
 	return func(out kernels.Tensor, args []kernels.Tensor) error {
