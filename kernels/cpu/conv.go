@@ -68,7 +68,7 @@ type convPlan struct {
 	k, l                   int  // rows (cg·kh·kw) and columns (oh·ow) of an image's column matrix
 	hw                     int  // h·w
 	nb                     int  // batch elements per chunk
-	shifted                bool // unit strides and ow = w: im2col and col2im move whole rows
+	shifted                bool // unit strides and ow = w: im2col and col2im move whole planes
 }
 
 // convChunkElems bounds the elements of a chunk's column matrix and of its
@@ -109,157 +109,210 @@ func convTapRange(p *convPlan, j int) (ix0, lo, hi int) {
 	return ix0, lo, hi
 }
 
-// convIm2col fills the l columns of col (row stride ld) with the windows of
-// x, the cg input planes of one group of one image:
-// col[(c·kh+i)·kw+j][oy·ow+ox] = x[c][oy·sh-ph+i·dh][ox·sw-pw+j·dw], 0 in
-// the padding.
+// convTap is where kernel tap (i, j) reads: output (oy, ox) reads input
+// row oy·sh+dy and column ox·sw+ix0, inside the input for the output
+// columns [lo, hi). For a shifted plan (unit strides, ow = w) it also
+// holds the output rows [oyLo, oyHi) whose input row exists and the run
+// [d0, d1) of output positions d that read plane[d+off], which covers
+// them (the positions in it outside [lo, hi) of their row read padding).
+type convTap struct {
+	dy, ix0, lo, hi int
+	oyLo, oyHi      int
+	off, d0, d1     int
+}
+
+func newConvTap(p *convPlan, i, j int) convTap {
+	t := convTap{dy: i*p.dh - p.ph}
+	t.ix0, t.lo, t.hi = convTapRange(p, j)
+	if p.shifted {
+		t.oyLo, t.oyHi = max(0, -t.dy), min(p.oh, p.h-t.dy)
+		t.off = t.dy*p.w + t.ix0
+		t.d0, t.d1 = max(t.oyLo*p.w, -t.off), min(t.oyHi*p.w, p.hw-t.off)
+	}
+	return t
+}
+
+// convIm2col fills the column matrix col (row stride ld) with the windows
+// of n images, the cg input planes of one group each, the first at x and
+// the next ones xs elements apart: image t's l columns start at column
+// t·l, and col[(c·kh+i)·kw+j][t·l + oy·ow+ox] =
+// x_t[c][oy·sh-ph+i·dh][ox·sw-pw+j·dw], 0 in the padding. Taps are the outer
+// loop and images the inner one, so that a tap's geometry is worked out
+// once for the n images (the images of a small network are a few dozen
+// values per row).
 //
 // With unit strides and rows as wide as the input's (a "same" convolution),
-// a kernel tap's row of col is the plane shifted by a constant: one copy
+// a kernel tap's row of col is the plane shifted by a constant: one run
 // moves it, and then the columns that read padding are zeroed.
-func convIm2col[T float](p *convPlan, col []T, ld int, x []T) {
+func convIm2col[T float](p *convPlan, col []T, ld int, x []T, xs, n int) {
 	r := 0
 	for c := range p.cg {
-		plane := x[c*p.hw : (c+1)*p.hw]
 		for i := range p.kh {
 			for j := range p.kw {
-				row := col[r*ld : r*ld+p.l]
-				r++
-				ix0, lo, hi := convTapRange(p, j)
-				if p.shifted {
-					convIm2colShifted(p, row, plane, i*p.dh-p.ph, ix0, lo, hi)
-					continue
-				}
-				for oy := range p.oh {
-					dst := row[oy*p.ow : (oy+1)*p.ow]
-					iy := oy*p.sh - p.ph + i*p.dh
-					if iy < 0 || iy >= p.h || hi <= lo {
-						clear(dst)
-						continue
-					}
-					src := plane[iy*p.w : (iy+1)*p.w]
-					for ox := range lo {
-						dst[ox] = 0
-					}
-					if p.sw == 1 {
-						in := src[ix0+lo : ix0+hi]
-						for ox, v := range in {
-							dst[lo+ox] = v
-						}
+				t := newConvTap(p, i, j)
+				for img := range n {
+					plane := x[img*xs+c*p.hw : img*xs+(c+1)*p.hw]
+					row := col[r*ld+img*p.l : r*ld+(img+1)*p.l]
+					if p.shifted {
+						convIm2colShifted(p, row, plane, &t)
 					} else {
-						ix := ix0 + lo*p.sw
-						for ox := lo; ox < hi; ox++ {
-							dst[ox] = src[ix]
-							ix += p.sw
-						}
-					}
-					for ox := hi; ox < p.ow; ox++ {
-						dst[ox] = 0
+						convIm2colRow(p, row, plane, &t)
 					}
 				}
+				r++
 			}
 		}
 	}
 }
 
-// convIm2colShifted fills row, the column-matrix row of the kernel tap
-// whose input row is oy+dy and input column ox+ix0 for output (oy, ox),
-// when the strides are 1 and ow = w: then row[oy·w+ox] = plane[(oy+dy)·w +
-// ox+ix0], plane shifted by dy·w+ix0, for the oy whose input row exists,
+// convIm2colRow fills row, one image's columns of a kernel tap, output row
+// by output row.
+func convIm2colRow[T float](p *convPlan, row, plane []T, t *convTap) {
+	ix0, lo, hi := t.ix0, t.lo, t.hi
+	for oy := range p.oh {
+		dst := row[oy*p.ow : (oy+1)*p.ow]
+		iy := oy*p.sh + t.dy
+		if iy < 0 || iy >= p.h || hi <= lo {
+			for ox := range dst {
+				dst[ox] = 0
+			}
+			continue
+		}
+		src := plane[iy*p.w : (iy+1)*p.w]
+		for ox := range lo {
+			dst[ox] = 0
+		}
+		if p.sw == 1 {
+			in := src[ix0+lo : ix0+hi]
+			for ox, v := range in {
+				dst[lo+ox] = v
+			}
+		} else {
+			ix := ix0 + lo*p.sw
+			for ox := lo; ox < hi; ox++ {
+				dst[ox] = src[ix]
+				ix += p.sw
+			}
+		}
+		for ox := hi; ox < p.ow; ox++ {
+			dst[ox] = 0
+		}
+	}
+}
+
+// convIm2colShifted fills row, one image's columns of a kernel tap, when
+// the strides are 1 and ow = w: then row[oy·w+ox] = plane[(oy+dy)·w +
+// ox+ix0], plane shifted by t.off, for the oy whose input row exists,
 // except the columns outside [lo, hi), which read padding.
-func convIm2colShifted[T float](p *convPlan, row, plane []T, dy, ix0, lo, hi int) {
+func convIm2colShifted[T float](p *convPlan, row, plane []T, t *convTap) {
 	w := p.w
-	oyLo, oyHi := max(0, -dy), min(p.oh, p.h-dy)
-	if oyHi <= oyLo || hi <= lo {
+	if t.oyHi <= t.oyLo || t.hi <= t.lo {
 		clear(row)
 		return
 	}
-	clear(row[:oyLo*w])
-	clear(row[oyHi*w:])
-	off := dy*w + ix0 // plane index minus row index
-	d0, d1 := max(oyLo*w, -off), min(oyHi*w, p.hw-off)
-	copy(row[d0:d1], plane[d0+off:d1+off])
-	for oy := oyLo; oy < oyHi; oy++ {
+	clear(row[:t.oyLo*w])
+	clear(row[t.oyHi*w:])
+	dst, src := row[t.d0:t.d1], plane[t.d0+t.off:t.d1+t.off]
+	if len(dst) < 64 {
+		for i, v := range src[:len(dst)] {
+			dst[i] = v
+		}
+	} else {
+		copy(dst, src)
+	}
+	for oy := t.oyLo; oy < t.oyHi; oy++ {
 		r := row[oy*w : (oy+1)*w]
-		for ox := range lo {
+		for ox := range t.lo {
 			r[ox] = 0
 		}
-		for ox := hi; ox < w; ox++ {
+		for ox := t.hi; ox < w; ox++ {
 			r[ox] = 0
 		}
 	}
 }
 
-// convCol2im adds the l columns of col (row stride ld) back onto the input
-// planes x of one group of one image, the adjoint of convIm2col, in the
-// same order.
+// convCol2im adds the columns of col (row stride ld) of n images back onto
+// their input planes, the cg planes of one group each, the first at x and
+// the next ones xs elements apart: the adjoint of convIm2col, in the same
+// order for each input element.
 //
 // With unit strides and ow = w it adds a kernel tap's row to the shifted
 // plane in one run, after zeroing the row's padding columns (col is
 // scratch): adding +0 changes no bit of a sum that started at +0, which can
 // never be -0.
-func convCol2im[T float](p *convPlan, x, col []T, ld int) {
+func convCol2im[T float](p *convPlan, x []T, xs, n int, col []T, ld int) {
 	r := 0
 	for c := range p.cg {
-		plane := x[c*p.hw : (c+1)*p.hw]
 		for i := range p.kh {
 			for j := range p.kw {
-				row := col[r*ld : r*ld+p.l]
-				r++
-				ix0, lo, hi := convTapRange(p, j)
-				if hi <= lo {
-					continue
-				}
-				if p.shifted {
-					convCol2imShifted(p, plane, row, i*p.dh-p.ph, ix0, lo, hi)
-					continue
-				}
-				for oy := range p.oh {
-					iy := oy*p.sh - p.ph + i*p.dh
-					if iy < 0 || iy >= p.h {
-						continue
-					}
-					dst := plane[iy*p.w : (iy+1)*p.w]
-					src := row[oy*p.ow+lo : oy*p.ow+hi]
-					if p.sw == 1 {
-						d := dst[ix0+lo : ix0+hi]
-						for ox, v := range src {
-							d[ox] += v
+				t := newConvTap(p, i, j)
+				if t.hi > t.lo {
+					for img := range n {
+						plane := x[img*xs+c*p.hw : img*xs+(c+1)*p.hw]
+						row := col[r*ld+img*p.l : r*ld+(img+1)*p.l]
+						if p.shifted {
+							convCol2imShifted(p, plane, row, &t)
+						} else {
+							convCol2imRow(p, plane, row, &t)
 						}
-						continue
-					}
-					ix := ix0 + lo*p.sw
-					for _, v := range src {
-						dst[ix] += v
-						ix += p.sw
 					}
 				}
+				r++
 			}
 		}
 	}
 }
 
-// convCol2imShifted adds row, the column-matrix row of a kernel tap (see
+// convCol2imRow adds row, one image's columns of a kernel tap, onto plane,
+// output row by output row.
+func convCol2imRow[T float](p *convPlan, plane, row []T, t *convTap) {
+	ix0, lo, hi := t.ix0, t.lo, t.hi
+	for oy := range p.oh {
+		iy := oy*p.sh + t.dy
+		if iy < 0 || iy >= p.h {
+			continue
+		}
+		dst := plane[iy*p.w : (iy+1)*p.w]
+		src := row[oy*p.ow+lo : oy*p.ow+hi]
+		if p.sw == 1 {
+			d := dst[ix0+lo : ix0+hi]
+			for ox, v := range src {
+				d[ox] += v
+			}
+			continue
+		}
+		ix := ix0 + lo*p.sw
+		for _, v := range src {
+			dst[ix] += v
+			ix += p.sw
+		}
+	}
+}
+
+// convCol2imShifted adds row, one image's columns of a kernel tap (see
 // convIm2colShifted), onto plane, for unit strides and ow = w.
-func convCol2imShifted[T float](p *convPlan, plane, row []T, dy, ix0, lo, hi int) {
+func convCol2imShifted[T float](p *convPlan, plane, row []T, t *convTap) {
 	w := p.w
-	oyLo, oyHi := max(0, -dy), min(p.oh, p.h-dy)
-	if oyHi <= oyLo {
+	if t.oyHi <= t.oyLo {
 		return
 	}
-	for oy := oyLo; oy < oyHi; oy++ {
+	for oy := t.oyLo; oy < t.oyHi; oy++ {
 		r := row[oy*w : (oy+1)*w]
-		for ox := range lo {
+		for ox := range t.lo {
 			r[ox] = 0
 		}
-		for ox := hi; ox < w; ox++ {
+		for ox := t.hi; ox < w; ox++ {
 			r[ox] = 0
 		}
 	}
-	off := dy*w + ix0
-	d0, d1 := max(oyLo*w, -off), min(oyHi*w, p.hw-off)
-	dst := plane[d0+off : d1+off]
-	vecVec(ir.OpAdd, dst, dst, row[d0:d1])
+	dst, src := plane[t.d0+t.off:t.d1+t.off], row[t.d0:t.d1]
+	if len(dst) < 64 {
+		for i, v := range src[:len(dst)] {
+			dst[i] += v
+		}
+		return
+	}
+	vecVec(ir.OpAdd, dst, dst, src)
 }
 
 // convRun is a convolution kernel's state: the plan, the chunk buffers,
@@ -270,9 +323,9 @@ type convRun[T float] struct {
 	buf  []T // a chunk's output or dy for one group: og rows of nb·l
 	gemm *convGemm[T]
 	par  kernels.Parallel
-	each func(b int) // the per-image pass in progress (forEach)
-	b0   int         // its chunk's first batch element
-	nbs  []int       // parts of the chunk in progress: batch bounds
+	each func(lo, hi int) // the per-image pass in progress (forEach)
+	b0   int              // its chunk's first batch element
+	nbs  []int            // parts of the chunk in progress: batch bounds
 	body func(part int)
 }
 
@@ -285,8 +338,8 @@ func newConvRun[T float](p *convPlan, par kernels.Parallel, m, n, k int) *convRu
 	}
 	cr.nbs = make([]int, parts+1)
 	cr.body = func(part int) {
-		for b := cr.nbs[part]; b < cr.nbs[part+1]; b++ {
-			cr.each(b)
+		if lo, hi := cr.nbs[part], cr.nbs[part+1]; lo < hi {
+			cr.each(lo, hi)
 		}
 	}
 	return cr
@@ -296,9 +349,9 @@ func newConvRun[T float](p *convPlan, par kernels.Parallel, m, n, k int) *convRu
 // per-image passes split the chunk's images across the workers.
 var convSplitElems = 1 << 14 // a variable for the tests
 
-// forEach runs each(b) for the batch elements [b0, b1), split across the
-// workers.
-func (cr *convRun[T]) forEach(b0, b1 int, each func(b int)) {
+// forEach runs each(lo, hi) over the batch elements [b0, b1) cut into one
+// range per part, the parts split across the workers.
+func (cr *convRun[T]) forEach(b0, b1 int, each func(lo, hi int)) {
 	parts := len(cr.nbs) - 1
 	for q := range cr.nbs {
 		cr.nbs[q] = b0 + q*(b1-b0)/parts
@@ -322,19 +375,20 @@ func buildConv[T float](n *kernels.Node) (kernels.Func, error) {
 	cr := newConvRun[T](p, n.Par, p.og, p.nb*p.l, p.k)
 	var y, x, w, bias []T
 	var gi, b0, ld int
-	unfold := func(b int) {
-		xin := x[(b*p.cin+gi*p.cg)*p.hw : (b*p.cin+(gi+1)*p.cg)*p.hw]
-		convIm2col(p, cr.col[(b-b0)*p.l:], ld, xin)
+	unfold := func(lo, hi int) {
+		convIm2col(p, cr.col[(lo-b0)*p.l:], ld, x[(lo*p.cin+gi*p.cg)*p.hw:], p.cin*p.hw, hi-lo)
 	}
-	scatter := func(b int) {
-		for co := range p.og {
-			src := cr.buf[co*ld+(b-b0)*p.l : co*ld+(b-b0+1)*p.l]
-			dst := y[(b*p.cout+gi*p.og+co)*p.l : (b*p.cout+gi*p.og+co+1)*p.l]
-			if !hasBias {
-				copy(dst, src)
-				continue
+	scatter := func(lo, hi int) {
+		for b := lo; b < hi; b++ {
+			for co := range p.og {
+				src := cr.buf[co*ld+(b-b0)*p.l : co*ld+(b-b0+1)*p.l]
+				dst := y[(b*p.cout+gi*p.og+co)*p.l : (b*p.cout+gi*p.og+co+1)*p.l]
+				if !hasBias {
+					copy(dst, src)
+					continue
+				}
+				vecScalar(ir.OpAdd, dst, src, bias[gi*p.og+co])
 			}
-			vecScalar(ir.OpAdd, dst, src, bias[gi*p.og+co])
 		}
 	}
 	return func(out kernels.Tensor, args []kernels.Tensor) error {
@@ -376,16 +430,18 @@ func buildConvInputGrad[T float](n *kernels.Node) (kernels.Func, error) {
 	cr := newConvRun[T](p, n.Par, p.k, p.nb*p.l, p.og)
 	var dx, dy, w []T
 	var gi, b0, ld int
-	gather := func(b int) {
-		if gi == 0 {
-			clear(dx[b*p.cin*p.hw : (b+1)*p.cin*p.hw])
-		}
-		for co := range p.og {
-			copy(cr.buf[co*ld+(b-b0)*p.l:co*ld+(b-b0+1)*p.l], dy[(b*p.cout+gi*p.og+co)*p.l:(b*p.cout+gi*p.og+co+1)*p.l])
+	gather := func(lo, hi int) {
+		for b := lo; b < hi; b++ {
+			if gi == 0 {
+				clear(dx[b*p.cin*p.hw : (b+1)*p.cin*p.hw])
+			}
+			for co := range p.og {
+				copy(cr.buf[co*ld+(b-b0)*p.l:co*ld+(b-b0+1)*p.l], dy[(b*p.cout+gi*p.og+co)*p.l:(b*p.cout+gi*p.og+co+1)*p.l])
+			}
 		}
 	}
-	fold := func(b int) {
-		convCol2im(p, dx[(b*p.cin+gi*p.cg)*p.hw:(b*p.cin+(gi+1)*p.cg)*p.hw], cr.col[(b-b0)*p.l:], ld)
+	fold := func(lo, hi int) {
+		convCol2im(p, dx[(lo*p.cin+gi*p.cg)*p.hw:], p.cin*p.hw, hi-lo, cr.col[(lo-b0)*p.l:], ld)
 	}
 	return func(out kernels.Tensor, args []kernels.Tensor) error {
 		dx, dy, w = kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1])
@@ -420,10 +476,12 @@ func buildConvWeightGrad[T float](n *kernels.Node) (kernels.Func, error) {
 	cr := newConvRun[T](p, n.Par, p.og, p.k, p.nb*p.l)
 	var dw, x, dy []T
 	var gi, b0, ld int
-	unfold := func(b int) {
-		convIm2col(p, cr.col[(b-b0)*p.l:], ld, x[(b*p.cin+gi*p.cg)*p.hw:(b*p.cin+(gi+1)*p.cg)*p.hw])
-		for co := range p.og {
-			copy(cr.buf[co*ld+(b-b0)*p.l:co*ld+(b-b0+1)*p.l], dy[(b*p.cout+gi*p.og+co)*p.l:(b*p.cout+gi*p.og+co+1)*p.l])
+	unfold := func(lo, hi int) {
+		convIm2col(p, cr.col[(lo-b0)*p.l:], ld, x[(lo*p.cin+gi*p.cg)*p.hw:], p.cin*p.hw, hi-lo)
+		for b := lo; b < hi; b++ {
+			for co := range p.og {
+				copy(cr.buf[co*ld+(b-b0)*p.l:co*ld+(b-b0+1)*p.l], dy[(b*p.cout+gi*p.og+co)*p.l:(b*p.cout+gi*p.og+co+1)*p.l])
+			}
 		}
 	}
 	return func(out kernels.Tensor, args []kernels.Tensor) error {

@@ -892,14 +892,15 @@ func TestConvShiftedRowsBitwise(t *testing.T) {
 		if !p.shifted {
 			continue
 		}
-		x := randVals[float32](r, p.cg*p.hw, false)
-		cols := [2][]float32{make([]float32, p.k*p.l), make([]float32, p.k*p.l)}
-		dxs := [2][]float32{make([]float32, p.cg*p.hw), make([]float32, p.cg*p.hw)}
-		gcol := randVals[float32](r, p.k*p.l, false)
+		const n = 3 // images, side by side in the column matrix
+		x := randVals[float32](r, n*p.cg*p.hw, false)
+		cols := [2][]float32{make([]float32, p.k*n*p.l), make([]float32, p.k*n*p.l)}
+		dxs := [2][]float32{make([]float32, n*p.cg*p.hw), make([]float32, n*p.cg*p.hw)}
+		gcol := randVals[float32](r, p.k*n*p.l, false)
 		for i, shifted := range []bool{true, false} {
 			p.shifted = shifted
-			convIm2col(p, cols[i], p.l, x)
-			convCol2im(p, dxs[i], append([]float32(nil), gcol...), p.l)
+			convIm2col(p, cols[i], n*p.l, x, p.cg*p.hw, n)
+			convCol2im(p, dxs[i], p.cg*p.hw, n, append([]float32(nil), gcol...), n*p.l)
 		}
 		for i := range cols[0] {
 			if math.Float32bits(cols[0][i]) != math.Float32bits(cols[1][i]) {
