@@ -145,19 +145,28 @@ func newConvTap(p *convPlan, i, j int) convTap {
 // a kernel tap's row of col is the plane shifted by a constant: one run
 // moves it, and then the columns that read padding are zeroed.
 func convIm2col[T float](p *convPlan, col []T, ld int, x []T, xs, n int) {
+	convTaps(p, n, func(r, c, img int, t convTap) {
+		plane := x[img*xs+c*p.hw : img*xs+(c+1)*p.hw]
+		row := col[r*ld+img*p.l : r*ld+(img+1)*p.l]
+		if p.shifted {
+			convIm2colShifted(p, row, plane, &t)
+		} else {
+			convIm2colRow(p, row, plane, &t)
+		}
+	})
+}
+
+// convTaps calls f for every row r of a column matrix, the kernel tap
+// (c, i, j) with r = (c·kh+i)·kw+j, and every image img in [0, n), taps
+// outer and images inner, with the tap's geometry worked out once.
+func convTaps(p *convPlan, n int, f func(r, c, img int, t convTap)) {
 	r := 0
 	for c := range p.cg {
 		for i := range p.kh {
 			for j := range p.kw {
 				t := newConvTap(p, i, j)
 				for img := range n {
-					plane := x[img*xs+c*p.hw : img*xs+(c+1)*p.hw]
-					row := col[r*ld+img*p.l : r*ld+(img+1)*p.l]
-					if p.shifted {
-						convIm2colShifted(p, row, plane, &t)
-					} else {
-						convIm2colRow(p, row, plane, &t)
-					}
+					f(r, c, img, t) // by value: a pointer would escape
 				}
 				r++
 			}
@@ -241,26 +250,18 @@ func convIm2colShifted[T float](p *convPlan, row, plane []T, t *convTap) {
 // scratch): adding +0 changes no bit of a sum that started at +0, which can
 // never be -0.
 func convCol2im[T float](p *convPlan, x []T, xs, n int, col []T, ld int) {
-	r := 0
-	for c := range p.cg {
-		for i := range p.kh {
-			for j := range p.kw {
-				t := newConvTap(p, i, j)
-				if t.hi > t.lo {
-					for img := range n {
-						plane := x[img*xs+c*p.hw : img*xs+(c+1)*p.hw]
-						row := col[r*ld+img*p.l : r*ld+(img+1)*p.l]
-						if p.shifted {
-							convCol2imShifted(p, plane, row, &t)
-						} else {
-							convCol2imRow(p, plane, row, &t)
-						}
-					}
-				}
-				r++
-			}
+	convTaps(p, n, func(r, c, img int, t convTap) {
+		if t.hi <= t.lo {
+			return // every tap in the padding
 		}
-	}
+		plane := x[img*xs+c*p.hw : img*xs+(c+1)*p.hw]
+		row := col[r*ld+img*p.l : r*ld+(img+1)*p.l]
+		if p.shifted {
+			convCol2imShifted(p, plane, row, &t)
+		} else {
+			convCol2imRow(p, plane, row, &t)
+		}
+	})
 }
 
 // convCol2imRow adds row, one image's columns of a kernel tap, onto plane,

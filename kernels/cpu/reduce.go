@@ -164,17 +164,7 @@ func splitReduce[T number](n *kernels.Node, xs ir.Shape, dst []int, w *walk, mea
 			reduceAddRow(o, x[xo+lo:xo+hi], oo+lo, 1)
 		})
 	}
-	par := n.Par
-	return func(out kernels.Tensor, args []kernels.Tensor) error {
-		o, x = kernels.View[T](out), kernels.View[T](args[0])
-		clear(o)
-		par.Run(parts, body)
-		if mean {
-			reduceDivide(o, div)
-		}
-		o, x = nil, nil
-		return nil
-	}
+	return reduceSplitFunc(n.Par, parts, body, &o, &x, mean, div)
 }
 
 // splitReduceRows returns the Func of buildReduce split across n.Par's
@@ -213,15 +203,21 @@ func splitReduceRows[T number](n *kernels.Node, xs ir.Shape, dst []int, w *walk,
 		})
 		q.flush(o, x, inner)
 	}
-	par := n.Par
+	return reduceSplitFunc(n.Par, parts, body, &o, &x, mean, div)
+}
+
+// reduceSplitFunc returns the Func of a split sum or mean: it points *o
+// and *x (which body reads) at the call's output and input, clears the
+// output, runs body's parts on par and divides for mean.
+func reduceSplitFunc[T number](par kernels.Parallel, parts int, body func(int), o, x *[]T, mean bool, div T) kernels.Func {
 	return func(out kernels.Tensor, args []kernels.Tensor) error {
-		o, x = kernels.View[T](out), kernels.View[T](args[0])
-		clear(o)
+		*o, *x = kernels.View[T](out), kernels.View[T](args[0])
+		clear(*o)
 		par.Run(parts, body)
 		if mean {
-			reduceDivide(o, div)
+			reduceDivide(*o, div)
 		}
-		o, x = nil, nil
+		*o, *x = nil, nil
 		return nil
 	}
 }
