@@ -229,6 +229,13 @@ func convIm2colShifted[T float](p *convPlan, row, plane []T, t *convTap) {
 	} else {
 		copy(dst, src)
 	}
+	convZeroPadding(row, w, t)
+}
+
+// convZeroPadding zeroes, in the rows [t.oyLo, t.oyHi) of row (one image's
+// columns of a kernel tap, rows w wide), the columns outside [t.lo, t.hi),
+// which read padding.
+func convZeroPadding[T float](row []T, w int, t *convTap) {
 	for oy := t.oyLo; oy < t.oyHi; oy++ {
 		r := row[oy*w : (oy+1)*w]
 		for ox := range t.lo {
@@ -297,15 +304,7 @@ func convCol2imShifted[T float](p *convPlan, plane, row []T, t *convTap) {
 	if t.oyHi <= t.oyLo {
 		return
 	}
-	for oy := t.oyLo; oy < t.oyHi; oy++ {
-		r := row[oy*w : (oy+1)*w]
-		for ox := range t.lo {
-			r[ox] = 0
-		}
-		for ox := t.hi; ox < w; ox++ {
-			r[ox] = 0
-		}
-	}
+	convZeroPadding(row, w, t)
 	dst, src := plane[t.d0+t.off:t.d1+t.off], row[t.d0:t.d1]
 	if len(dst) < 64 {
 		for i, v := range src[:len(dst)] {
