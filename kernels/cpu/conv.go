@@ -121,6 +121,7 @@ type convTap struct {
 	off, d0, d1     int
 }
 
+// newConvTap returns the convTap of kernel tap (i, j) under p.
 func newConvTap(p *convPlan, i, j int) convTap {
 	t := convTap{dy: i*p.dh - p.ph}
 	t.ix0, t.lo, t.hi = convTapRange(p, j)
@@ -134,9 +135,9 @@ func newConvTap(p *convPlan, i, j int) convTap {
 
 // convIm2col fills the column matrix col (row stride ld) with the windows
 // of n images, the cg input planes of one group each, the first at x and
-// the next ones xs elements apart: image t's l columns start at column
-// t·l, and col[(c·kh+i)·kw+j][t·l + oy·ow+ox] =
-// x_t[c][oy·sh-ph+i·dh][ox·sw-pw+j·dw], 0 in the padding. Taps are the outer
+// the next ones xs elements apart: image m's l columns start at column
+// m·l, and col[(c·kh+i)·kw+j][m·l + oy·ow+ox] =
+// x_m[c][oy·sh-ph+i·dh][ox·sw-pw+j·dw], 0 in the padding. Taps are the outer
 // loop and images the inner one, so that a tap's geometry is worked out
 // once for the n images (the images of a small network are a few dozen
 // values per row).
