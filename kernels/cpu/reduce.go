@@ -53,9 +53,7 @@ func buildReduce[T number](n *kernels.Node) (kernels.Func, error) {
 		clear(o)
 		inner, ia := w.inner, w.ia
 		if ia == 0 {
-			var q reduceQueue[T]
-			w.each(func(xo, oo, _ int) { q.add(o, x, inner, xo, oo) })
-			q.flush(o, x, inner)
+			reduceRows(w, o, x, 0, len(o))
 		} else {
 			w.each(func(xo, oo, _ int) {
 				reduceAddRow(o, x[xo:xo+inner], oo, ia)
@@ -66,6 +64,20 @@ func buildReduce[T number](n *kernels.Node) (kernels.Func, error) {
 		}
 		return nil
 	}, nil
+}
+
+// reduceRows adds every row of the walk w (ia = 0: each row into one
+// output element) whose output element lies in [lo, hi) into o, in the
+// walk's order, through a reduceQueue.
+func reduceRows[T number](w *walk, o, x []T, lo, hi int) {
+	var q reduceQueue[T]
+	inner := w.inner
+	w.each(func(xo, oo, _ int) {
+		if oo >= lo && oo < hi {
+			q.add(o, x, inner, xo, oo)
+		}
+	})
+	q.flush(o, x, inner)
 }
 
 // reduceQueue holds up to four rows, each summed into its own output
@@ -141,7 +153,7 @@ func splitReduce[T number](n *kernels.Node, xs ir.Shape, dst []int, w *walk, mea
 		return nil
 	}
 	if w.ia == 0 {
-		return splitReduceRows[T](n, xs, dst, w, mean, div)
+		return splitReduceRows[T](n, xs, dst, mean, div)
 	}
 	if w.ia != 1 {
 		return nil
@@ -174,13 +186,8 @@ func splitReduce[T number](n *kernels.Node, xs ir.Shape, dst []int, w *walk, mea
 // output elements [bounds[p], bounds[p+1]), walking every row in order
 // and skipping the others, so each output element adds the same rows in
 // the same order as unsplit.
-func splitReduceRows[T number](n *kernels.Node, xs ir.Shape, dst []int, w *walk, mean bool, div T) kernels.Func {
-	outs := 1
-	for i, d := range xs {
-		if dst[i] != 0 {
-			outs *= d
-		}
-	}
+func splitReduceRows[T number](n *kernels.Node, xs ir.Shape, dst []int, mean bool, div T) kernels.Func {
+	outs := n.Out.Shape.NumElements()
 	parts := min(kernels.Workers(n.Par), outs/2)
 	if parts < 2 {
 		return nil
@@ -191,18 +198,8 @@ func splitReduceRows[T number](n *kernels.Node, xs ir.Shape, dst []int, w *walk,
 		bounds[p+1] = (p + 1) * outs / parts
 		walks[p] = newWalk(xs, dst, nil)
 	}
-	inner := w.inner
 	var o, x []T
-	body := func(p int) {
-		lo, hi := bounds[p], bounds[p+1]
-		var q reduceQueue[T]
-		walks[p].each(func(xo, oo, _ int) {
-			if oo >= lo && oo < hi {
-				q.add(o, x, inner, xo, oo)
-			}
-		})
-		q.flush(o, x, inner)
-	}
+	body := func(p int) { reduceRows(walks[p], o, x, bounds[p], bounds[p+1]) }
 	return reduceSplitFunc(n.Par, parts, body, &o, &x, mean, div)
 }
 
