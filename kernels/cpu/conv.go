@@ -316,8 +316,8 @@ func convCol2imShifted[T float](p *convPlan, plane, row []T, t *convTap) {
 	vecVec(ir.OpAdd, dst, dst, src)
 }
 
-// convRun is a convolution kernel's state: the plan, the chunk buffers,
-// the split gemm and the batch split of the per-image passes.
+// convRun is a convolution kernel's state: the chunk buffers, the split
+// gemm and the batch split of the per-image passes.
 type convRun[T float] struct {
 	p    *convPlan
 	col  []T // a chunk's column matrix: k rows of nb·l
@@ -325,11 +325,12 @@ type convRun[T float] struct {
 	gemm *convGemm[T]
 	par  kernels.Parallel
 	each func(lo, hi int) // the per-image pass in progress (forEach)
-	b0   int              // its chunk's first batch element
 	nbs  []int            // parts of the chunk in progress: batch bounds
 	body func(part int)
 }
 
+// newConvRun returns the state of a convolution kernel under p whose gemm
+// multiplies at most m×k by k×n.
 func newConvRun[T float](p *convPlan, par kernels.Parallel, m, n, k int) *convRun[T] {
 	cr := &convRun[T]{p: p, col: make([]T, p.k*p.nb*p.l), buf: make([]T, p.og*p.nb*p.l), par: par}
 	cr.gemm = newConvGemm[T](par, m, n, k)
@@ -344,6 +345,16 @@ func newConvRun[T float](p *convPlan, par kernels.Parallel, m, n, k int) *convRu
 		}
 	}
 	return cr
+}
+
+// gatherDy copies image b's dy (or any NCHW tensor shaped like the
+// output) for group gi into its columns of buf, the chunk from b0 with
+// rows ld long: the gemm's layout, og rows of the chunk's positions.
+func (cr *convRun[T]) gatherDy(dy []T, gi, b0, ld, b int) {
+	p := cr.p
+	for co := range p.og {
+		copy(cr.buf[co*ld+(b-b0)*p.l:co*ld+(b-b0+1)*p.l], dy[(b*p.cout+gi*p.og+co)*p.l:(b*p.cout+gi*p.og+co+1)*p.l])
+	}
 }
 
 // convSplitElems is the size of a chunk's column matrix from which the
@@ -436,9 +447,7 @@ func buildConvInputGrad[T float](n *kernels.Node) (kernels.Func, error) {
 			if gi == 0 {
 				clear(dx[b*p.cin*p.hw : (b+1)*p.cin*p.hw])
 			}
-			for co := range p.og {
-				copy(cr.buf[co*ld+(b-b0)*p.l:co*ld+(b-b0+1)*p.l], dy[(b*p.cout+gi*p.og+co)*p.l:(b*p.cout+gi*p.og+co+1)*p.l])
-			}
+			cr.gatherDy(dy, gi, b0, ld, b)
 		}
 	}
 	fold := func(lo, hi int) {
@@ -480,9 +489,7 @@ func buildConvWeightGrad[T float](n *kernels.Node) (kernels.Func, error) {
 	unfold := func(lo, hi int) {
 		convIm2col(p, cr.col[(lo-b0)*p.l:], ld, x[(lo*p.cin+gi*p.cg)*p.hw:], p.cin*p.hw, hi-lo)
 		for b := lo; b < hi; b++ {
-			for co := range p.og {
-				copy(cr.buf[co*ld+(b-b0)*p.l:co*ld+(b-b0+1)*p.l], dy[(b*p.cout+gi*p.og+co)*p.l:(b*p.cout+gi*p.og+co+1)*p.l])
-			}
+			cr.gatherDy(dy, gi, b0, ld, b)
 		}
 	}
 	return func(out kernels.Tensor, args []kernels.Tensor) error {
