@@ -115,25 +115,24 @@ func write(b *bytes.Buffer, k kernel) {
 	p("\tMOVQ mode+40(FP), AX")
 	p("\tTESTQ AX, AX")
 	p("\tJZ   %s_overwrite", k.label)
-	for r := range mr {
-		if r > 0 {
-			p("\tADDQ R8, DI")
+	// store writes the tile into C, row by row, adding C's values first
+	// when add is set (mode 1).
+	store := func(add bool) {
+		for r := range mr {
+			if r > 0 {
+				p("\tADDQ R8, DI")
+			}
+			if add {
+				p("\tVADD%s (DI), Y%d, Y%d", k.suffix, 2*r, 2*r)
+				p("\tVADD%s 32(DI), Y%d, Y%d", k.suffix, 2*r+1, 2*r+1)
+			}
+			p("\tVMOVUP%c Y%d, (DI)", k.suffix[1], 2*r)
+			p("\tVMOVUP%c Y%d, 32(DI)", k.suffix[1], 2*r+1)
 		}
-		p("\tVADD%s (DI), Y%d, Y%d", k.suffix, 2*r, 2*r)
-		p("\tVADD%s 32(DI), Y%d, Y%d", k.suffix, 2*r+1, 2*r+1)
-		p("\tVMOVUP%c Y%d, (DI)", k.suffix[1], 2*r)
-		p("\tVMOVUP%c Y%d, 32(DI)", k.suffix[1], 2*r+1)
+		p("\tVZEROUPPER")
+		p("\tRET")
 	}
-	p("\tVZEROUPPER")
-	p("\tRET")
+	store(true)
 	p("%s_overwrite:", k.label)
-	for r := range mr {
-		if r > 0 {
-			p("\tADDQ R8, DI")
-		}
-		p("\tVMOVUP%c Y%d, (DI)", k.suffix[1], 2*r)
-		p("\tVMOVUP%c Y%d, 32(DI)", k.suffix[1], 2*r+1)
-	}
-	p("\tVZEROUPPER")
-	p("\tRET")
+	store(false)
 }
