@@ -883,6 +883,7 @@ func TestNNRandomShapes(t *testing.T) {
 // whole-row fold adds +0 where the other skips the padding).
 func TestConvShiftedRowsBitwise(t *testing.T) {
 	r := newRand(29)
+	shifted := 0
 	for _, c := range nnConvCases {
 		g, err := ir.ConvGeometry(c.x, c.w, c.attrs())
 		if err != nil {
@@ -892,6 +893,7 @@ func TestConvShiftedRowsBitwise(t *testing.T) {
 		if !p.shifted {
 			continue
 		}
+		shifted++
 		const n = 3 // images, side by side in the column matrix
 		x := randVals[float32](r, n*p.cg*p.hw, false)
 		cols := [2][]float32{make([]float32, p.k*n*p.l), make([]float32, p.k*n*p.l)}
@@ -912,5 +914,8 @@ func TestConvShiftedRowsBitwise(t *testing.T) {
 				t.Fatalf("x%v w%v: col2im element %d = %v by whole rows, %v row by row", c.x, c.w, i, dxs[0][i], dxs[1][i])
 			}
 		}
+	}
+	if shifted < 4 {
+		t.Fatalf("%d of nnConvCases are same-size convolutions; the test needs several", shifted)
 	}
 }
