@@ -209,3 +209,38 @@ func TestGradcheckCommand(t *testing.T) {
 		t.Errorf("mismatched inputs: exit %d, stderr %q", code, errb.String())
 	}
 }
+
+// kinkKir is relu summed: with -step 1 every element of %w in
+// [-1,-0.1]∪[0.1,1] lies within 2h of the kink at 0.
+const kinkKir = `graph kink
+param %w: f64[3]
+%r = relu %w
+%loss = sum %r
+output %loss
+`
+
+// TestGradcheckFlags checks that -h is help (the step is -step) and that a
+// param with every element skipped is reported as skipped, not as
+// exceeding the bound at index -1.
+func TestGradcheckFlags(t *testing.T) {
+	t.Parallel()
+	r := runKiln(t, "gradcheck", "-h")
+	r.want(t, 0)
+	containsAll(t, "gradcheck -h", r.stdout, "-step", "finite-difference step", "-rtol", "-atol")
+	model := writeFile(t, "kink.kir", kinkKir)
+	r = runKiln(t, "gradcheck", "-step", "0.001", model)
+	r.want(t, 0)
+	containsAll(t, "gradcheck -step 0.001", r.stdout, "all 1 params within")
+	r = runKiln(t, "gradcheck", "-step", "1", model)
+	r.want(t, 1)
+	containsAll(t, "gradcheck -step 1", r.stdout, "w ", "skipped: all 3 elements lie within 2h = 2 of a point where the loss is not smooth (a kink such as relu's, a tie of a max)")
+	if strings.Contains(r.stdout, "-1") {
+		t.Errorf("the report names index -1:\n%s", r.stdout)
+	}
+	containsAll(t, "gradcheck -step 1", oneLine(t, r.stderr), "1 of 1 params could not be checked: every element was skipped; try a smaller -step")
+	for _, step := range []string{"0", "-1", "NaN"} {
+		r = runKiln(t, "gradcheck", "-step", step, model)
+		r.want(t, 2)
+		containsAll(t, "gradcheck -step "+step, r.stderr, "-step must be a positive number, found "+step)
+	}
+}
