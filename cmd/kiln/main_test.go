@@ -123,6 +123,9 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"grad", digitsMLP}, "both -inputs and -out are required"},
 		{[]string{"train", "a.kir", "b.kir", "-data", "x.csv"}, "expected at most one MODEL.kir"},
 		{[]string{"train", "-holdout", "1"}, "-holdout must be in (0,1)"},
+		{[]string{"bench", "-workers", "100000", digitsMLP}, "-workers must be at most 256, found 100000"},
+		{[]string{"train", "-workers", "257"}, "-workers must be at most 256, found 257"},
+		{[]string{"gradcheck", "-workers", "1000", digitsMLP}, "-workers must be at most 256, found 1000"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
