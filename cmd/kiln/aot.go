@@ -41,6 +41,9 @@ func runCompile(args []string, stdout io.Writer) error {
 	if *out == "" {
 		return usagef("missing -o FILE.kplan")
 	}
+	if err := checkFiles([]fileArg{{"MODEL.kir", path}, {"-init", *initPath}}, []fileArg{{"-o", *out}}); err != nil {
+		return err
+	}
 	opt, err := of.config()
 	if err != nil {
 		return err
@@ -125,6 +128,9 @@ func runRun(args []string, stdout io.Writer) error {
 		return err
 	}
 	if err := checkRun(*workers, *device); err != nil {
+		return err
+	}
+	if err := lf.checkFiles(fileArg{"FILE.kplan", path}); err != nil {
 		return err
 	}
 	seedSet := false

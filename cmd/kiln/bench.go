@@ -74,6 +74,9 @@ func runBench(args []string, stdout io.Writer) error {
 	if *device == "gpu" && *tracePath != "" {
 		return usagef("-trace times the CPU executor's workers; it needs -device cpu")
 	}
+	if err := checkFiles([]fileArg{{"FILE.kir", path}}, []fileArg{{"-trace", *tracePath}}); err != nil {
+		return err
+	}
 	opt, err := of.config()
 	if err != nil {
 		return err

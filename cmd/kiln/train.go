@@ -90,6 +90,19 @@ func (l *loopFlags) check(fs *flag.FlagSet) error {
 	return nil
 }
 
+// checkFiles checks the loop's outputs (-save, -plot, -checkpoint) against
+// its inputs (model, -data, -init) and each other, and that each can be
+// written (see the function checkFiles).
+func (l *loopFlags) checkFiles(model fileArg) error {
+	ins := []fileArg{model, {"-init", l.initPath}}
+	switch l.dataPath {
+	case digitsData, kan2dData, reverseData:
+	default:
+		ins = append(ins, fileArg{"-data", l.dataPath})
+	}
+	return checkFiles(ins, []fileArg{{"-save", l.savePath}, {"-plot", l.plotPath}, {"-checkpoint" + dirArg, l.ckptDir}})
+}
+
 // The -data values that name built-in data sets.
 const (
 	digitsData  = "digits"
@@ -262,10 +275,7 @@ func (l *loopFlags) train(stdout io.Writer, t *kiln.Trainer, model, optDesc stri
 		rows += fmt.Sprintf(" (%d tokens)", heldOut.N*sig.K)
 	}
 	fmt.Fprintf(stdout, "held-out %s %s on %s\n", long, metric(sig, hm), rows)
-	if err := l.plot(stdout, model, "epoch", long, curves); err != nil {
-		return err
-	}
-	return l.save(stdout, t, model)
+	return l.finish(stdout, t, model, "epoch", long, curves)
 }
 
 // settingsVersion marks a checkpoint whose config records every setting
@@ -450,10 +460,16 @@ func (l *loopFlags) trainSteps(stdout io.Writer, t *kiln.Trainer, model, optDesc
 		return err
 	}
 	fmt.Fprintf(stdout, "final loss %.6g after %d steps\n", loss, steps)
-	if err := l.plot(stdout, model, "step", "", curves); err != nil {
+	return l.finish(stdout, t, model, "step", "", curves)
+}
+
+// finish applies -save, then -plot, so that a plot that fails loses no
+// params; a write that fails goes to a fallback file (see writeOutput).
+func (l *loopFlags) finish(stdout io.Writer, t *kiln.Trainer, model, x, metricName string, curves plotData) error {
+	if err := l.save(stdout, t, model); err != nil {
 		return err
 	}
-	return l.save(stdout, t, model)
+	return l.plot(stdout, model, x, metricName, curves)
 }
 
 // save applies -save.
@@ -461,7 +477,11 @@ func (l *loopFlags) save(stdout io.Writer, t *kiln.Trainer, model string) error 
 	if l.savePath == "" {
 		return nil
 	}
-	if err := saveParams(t, l.savePath, model); err != nil {
+	data, err := encodeParams(t, model)
+	if err != nil {
+		return err
+	}
+	if err := writeOutput("-save", l.savePath, "the trained params", model, data); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "saved the trained params to %s\n", l.savePath)
@@ -524,10 +544,16 @@ func runTrain(args []string, stdout io.Writer) error {
 		if lf.dataPath != "" && lf.dataPath != digitsData {
 			return usagef("-data needs a MODEL.kir to train")
 		}
+		if err := lf.checkFiles(fileArg{}); err != nil {
+			return err
+		}
 		if g, err = ir.Parse(examples.DigitsMLPFile, examples.DigitsMLP); err != nil {
 			return err
 		}
 	case 1:
+		if err := lf.checkFiles(fileArg{"MODEL.kir", pos[0]}); err != nil {
+			return err
+		}
 		if g, err = loadGraph(pos[0]); err != nil {
 			return err
 		}
@@ -607,16 +633,17 @@ func loadParams(t *kiln.Trainer, path string) error {
 	return nil
 }
 
-func saveParams(t *kiln.Trainer, path, model string) error {
+// encodeParams returns the trained params of t as a safetensors file.
+func encodeParams(t *kiln.Trainer, model string) ([]byte, error) {
 	x := t.Executor()
 	var out []safetensors.Tensor
 	for _, i := range t.Plan.Params {
 		name := t.Plan.Buffers[i].Name
 		v, err := x.Get(name)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		out = append(out, safetensors.Tensor{Name: name, Type: v.Type, Data: append([]byte(nil), v.Data...)})
 	}
-	return safetensors.WriteFile(path, out, map[string]string{"graph": model})
+	return safetensors.Encode(out, map[string]string{"graph": model})
 }
