@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -262,4 +266,84 @@ func TestRunResumeSettings(t *testing.T) {
 	r.want(t, 1)
 	containsAll(t, "kiln run -resume with another weight decay", oneLine(t, r.stderr),
 		"kiln run: -resume: checkpoint "+path("ck")+" was trained with -weight-decay 0, this run has -weight-decay 0.01")
+}
+
+// TestInterrupt sends SIGINT to a real kiln train process after its first
+// epoch line: it stops between steps, saves the checkpoint, says where,
+// exits 1 and leaves no temporary file; resuming ends with bitwise the
+// params of a run never interrupted.
+func TestInterrupt(t *testing.T) {
+	t.Parallel()
+	bin := buildKiln(t)
+	dir := t.TempDir()
+	model := filepath.Join(dir, "drop.kir")
+	if err := os.WriteFile(model, []byte(dropoutMLPKir), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const epochs = 10
+	args := []string{"train", model, "-data", "digits", "-epochs", strconv.Itoa(epochs), "-workers", "1"}
+	whole, resumed := filepath.Join(dir, "whole.safetensors"), filepath.Join(dir, "resumed.safetensors")
+	ckpt := filepath.Join(dir, "ckpt")
+
+	cmd := exec.Command(bin, append(args, "-checkpoint", ckpt, "-save", filepath.Join(dir, "never.safetensors"))...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	var out strings.Builder
+	for sc.Scan() {
+		out.WriteString(sc.Text() + "\n")
+		if strings.HasPrefix(sc.Text(), "epoch   1/") {
+			if err := cmd.Process.Signal(os.Interrupt); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	rest, _ := io.ReadAll(stdout)
+	out.Write(rest)
+	err = cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("exit %v after SIGINT, want status 1\nstdout:\n%s\nstderr:\n%s", err, out.String(), stderr.String())
+	}
+	const total = epochs * 44
+	step := manifestStep(ckpt)
+	if step < 44 || step >= total {
+		t.Fatalf("checkpoint at step %d after SIGINT in epoch 2, want one in [44, %d)\nstderr:\n%s", step, total, stderr.String())
+	}
+	want := fmt.Sprintf("kiln train: interrupted at step %d; checkpoint saved in %s", step, ckpt)
+	if got := oneLine(t, stderr.String()); got != want {
+		t.Errorf("stderr %q, want %q", got, want)
+	}
+	entries, _ := os.ReadDir(ckpt)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if len(names) != 2 || names[0] != kiln.CheckpointManifest || !strings.HasPrefix(names[1], "state-") {
+		t.Errorf("the checkpoint directory holds %v, want the manifest and one state file", names)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "never.safetensors")); err == nil {
+		t.Error("-save was written by the interrupted run")
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Errorf("%d entries in %s, want the model and the checkpoint", len(entries), dir)
+	}
+	t.Logf("interrupted at step %d of %d", step, total)
+
+	runKiln(t, append(args, "-save", whole)...).want(t, 0)
+	r := runKiln(t, append(args, "-checkpoint", ckpt, "-resume", "-save", resumed)...)
+	r.want(t, 0)
+	containsAll(t, "stdout", r.stdout, fmt.Sprintf("resumed from %s at step %d", ckpt, step))
+	a, _ := os.ReadFile(whole)
+	b, _ := os.ReadFile(resumed)
+	if len(a) == 0 || !bytes.Equal(a, b) {
+		t.Error("the params resumed after SIGINT differ from the uninterrupted run's")
+	}
 }

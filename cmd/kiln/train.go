@@ -9,9 +9,12 @@ import (
 	"io"
 	"maps"
 	"math"
+	"os"
+	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/kilnml/kiln"
@@ -218,6 +221,8 @@ func (l *loopFlags) train(stdout io.Writer, t *kiln.Trainer, model, optDesc stri
 	}
 	short, long := metricNames(sig)
 	ctx := context.Background()
+	interrupt, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	total := int64(l.epochs) * int64(nb)
 	bar := newProgress(stdout, total, t.BatchSize(), st.Step)
 	var curves plotData
@@ -246,6 +251,11 @@ func (l *loopFlags) train(stdout io.Writer, t *kiln.Trainer, model, optDesc stri
 					bar.clear()
 					return err
 				}
+			}
+			if interrupt.Err() != nil && st.Step < total {
+				stop() // a second signal ends the process at once
+				bar.clear()
+				return l.interrupted(t, st)
 			}
 		}
 		// Save at the end of each epoch without -save-every, and at the end
@@ -429,6 +439,8 @@ func (l *loopFlags) trainSteps(stdout io.Writer, t *kiln.Trainer, model, optDesc
 		}
 	}
 	ctx := context.Background()
+	interrupt, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	every := max(1, (steps+19)/20)
 	bar := newProgress(stdout, steps, 0, st.Step)
 	var curves plotData
@@ -453,6 +465,11 @@ func (l *loopFlags) trainSteps(stdout io.Writer, t *kiln.Trainer, model, optDesc
 				return err
 			}
 		}
+		if interrupt.Err() != nil && st.Step < steps {
+			stop() // a second signal ends the process at once
+			bar.clear()
+			return l.interrupted(t, st)
+		}
 	}
 	bar.clear()
 	loss, _, err := t.Evaluate(ctx, nil)
@@ -470,6 +487,21 @@ func (l *loopFlags) finish(stdout io.Writer, t *kiln.Trainer, model, x, metricNa
 		return err
 	}
 	return l.plot(stdout, model, x, metricName, curves)
+}
+
+// interrupted ends a run stopped by SIGINT or SIGTERM after the step st
+// records: it saves the checkpoint when -checkpoint is given and returns
+// the error that says so (the command exits 1). The signal is only looked
+// at between steps, so the checkpoint holds whole steps, and a run resumed
+// from it ends as one never interrupted would.
+func (l *loopFlags) interrupted(t *kiln.Trainer, st kiln.TrainState) error {
+	if l.ckptDir == "" {
+		return fmt.Errorf("interrupted at step %d; nothing saved (-checkpoint DIR saves the run for -resume)", st.Step)
+	}
+	if err := t.SaveCheckpoint(l.ckptDir, st); err != nil {
+		return fmt.Errorf("interrupted at step %d; saving the checkpoint: %v", st.Step, err)
+	}
+	return fmt.Errorf("interrupted at step %d; checkpoint saved in %s", st.Step, l.ckptDir)
 }
 
 // save applies -save.
