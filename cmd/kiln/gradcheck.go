@@ -31,6 +31,12 @@ func runGradcheck(args []string, stdout io.Writer) error {
 	if !(*step > 0) || math.IsInf(*step, 0) {
 		return usagef("-step must be a positive number, found %g", *step)
 	}
+	if !(*rtol >= 0 && *atol >= 0) || math.IsInf(*rtol, 0) || math.IsInf(*atol, 0) {
+		return usagef("-rtol and -atol must be finite and at least 0, found %g and %g", *rtol, *atol)
+	}
+	if *rtol == 0 && *atol == 0 {
+		return usagef("-rtol and -atol are both 0: no gradient computed in floating point passes; give a bound")
+	}
 	path, err := oneFile(pos, "FILE.kir")
 	if err != nil {
 		return err

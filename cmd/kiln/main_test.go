@@ -246,4 +246,16 @@ func TestGradcheckFlags(t *testing.T) {
 		r.want(t, 2)
 		containsAll(t, "gradcheck -step "+step, r.stderr, "-step must be a positive number, found "+step)
 	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-rtol", "-1"}, "-rtol and -atol must be finite and at least 0, found -1 and 1e-10"},
+		{[]string{"-atol", "Inf"}, "-rtol and -atol must be finite and at least 0, found 1e-07 and +Inf"},
+		{[]string{"-rtol", "0", "-atol", "0"}, "-rtol and -atol are both 0: no gradient computed in floating point passes"},
+	} {
+		r = runKiln(t, append(append([]string{"gradcheck"}, tt.args...), model)...)
+		r.want(t, 2)
+		containsAll(t, "gradcheck "+strings.Join(tt.args, " "), r.stderr, tt.want)
+	}
 }
