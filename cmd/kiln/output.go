@@ -126,5 +126,5 @@ func writeOutput(flag, path, what, model string, data []byte) error {
 	if ferr != nil {
 		return fmt.Errorf("%s %s: %v; writing %s to %s failed too: %v", flag, path, err, what, os.TempDir(), ferr)
 	}
-	return fmt.Errorf("%s %s: %v; %s are in %s instead", flag, path, err, what, f.Name())
+	return fmt.Errorf("%s %s: %v; wrote %s to %s instead", flag, path, err, what, f.Name())
 }

@@ -141,7 +141,7 @@ func TestWriteOutputFallback(t *testing.T) {
 		t.Errorf("fallback name %s, want kiln-tiny_mlp-*.safetensors", entries[0].Name())
 	}
 	msg := err.Error()
-	containsAll(t, "error", msg, "-save "+missing+": ", "; the trained params are in "+fallback+" instead")
+	containsAll(t, "error", msg, "-save "+missing+": ", "; wrote the trained params to "+fallback+" instead")
 	if strings.Contains(msg, ".tmp") {
 		t.Errorf("the error names a temporary file: %s", msg)
 	}

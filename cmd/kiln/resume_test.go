@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/kilnml/kiln"
+	"github.com/kilnml/kiln/frontends/safetensors"
 )
 
 // dropoutMLPKir is a digits MLP with dropout, so that its training steps
@@ -345,5 +346,61 @@ func TestInterrupt(t *testing.T) {
 	b, _ := os.ReadFile(resumed)
 	if len(a) == 0 || !bytes.Equal(a, b) {
 		t.Error("the params resumed after SIGINT differ from the uninterrupted run's")
+	}
+}
+
+// TestSaveFallback removes the directory of -save while a real kiln train
+// process runs: the params go to a file in the temporary directory, the
+// error names the path given and that file, and the process exits 1.
+func TestSaveFallback(t *testing.T) {
+	t.Parallel()
+	bin := buildKiln(t)
+	dir, tmp := t.TempDir(), t.TempDir()
+	model := filepath.Join(dir, "drop.kir")
+	if err := os.WriteFile(model, []byte(dropoutMLPKir), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	outDir := filepath.Join(dir, "out")
+	if err := os.Mkdir(outDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	save := filepath.Join(outDir, "p.safetensors")
+	cmd := exec.Command(bin, "train", model, "-data", "digits", "-epochs", "3", "-workers", "1", "-save", save)
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "epoch   1/") {
+			if err := os.RemoveAll(outDir); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	io.Copy(io.Discard, stdout)
+	err = cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("exit %v, want status 1\nstderr:\n%s", err, stderr.String())
+	}
+	entries, _ := os.ReadDir(tmp)
+	if len(entries) != 1 {
+		t.Fatalf("%d files in TMPDIR, want the fallback\nstderr:\n%s", len(entries), stderr.String())
+	}
+	fallback := filepath.Join(tmp, entries[0].Name())
+	want := "kiln train: -save " + save + ": no such file or directory; wrote the trained params to " + fallback + " instead"
+	if got := oneLine(t, stderr.String()); got != want {
+		t.Errorf("stderr %q, want %q", got, want)
+	}
+	ts, _, err := safetensors.ReadFile(fallback)
+	if err != nil || len(ts) != 4 {
+		t.Errorf("the fallback holds %d tensors (%v), want the 4 params", len(ts), err)
 	}
 }
