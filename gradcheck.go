@@ -32,7 +32,7 @@ type GradCheckOptions struct {
 // ParamCheck is the result of GradCheck for one param: its worst element.
 type ParamCheck struct {
 	Param    string
-	Index    int     // flat index of the worst element
+	Index    int     // flat index of the worst element; -1 when every element was skipped
 	Analytic float64 // analytic gradient there
 	Numeric  float64 // central-difference gradient there
 	Excess   float64 // |analytic-numeric| - (atol + rtol*|numeric|); > 0 fails
@@ -41,6 +41,10 @@ type ParamCheck struct {
 	// h/2 disagree beyond the bound, and no numeric reference exists.
 	Skipped int
 }
+
+// AllSkipped reports whether every element of the param was skipped, so
+// that nothing was compared: Index is -1 and the other fields are zero.
+func (c ParamCheck) AllSkipped() bool { return c.Index < 0 && c.Skipped > 0 }
 
 // OK reports whether the param's gradient is within the bound everywhere.
 // A param whose every element was skipped is not OK: nothing was checked.

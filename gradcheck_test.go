@@ -60,3 +60,30 @@ output %loss
 		t.Errorf("relu kink at 1e-4: %+v, want one element skipped and the rest ok", res[0])
 	}
 }
+
+// TestGradCheckAllSkipped takes a step so large that every element of the
+// param lies within 2h of relu's kink: nothing is compared, and the result
+// says so (AllSkipped) instead of naming a worst element.
+func TestGradCheckAllSkipped(t *testing.T) {
+	g := parse(t, `graph g
+param %w: f64[3]
+%r = relu %w
+%loss = sum %r
+output %loss
+`)
+	res, err := kiln.GradCheck(g, map[string][]float64{"w": {0.5, 0.2, -0.7}}, kiln.GradCheckOptions{Step: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res[0]
+	if !r.AllSkipped() || r.Skipped != 3 || r.Index != -1 || r.OK() {
+		t.Errorf("step 1 around relu's kink: %+v (AllSkipped %v), want all 3 elements skipped and not OK", r, r.AllSkipped())
+	}
+	res, err = kiln.GradCheck(g, map[string][]float64{"w": {0.5, 0.2, -0.7}}, kiln.GradCheckOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].AllSkipped() || !res[0].OK() {
+		t.Errorf("default step: %+v, want checked and OK", res[0])
+	}
+}

@@ -166,25 +166,66 @@ func (t *Trainer) SaveCheckpoint(dir string, s TrainState) error {
 	return nil
 }
 
+// ReadCheckpoint reads the manifest of the checkpoint in dir and returns
+// the run's TrainState without loading its tensors, so that a caller can
+// compare the run's Config with its own before LoadCheckpoint.
+func ReadCheckpoint(dir string) (TrainState, error) {
+	m, _, err := readManifest(dir)
+	if err != nil {
+		return TrainState{}, err
+	}
+	return m.state()
+}
+
+// readManifest reads and checks the manifest of the checkpoint in dir and
+// returns it with its path.
+func readManifest(dir string) (manifest, string, error) {
+	var m manifest
+	mpath := filepath.Join(dir, CheckpointManifest)
+	js, err := os.ReadFile(mpath)
+	if err != nil {
+		return m, mpath, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return m, mpath, fmt.Errorf("%s: not a checkpoint manifest: %v", mpath, err)
+	}
+	if m.Format != checkpointFormat || m.Version != checkpointVersion {
+		return m, mpath, fmt.Errorf("%s: expected a %q manifest of version %d, found %q version %d", mpath, checkpointFormat, checkpointVersion, m.Format, m.Version)
+	}
+	if _, err := m.state(); err != nil {
+		return m, mpath, fmt.Errorf("%s: %v", mpath, err)
+	}
+	return m, mpath, nil
+}
+
+// state returns the TrainState the manifest records.
+func (m manifest) state() (TrainState, error) {
+	s := TrainState{Step: m.Step, Epoch: m.Epoch, Batch: m.Batch, Config: m.Config}
+	s.Tally = Tally{Batches: m.Tally.Batches, Correct: m.Tally.Correct, Total: m.Tally.Total, Count: m.Tally.Count}
+	var errs [4]error
+	s.Tally.Loss, errs[0] = strconv.ParseFloat(m.Tally.Loss, 64)
+	s.Tally.Mean, errs[1] = parseFloats(m.Tally.Mean)
+	s.Tally.M2, errs[2] = parseFloats(m.Tally.M2)
+	s.Tally.Squares, errs[3] = parseFloats(m.Tally.Squares)
+	for _, err := range errs {
+		if err != nil {
+			return s, fmt.Errorf("tally: %v", err)
+		}
+	}
+	return s, nil
+}
+
 // LoadCheckpoint reads the checkpoint in dir that SaveCheckpoint wrote,
 // sets the params, the state and the executor's step count from it, and
 // returns the run's TrainState. The checkpoint must hold every param and
 // state of the training step with its exact type, and nothing else.
 func (t *Trainer) LoadCheckpoint(dir string) (TrainState, error) {
 	var s TrainState
-	mpath := filepath.Join(dir, CheckpointManifest)
-	js, err := os.ReadFile(mpath)
+	m, mpath, err := readManifest(dir)
 	if err != nil {
 		return s, err
-	}
-	var m manifest
-	dec := json.NewDecoder(bytes.NewReader(js))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&m); err != nil {
-		return s, fmt.Errorf("%s: not a checkpoint manifest: %v", mpath, err)
-	}
-	if m.Format != checkpointFormat || m.Version != checkpointVersion {
-		return s, fmt.Errorf("%s: expected a %q manifest of version %d, found %q version %d", mpath, checkpointFormat, checkpointVersion, m.Format, m.Version)
 	}
 	if m.Graph != t.Plan.Graph.Name {
 		return s, fmt.Errorf("%s: the checkpoint is of graph %s, the model is %s", mpath, m.Graph, t.Plan.Graph.Name)
@@ -236,17 +277,5 @@ func (t *Trainer) LoadCheckpoint(dir string) (TrainState, error) {
 	if err := t.train.SetStepCount(m.ExecutorSteps); err != nil {
 		return s, fmt.Errorf("%s: %v", mpath, err)
 	}
-	s = TrainState{Step: m.Step, Epoch: m.Epoch, Batch: m.Batch, Config: m.Config}
-	s.Tally = Tally{Batches: m.Tally.Batches, Correct: m.Tally.Correct, Total: m.Tally.Total, Count: m.Tally.Count}
-	var errs [4]error
-	s.Tally.Loss, errs[0] = strconv.ParseFloat(m.Tally.Loss, 64)
-	s.Tally.Mean, errs[1] = parseFloats(m.Tally.Mean)
-	s.Tally.M2, errs[2] = parseFloats(m.Tally.M2)
-	s.Tally.Squares, errs[3] = parseFloats(m.Tally.Squares)
-	for _, err := range errs {
-		if err != nil {
-			return s, fmt.Errorf("%s: tally: %v", mpath, err)
-		}
-	}
-	return s, nil
+	return m.state()
 }

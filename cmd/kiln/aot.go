@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/kilnml/kiln"
 	"github.com/kilnml/kiln/checkpoint"
@@ -40,6 +41,9 @@ func runCompile(args []string, stdout io.Writer) error {
 	if *out == "" {
 		return usagef("missing -o FILE.kplan")
 	}
+	if err := checkFiles([]fileArg{{"MODEL.kir", path}, {"-init", *initPath}}, []fileArg{{"-o", *out}}); err != nil {
+		return err
+	}
 	opt, err := of.config()
 	if err != nil {
 		return err
@@ -72,6 +76,15 @@ func runCompile(args []string, stdout io.Writer) error {
 		},
 	}
 	cf.meta(f.Meta, opts)
+	// The settings that change the result, for kiln run -resume to check
+	// (see planSettings).
+	for k, v := range trainSettings(g, *opt, *device) {
+		if k == modelHashKey {
+			f.Meta[modelHashMeta] = v
+		} else if k != "-device" {
+			f.Meta[strings.TrimPrefix(k, "-")] = v
+		}
+	}
 	if *initPath != "" {
 		if err := loadParams(t, *initPath); err != nil {
 			return err
@@ -117,6 +130,9 @@ func runRun(args []string, stdout io.Writer) error {
 	if err := checkRun(*workers, *device); err != nil {
 		return err
 	}
+	if err := lf.checkFiles(fileArg{"FILE.kplan", path}); err != nil {
+		return err
+	}
 	seedSet := false
 	fs.Visit(func(f *flag.Flag) { seedSet = seedSet || f.Name == "seed" })
 	dbg, err := debugSwitches()
@@ -153,5 +169,27 @@ func runRun(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return lf.train(stdout, t, train.Graph.Name, fmt.Sprintf("%s lr %s (from %s)", f.Meta["optimizer"], f.Meta["lr"], path), data, dataName)
+	return lf.train(stdout, t, train.Graph.Name, fmt.Sprintf("%s lr %s (from %s)", f.Meta["optimizer"], f.Meta["lr"], path), planSettings(f, *device), data, dataName)
+}
+
+// modelHashMeta is the plan file metadata key of the model's identity.
+const modelHashMeta = "model_sha256"
+
+// planSettings returns the settings of kiln run that change the result,
+// with the keys of trainSettings: those kiln compile recorded in the plan
+// file's metadata, and device. A plan file of an older kiln compile
+// records only the optimizer and lr; the hash of its training step stands
+// in for the model's identity and the other hyperparameters.
+func planSettings(f *planner.File, device string) map[string]string {
+	s := map[string]string{"-device": device}
+	for _, k := range []string{"optimizer", "lr", "momentum", "weight-decay", "clip-grad", "beta1", "beta2", "eps"} {
+		if v, ok := f.Meta[k]; ok {
+			s["-"+k] = v
+		}
+	}
+	s[modelHashKey] = f.Meta[modelHashMeta]
+	if s[modelHashKey] == "" {
+		s[modelHashKey] = "of training step " + f.Plans["train"].GraphHash()[:16]
+	}
+	return s
 }

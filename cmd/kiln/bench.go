@@ -30,8 +30,8 @@ import (
 // -steps timed ones, and prints the plan's size, the median step time with
 // its range, the throughput, the estimated memory traffic, the plan's FLOPs
 // per step with the rate achieved and its fraction of the peak measured on
-// as many goroutines as workers. With -trace it then runs one more step
-// with the executor's trace on and writes its timeline.
+// as many goroutines as workers, at most one per CPU. With -trace it then
+// runs one more step with the executor's trace on and writes its timeline.
 func runBench(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	o0 := addO0Flag(fs)
@@ -73,6 +73,9 @@ func runBench(args []string, stdout io.Writer) error {
 	}
 	if *device == "gpu" && *tracePath != "" {
 		return usagef("-trace times the CPU executor's workers; it needs -device cpu")
+	}
+	if err := checkFiles([]fileArg{{"FILE.kir", path}}, []fileArg{{"-trace", *tracePath}}); err != nil {
+		return err
 	}
 	opt, err := of.config()
 	if err != nil {
@@ -213,13 +216,18 @@ func planFLOPs(p *planner.Plan) float64 {
 	return n
 }
 
+// peakCores returns the goroutines the peak is measured on for workers:
+// one per worker, but no more than the CPUs, since workers beyond them
+// share cores and add no floating-point rate.
+func peakCores(workers int) int { return max(1, min(workers, runtime.NumCPU())) }
+
 // measurePeak runs kernels/cpu.PeakGFLOPS (the f32 gemm micro-kernel on
-// L1-resident panels) on workers goroutines at once for d and returns the
-// sum of their rates in GFLOP/s: the most the machine gives kiln's matmul
-// with that many workers, as measured now (other load on the machine
-// lowers it, as it lowers the step).
+// L1-resident panels) on peakCores(workers) goroutines at once for d and
+// returns the sum of their rates in GFLOP/s: the most the machine gives
+// kiln's matmul with that many workers, as measured now (other load on the
+// machine lowers it, as it lowers the step).
 func measurePeak(workers int, d time.Duration) float64 {
-	rates := make([]float64, max(workers, 1))
+	rates := make([]float64, peakCores(workers))
 	var wg sync.WaitGroup
 	wg.Add(len(rates))
 	for i := range rates {
@@ -322,7 +330,7 @@ type benchResult struct {
 	Times                []time.Duration // the timed steps
 	Traffic              int64           // estimated bytes per step
 	FLOPs                float64         // the cost model's floating-point operations per step
-	Peak                 float64         // GFLOP/s measured on Workers goroutines, or of the GPU's matmul
+	Peak                 float64         // GFLOP/s measured on peakCores(Workers) goroutines, or of the GPU's matmul
 	Device               string          // the GPU, or "" on the CPU
 	MatmulN              int             // the GPU matmul's size
 	DevicePeak           float64         // the GPU's stated f32 peak in GFLOP/s (-peak-gflops), or 0
@@ -378,7 +386,7 @@ func (r *benchResult) Format() string {
 			line("of device", "%.1f%% of the stated f32 peak (%.0f GFLOP/s)", 100*r.Peak/r.DevicePeak, r.DevicePeak)
 		}
 	} else {
-		line("peak", "%.2f GFLOP/s (%d workers, f32 gemm micro-kernel)", r.Peak, r.Workers)
+		line("peak", "%.2f GFLOP/s (f32 gemm micro-kernel on %d cores)", r.Peak, peakCores(r.Workers))
 	}
 	if r.Peak > 0 {
 		line("of peak", "%.1f%%", 100*rate/r.Peak) // on the GPU: of its matmul rate

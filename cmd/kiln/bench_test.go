@@ -50,6 +50,10 @@ func TestBench(t *testing.T) {
 			if i := slices.Index(tt.args, "-workers"); i >= 0 {
 				workers = tt.args[i+1]
 			}
+			n, err := strconv.Atoi(workers)
+			if err != nil {
+				t.Fatal(err)
+			}
 			r := runKiln(t, append(append([]string{"bench"}, tt.args...), digitsMLP)...)
 			r.want(t, 0)
 			if r.stderr != "" {
@@ -70,7 +74,7 @@ func TestBench(t *testing.T) {
 				"traffic":   regexp.MustCompile(`^\d+\.\d{3} MB per step \(\d+ bytes\), \d+\.\d\d GB/s$`),
 				"flops":     regexp.MustCompile(`^\d+\.\d{4} GFLOP per step \(\d+\)$`),
 				"GFLOP/s":   regexp.MustCompile(`^\d+\.\d\d$`),
-				"peak":      regexp.MustCompile(`^\d+\.\d\d GFLOP/s \(` + workers + ` workers, f32 gemm micro-kernel\)$`),
+				"peak":      regexp.MustCompile(`^\d+\.\d\d GFLOP/s \(f32 gemm micro-kernel on ` + strconv.Itoa(peakCores(n)) + ` cores\)$`),
 				"of peak":   regexp.MustCompile(`^\d+\.\d%$`),
 			}
 			for key, re := range want {
@@ -295,6 +299,19 @@ func TestMs(t *testing.T) {
 	for _, tt := range tests {
 		if got := ms(tt.d); got != tt.want {
 			t.Errorf("ms(%v) = %q, want %q", tt.d, got, tt.want)
+		}
+	}
+}
+
+// TestPeakCores checks that the peak is measured on at most one goroutine
+// per CPU, so that more workers than cores cannot multiply it.
+func TestPeakCores(t *testing.T) {
+	cpus := runtime.NumCPU()
+	for _, tt := range []struct{ workers, want int }{
+		{0, 1}, {1, 1}, {cpus, cpus}, {cpus + 1, cpus}, {1000, cpus},
+	} {
+		if got := peakCores(tt.workers); got != tt.want {
+			t.Errorf("peakCores(%d) = %d on %d CPUs, want %d", tt.workers, got, cpus, tt.want)
 		}
 	}
 }

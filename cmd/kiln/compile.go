@@ -79,10 +79,14 @@ func debugSwitches() (passes.Debug, error) {
 	return d, nil
 }
 
-// addO0Flag adds -O0, taken by every command that compiles.
+// maxWorkers is the most -workers a command takes: past a few per core,
+// more goroutines only add scheduling, and a huge count would take memory
+// and time to start.
+const maxWorkers = 256
+
 // addWorkersFlag adds -workers, taken by every command that runs a plan.
 func addWorkersFlag(fs *flag.FlagSet) *int {
-	return fs.Int("workers", 0, "goroutines that run the plan's steps (default: the number of CPUs); results are the same for any number")
+	return fs.Int("workers", 0, fmt.Sprintf("goroutines that run the plan's steps, at most %d (default: the number of CPUs); results are the same for any number", maxWorkers))
 }
 
 // addDeviceFlag adds -device, taken by every command that runs a plan.
@@ -98,10 +102,13 @@ func checkDevice(d string) error {
 	return nil
 }
 
-// checkWorkers rejects a negative -workers.
+// checkWorkers rejects a negative -workers or one above maxWorkers.
 func checkWorkers(n int) error {
 	if n < 0 {
 		return usagef("-workers must not be negative, found %d", n)
+	}
+	if n > maxWorkers {
+		return usagef("-workers must be at most %d, found %d", maxWorkers, n)
 	}
 	return nil
 }
@@ -115,6 +122,7 @@ func checkRun(workers int, device string) error {
 	return checkDevice(device)
 }
 
+// addO0Flag adds -O0, taken by every command that compiles.
 func addO0Flag(fs *flag.FlagSet) *bool {
 	return fs.Bool("O0", false, "compile without the optimizing passes (canonicalize, simplify, fuse)")
 }

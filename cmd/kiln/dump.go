@@ -39,6 +39,9 @@ func runDump(args []string, stdout io.Writer) error {
 	if *html != "" && (*after != "" || *dot) {
 		return usagef("-html writes every pass; it does not combine with -after or -dot")
 	}
+	if err := checkFiles([]fileArg{{"FILE.kir", path}}, []fileArg{{"-html", *html}}); err != nil {
+		return err
+	}
 	opt, err := of.config()
 	if err != nil {
 		return err

@@ -38,6 +38,9 @@ func runGrad(args []string, stdout io.Writer) error {
 	if *inPath == "" || *outPath == "" {
 		return usagef("both -inputs and -out are required")
 	}
+	if err := checkFiles([]fileArg{{"FILE.kir", path}, {"-inputs", *inPath}}, []fileArg{{"-out", *outPath}}); err != nil {
+		return err
+	}
 	g, opts, err := load(path, nil, *o0)
 	if err != nil {
 		return err

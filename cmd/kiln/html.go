@@ -5,12 +5,11 @@ import (
 	"fmt"
 	"html/template"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/kilnml/kiln"
+	"github.com/kilnml/kiln/internal/atomicfile"
 	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/passes"
 )
@@ -330,35 +329,15 @@ func writeHTML(w io.Writer, p *htmlPage) error {
 	return htmlTemplate.Execute(w, p)
 }
 
-// writeFileAtomic writes what fill produces to path through a temporary
-// file in the same directory, renamed into place only when everything was
-// written, so a reader never sees half a page and a failure leaves any
-// earlier file as it was.
-func writeFileAtomic(path string, fill func(io.Writer) error) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
+// writeFileAtomic writes what fill produces to path with atomicfile, so a
+// reader never sees half a page and a failure leaves any earlier file as
+// it was.
+func writeFileAtomic(path string, fill func(io.Writer) error) error {
 	var buf bytes.Buffer
-	if err = fill(&buf); err != nil {
+	if err := fill(&buf); err != nil {
 		return err
 	}
-	if _, err = f.Write(buf.Bytes()); err != nil {
-		return err
-	}
-	if err = f.Chmod(0o644); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+	return atomicfile.WriteFile(path, buf.Bytes())
 }
 
 // commandLine spells args as a shell would read them back, quoting the

@@ -123,6 +123,9 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"grad", digitsMLP}, "both -inputs and -out are required"},
 		{[]string{"train", "a.kir", "b.kir", "-data", "x.csv"}, "expected at most one MODEL.kir"},
 		{[]string{"train", "-holdout", "1"}, "-holdout must be in (0,1)"},
+		{[]string{"bench", "-workers", "100000", digitsMLP}, "-workers must be at most 256, found 100000"},
+		{[]string{"train", "-workers", "257"}, "-workers must be at most 256, found 257"},
+		{[]string{"gradcheck", "-workers", "1000", digitsMLP}, "-workers must be at most 256, found 1000"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -207,5 +210,52 @@ func TestGradcheckCommand(t *testing.T) {
 	errb.Reset()
 	if code := run([]string{"gradcheck", "-inputs", "../../examples/linreg/inputs.safetensors", "../../examples/digits/mlp.kir"}, &out, &errb); code != 1 || !strings.Contains(errb.String(), "is not an input or param") {
 		t.Errorf("mismatched inputs: exit %d, stderr %q", code, errb.String())
+	}
+}
+
+// kinkKir is relu summed: with -step 1 every element of %w in
+// [-1,-0.1]∪[0.1,1] lies within 2h of the kink at 0.
+const kinkKir = `graph kink
+param %w: f64[3]
+%r = relu %w
+%loss = sum %r
+output %loss
+`
+
+// TestGradcheckFlags checks that -h is help (the step is -step) and that a
+// param with every element skipped is reported as skipped, not as
+// exceeding the bound at index -1.
+func TestGradcheckFlags(t *testing.T) {
+	t.Parallel()
+	r := runKiln(t, "gradcheck", "-h")
+	r.want(t, 0)
+	containsAll(t, "gradcheck -h", r.stdout, "-step", "finite-difference step", "-rtol", "-atol")
+	model := writeFile(t, "kink.kir", kinkKir)
+	r = runKiln(t, "gradcheck", "-step", "0.001", model)
+	r.want(t, 0)
+	containsAll(t, "gradcheck -step 0.001", r.stdout, "all 1 params within")
+	r = runKiln(t, "gradcheck", "-step", "1", model)
+	r.want(t, 1)
+	containsAll(t, "gradcheck -step 1", r.stdout, "w ", "skipped: all 3 elements lie within 2h = 2 of a point where the loss is not smooth (a kink such as relu's, a tie of a max)")
+	if strings.Contains(r.stdout, "-1") {
+		t.Errorf("the report names index -1:\n%s", r.stdout)
+	}
+	containsAll(t, "gradcheck -step 1", oneLine(t, r.stderr), "1 of 1 params could not be checked: every element was skipped; try a smaller -step")
+	for _, step := range []string{"0", "-1", "NaN"} {
+		r = runKiln(t, "gradcheck", "-step", step, model)
+		r.want(t, 2)
+		containsAll(t, "gradcheck -step "+step, r.stderr, "-step must be a positive number, found "+step)
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-rtol", "-1"}, "-rtol and -atol must be finite and at least 0, found -1 and 1e-10"},
+		{[]string{"-atol", "Inf"}, "-rtol and -atol must be finite and at least 0, found 1e-07 and +Inf"},
+		{[]string{"-rtol", "0", "-atol", "0"}, "-rtol and -atol are both 0: no gradient computed in floating point passes"},
+	} {
+		r = runKiln(t, append(append([]string{"gradcheck"}, tt.args...), model)...)
+		r.want(t, 2)
+		containsAll(t, "gradcheck "+strings.Join(tt.args, " "), r.stderr, tt.want)
 	}
 }

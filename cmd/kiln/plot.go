@@ -12,8 +12,6 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
-
-	"github.com/kilnml/kiln/internal/atomicfile"
 )
 
 // plotData holds the curves -plot draws: per epoch (or logged step), the
@@ -119,7 +117,7 @@ func (l *loopFlags) plot(stdout io.Writer, model, x, metricName string, d plotDa
 	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&buf); err != nil {
 		return fmt.Errorf("-plot %s: %v", l.plotPath, err)
 	}
-	if err := atomicfile.WriteFile(l.plotPath, buf.Bytes()); err != nil {
+	if err := writeOutput("-plot", l.plotPath, "the plot", model, buf.Bytes()); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "plotted the loss to %s\n", l.plotPath)

@@ -1,17 +1,22 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/kilnml/kiln"
+	"github.com/kilnml/kiln/frontends/safetensors"
 )
 
 // dropoutMLPKir is a digits MLP with dropout, so that its training steps
@@ -162,20 +167,32 @@ func TestResumeInProcess(t *testing.T) {
 	// Data: 4 epochs, or 2 (checkpoints at each epoch's end) then 2 more.
 	runKiln(t, "train", tiny, "-data", data, "-epochs", "4", "-save", path("tiny4")).want(t, 0)
 	runKiln(t, "train", tiny, "-data", data, "-epochs", "2", "-checkpoint", path("d")).want(t, 0)
-	r = runKiln(t, "train", tiny, "-data", data, "-epochs", "4", "-checkpoint", path("d"), "-resume", "-save", path("tiny2+2"))
+	r = runKiln(t, "train", tiny, "-data", data, "-epochs", "4", "-checkpoint", path("d"), "-resume", "-save", path("tiny2+2"), "-workers", "3", "-recompute", "sqrt", "-O0")
 	r.want(t, 0)
 	containsAll(t, "stdout", r.stdout, "at step 20 (epoch 2, batch 10)", "epoch   4/4")
 	same(path("tiny4"), path("tiny2+2"))
 
+	// Settings that change the result are refused, each named with the
+	// checkpoint's value and this run's; -workers, -recompute and -O0 do
+	// not change the result and may differ (above).
+	tinyMoved := writeFile(t, "moved.kir", strings.Replace(tinyMLPKir, "tanh", "relu", 1))
+	prefix := "kiln train: -resume: checkpoint " + path("d") + " was trained with "
 	for _, tt := range []struct {
 		name string
 		args []string
 		code int
 		want string
 	}{
-		{"another seed", []string{tiny, "-data", data, "-seed", "2"}, 1, `the run was made with -seed "1", this one has "2"`},
-		{"another learning rate", []string{tiny, "-data", data, "-lr", "0.1"}, 1, `the run was made with optimizer "adam lr 0.001", this one has "adam lr 0.1"`},
-		{"another model", []string{seek}, 1, "the checkpoint is of graph tiny_mlp, the model is seek"},
+		{"another seed", []string{tiny, "-data", data, "-seed", "2"}, 1, prefix + "-seed 1, this run has -seed 2"},
+		{"another learning rate", []string{tiny, "-data", data, "-lr", "0.1"}, 1, prefix + "-lr 0.001, this run has -lr 0.1"},
+		{"weight decay", []string{tiny, "-data", data, "-weight-decay", "0.01"}, 1, prefix + "-weight-decay 0, this run has -weight-decay 0.01"},
+		{"clipping", []string{tiny, "-data", data, "-clip-grad", "1"}, 1, prefix + "-clip-grad 0, this run has -clip-grad 1"},
+		{"beta1", []string{tiny, "-data", data, "-beta1", "0.8"}, 1, prefix + "-beta1 0.9, this run has -beta1 0.8"},
+		{"eps and beta2", []string{tiny, "-data", data, "-eps", "1e-6", "-beta2", "0.99"}, 1, prefix + "-beta2 0.999, -eps 1e-08, this run has -beta2 0.99, -eps 1e-06"},
+		{"sgd", []string{tiny, "-data", data, "-optimizer", "sgd"}, 1, prefix + "-lr 0.001, -optimizer adam, this run has -lr 0.01, -optimizer sgd"},
+		{"standardize", []string{tiny, "-data", data, "-standardize=false"}, 1, prefix + "-standardize true, this run has -standardize false"},
+		{"another graph of the same name", []string{tinyMoved, "-data", data}, 1, prefix + "model sha256 "},
+		{"another model", []string{seek}, 1, prefix + "batch 8, model tiny_mlp, model sha256 "},
 		{"past the epochs", []string{tiny, "-data", data, "-epochs", "1"}, 1, "the run is at epoch 4, past -epochs 1"},
 		{"no checkpoint", []string{tiny, "-data", data, "-checkpoint", path("none")}, 1, filepath.Join(path("none"), kiln.CheckpointManifest)},
 	} {
@@ -183,6 +200,28 @@ func TestResumeInProcess(t *testing.T) {
 		r := runKiln(t, args...)
 		r.want(t, tt.code)
 		containsAll(t, tt.name, oneLine(t, r.stderr), tt.want)
+	}
+	// A checkpoint of an older kiln, which did not record every setting,
+	// is refused.
+	mpath := filepath.Join(path("d"), kiln.CheckpointManifest)
+	js, err := os.ReadFile(mpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(js, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["config"] = map[string]string{"model": "tiny_mlp", "optimizer": "adam lr 0.001", "-seed": "1", "batch": "8"}
+	old, _ := json.Marshal(m)
+	if err := os.WriteFile(mpath, old, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = runKiln(t, "train", tiny, "-data", data, "-epochs", "5", "-checkpoint", path("d"), "-resume")
+	r.want(t, 1)
+	containsAll(t, "older checkpoint", oneLine(t, r.stderr), "kiln train: -resume: checkpoint "+path("d")+" was saved by an older kiln, which did not record every setting that changes the result; start the run again")
+	if err := os.WriteFile(mpath, js, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	for _, tt := range []struct {
 		args []string
@@ -196,5 +235,171 @@ func TestResumeInProcess(t *testing.T) {
 		r := runKiln(t, append([]string{"train"}, tt.args...)...)
 		r.want(t, 2)
 		containsAll(t, "stderr", r.stderr, tt.want)
+	}
+}
+
+// TestRunResumeSettings resumes kiln train's checkpoint with kiln run from
+// a plan file of the same model and settings (bitwise the same params as
+// an uninterrupted run), and refuses a plan file compiled with another
+// weight decay, naming it.
+func TestRunResumeSettings(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := func(name string) string { return filepath.Join(dir, name) }
+	tiny := writeFile(t, "tiny.kir", tinyMLPKir)
+	data := writeFile(t, "blobs.csv", separableCSV(100, 2, 3))
+	runKiln(t, "compile", tiny, "-o", path("a.kplan")).want(t, 0)
+	runKiln(t, "compile", tiny, "-weight-decay", "0.01", "-o", path("wd.kplan")).want(t, 0)
+
+	runKiln(t, "train", tiny, "-data", data, "-epochs", "3", "-save", path("whole")).want(t, 0)
+	runKiln(t, "train", tiny, "-data", data, "-epochs", "1", "-checkpoint", path("ck")).want(t, 0)
+	r := runKiln(t, "run", path("a.kplan"), "-data", data, "-epochs", "3", "-checkpoint", path("ck"), "-resume", "-save", path("resumed"))
+	r.want(t, 0)
+	containsAll(t, "kiln run -resume", r.stdout, "resumed from "+path("ck")+" at step 10 (epoch 1, batch 10)")
+	a, _ := os.ReadFile(path("whole"))
+	b, _ := os.ReadFile(path("resumed"))
+	if len(a) == 0 || !bytes.Equal(a, b) {
+		t.Error("kiln run resumed from kiln train's checkpoint gives other params than kiln train uninterrupted")
+	}
+
+	r = runKiln(t, "run", path("wd.kplan"), "-data", data, "-epochs", "5", "-checkpoint", path("ck"), "-resume")
+	r.want(t, 1)
+	containsAll(t, "kiln run -resume with another weight decay", oneLine(t, r.stderr),
+		"kiln run: -resume: checkpoint "+path("ck")+" was trained with -weight-decay 0, this run has -weight-decay 0.01")
+}
+
+// TestInterrupt sends SIGINT to a real kiln train process after its first
+// epoch line: it stops between steps, saves the checkpoint, says where,
+// exits 1 and leaves no temporary file; resuming ends with bitwise the
+// params of a run never interrupted.
+func TestInterrupt(t *testing.T) {
+	t.Parallel()
+	bin := buildKiln(t)
+	dir := t.TempDir()
+	model := filepath.Join(dir, "drop.kir")
+	if err := os.WriteFile(model, []byte(dropoutMLPKir), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const epochs = 10
+	args := []string{"train", model, "-data", "digits", "-epochs", strconv.Itoa(epochs), "-workers", "1"}
+	whole, resumed := filepath.Join(dir, "whole.safetensors"), filepath.Join(dir, "resumed.safetensors")
+	ckpt := filepath.Join(dir, "ckpt")
+
+	cmd := exec.Command(bin, append(args, "-checkpoint", ckpt, "-save", filepath.Join(dir, "never.safetensors"))...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	var out strings.Builder
+	for sc.Scan() {
+		out.WriteString(sc.Text() + "\n")
+		if strings.HasPrefix(sc.Text(), "epoch   1/") {
+			if err := cmd.Process.Signal(os.Interrupt); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	rest, _ := io.ReadAll(stdout)
+	out.Write(rest)
+	err = cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("exit %v after SIGINT, want status 1\nstdout:\n%s\nstderr:\n%s", err, out.String(), stderr.String())
+	}
+	const total = epochs * 44
+	step := manifestStep(ckpt)
+	if step < 44 || step >= total {
+		t.Fatalf("checkpoint at step %d after SIGINT in epoch 2, want one in [44, %d)\nstderr:\n%s", step, total, stderr.String())
+	}
+	want := fmt.Sprintf("kiln train: interrupted at step %d; checkpoint saved in %s", step, ckpt)
+	if got := oneLine(t, stderr.String()); got != want {
+		t.Errorf("stderr %q, want %q", got, want)
+	}
+	entries, _ := os.ReadDir(ckpt)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if len(names) != 2 || names[0] != kiln.CheckpointManifest || !strings.HasPrefix(names[1], "state-") {
+		t.Errorf("the checkpoint directory holds %v, want the manifest and one state file", names)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "never.safetensors")); err == nil {
+		t.Error("-save was written by the interrupted run")
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Errorf("%d entries in %s, want the model and the checkpoint", len(entries), dir)
+	}
+	t.Logf("interrupted at step %d of %d", step, total)
+
+	runKiln(t, append(args, "-save", whole)...).want(t, 0)
+	r := runKiln(t, append(args, "-checkpoint", ckpt, "-resume", "-save", resumed)...)
+	r.want(t, 0)
+	containsAll(t, "stdout", r.stdout, fmt.Sprintf("resumed from %s at step %d", ckpt, step))
+	a, _ := os.ReadFile(whole)
+	b, _ := os.ReadFile(resumed)
+	if len(a) == 0 || !bytes.Equal(a, b) {
+		t.Error("the params resumed after SIGINT differ from the uninterrupted run's")
+	}
+}
+
+// TestSaveFallback removes the directory of -save while a real kiln train
+// process runs: the params go to a file in the temporary directory, the
+// error names the path given and that file, and the process exits 1.
+func TestSaveFallback(t *testing.T) {
+	t.Parallel()
+	bin := buildKiln(t)
+	dir, tmp := t.TempDir(), t.TempDir()
+	model := filepath.Join(dir, "drop.kir")
+	if err := os.WriteFile(model, []byte(dropoutMLPKir), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	outDir := filepath.Join(dir, "out")
+	if err := os.Mkdir(outDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	save := filepath.Join(outDir, "p.safetensors")
+	cmd := exec.Command(bin, "train", model, "-data", "digits", "-epochs", "3", "-workers", "1", "-save", save)
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "epoch   1/") {
+			if err := os.RemoveAll(outDir); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	io.Copy(io.Discard, stdout)
+	err = cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("exit %v, want status 1\nstderr:\n%s", err, stderr.String())
+	}
+	entries, _ := os.ReadDir(tmp)
+	if len(entries) != 1 {
+		t.Fatalf("%d files in TMPDIR, want the fallback\nstderr:\n%s", len(entries), stderr.String())
+	}
+	fallback := filepath.Join(tmp, entries[0].Name())
+	want := "kiln train: -save " + save + ": no such file or directory; wrote the trained params to " + fallback + " instead"
+	if got := oneLine(t, stderr.String()); got != want {
+		t.Errorf("stderr %q, want %q", got, want)
+	}
+	ts, _, err := safetensors.ReadFile(fallback)
+	if err != nil || len(ts) != 4 {
+		t.Errorf("the fallback holds %d tensors (%v), want the 4 params", len(ts), err)
 	}
 }

@@ -2,13 +2,19 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"math"
-	"sort"
+	"os"
+	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/kilnml/kiln"
@@ -18,6 +24,7 @@ import (
 	"github.com/kilnml/kiln/frontends/safetensors"
 	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/kernels"
+	"github.com/kilnml/kiln/passes"
 )
 
 // loopFlags are the flags of the training loop, shared by kiln train and
@@ -86,6 +93,19 @@ func (l *loopFlags) check(fs *flag.FlagSet) error {
 	return nil
 }
 
+// checkFiles checks the loop's outputs (-save, -plot, -checkpoint) against
+// its inputs (model, -data, -init) and each other, and that each can be
+// written (see the function checkFiles).
+func (l *loopFlags) checkFiles(model fileArg) error {
+	ins := []fileArg{model, {"-init", l.initPath}}
+	switch l.dataPath {
+	case digitsData, kan2dData, reverseData:
+	default:
+		ins = append(ins, fileArg{"-data", l.dataPath})
+	}
+	return checkFiles(ins, []fileArg{{"-save", l.savePath}, {"-plot", l.plotPath}, {"-checkpoint" + dirArg, l.ckptDir}})
+}
+
 // The -data values that name built-in data sets.
 const (
 	digitsData  = "digits"
@@ -152,7 +172,11 @@ func (l *loopFlags) generated() bool { return l.dataPath == kan2dData || l.dataP
 // progress line each, reports the held-out metric and applies -save,
 // -checkpoint and -plot. A graph with no inputs runs its steps instead
 // (see trainSteps).
-func (l *loopFlags) train(stdout io.Writer, t *kiln.Trainer, model, optDesc string, data *dataset.Dataset, dataName string) error {
+//
+// settings are the run's settings that change its result and that the
+// command knows (see trainSettings); a checkpoint records them with the
+// loop's own, and -resume refuses a run whose settings differ.
+func (l *loopFlags) train(stdout io.Writer, t *kiln.Trainer, model, optDesc string, settings map[string]string, data *dataset.Dataset, dataName string) error {
 	if l.initPath != "" {
 		if err := loadParams(t, l.initPath); err != nil {
 			return err
@@ -160,7 +184,7 @@ func (l *loopFlags) train(stdout io.Writer, t *kiln.Trainer, model, optDesc stri
 	}
 	sig := t.Signature()
 	if sig.Kind == kiln.NoData {
-		return l.trainSteps(stdout, t, model, optDesc)
+		return l.trainSteps(stdout, t, model, optDesc, settings)
 	}
 	trainSet, heldOut := data.Split(l.holdout, l.seed)
 	standardize := l.standardize && !l.generated()
@@ -177,8 +201,8 @@ func (l *loopFlags) train(stdout io.Writer, t *kiln.Trainer, model, optDesc stri
 		mean, std := trainSet.Standardize()
 		heldOut.ApplyStandardize(mean, std)
 	}
-	cfg := l.config(model, optDesc, t)
-	cfg["standardize"] = strconv.FormatBool(standardize)
+	cfg := l.config(model, settings, t)
+	cfg["-standardize"] = strconv.FormatBool(standardize)
 	nb := trainSet.NumBatches(t.BatchSize())
 	fmt.Fprintf(stdout, "model %s: %d params (%d values), batch %d, %s; %d training rows, %d held out\n",
 		model, len(t.Plan.Params), countParams(t), t.BatchSize(), optDesc, trainSet.N, heldOut.N)
@@ -197,6 +221,8 @@ func (l *loopFlags) train(stdout io.Writer, t *kiln.Trainer, model, optDesc stri
 	}
 	short, long := metricNames(sig)
 	ctx := context.Background()
+	interrupt, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	total := int64(l.epochs) * int64(nb)
 	bar := newProgress(stdout, total, t.BatchSize(), st.Step)
 	var curves plotData
@@ -226,6 +252,11 @@ func (l *loopFlags) train(stdout io.Writer, t *kiln.Trainer, model, optDesc stri
 					return err
 				}
 			}
+			if interrupt.Err() != nil && st.Step < total {
+				stop() // a second signal ends the process at once
+				bar.clear()
+				return l.interrupted(t, st)
+			}
 		}
 		// Save at the end of each epoch without -save-every, and at the end
 		// of the run with it.
@@ -254,22 +285,29 @@ func (l *loopFlags) train(stdout io.Writer, t *kiln.Trainer, model, optDesc stri
 		rows += fmt.Sprintf(" (%d tokens)", heldOut.N*sig.K)
 	}
 	fmt.Fprintf(stdout, "held-out %s %s on %s\n", long, metric(sig, hm), rows)
-	if err := l.plot(stdout, model, "epoch", long, curves); err != nil {
-		return err
-	}
-	return l.save(stdout, t, model)
+	return l.finish(stdout, t, model, "epoch", long, curves)
 }
 
+// settingsVersion marks a checkpoint whose config records every setting
+// that changes the result (settingsKey). A checkpoint without it was saved
+// by an older kiln that recorded fewer, and is not resumed.
+const (
+	settingsKey     = "settings"
+	settingsVersion = "2"
+)
+
 // config returns what a checkpoint records of the run, which a resumed run
-// must match: the model, its optimizer and batch, the data and how it is
-// split and ordered.
-func (l *loopFlags) config(model, optDesc string, t *kiln.Trainer) map[string]string {
-	// kiln run names its plan file in the description; the file may move.
-	opt, _, _ := strings.Cut(optDesc, " (from ")
+// must match: every setting that changes the result. settings are the
+// command's (the model's identity, the optimizer and its hyperparameters,
+// -device); config adds the batch, the seed, the data and how it is split.
+// -workers, -recompute and -O0 are not recorded: the result is bitwise the
+// same for any value.
+func (l *loopFlags) config(model string, settings map[string]string, t *kiln.Trainer) map[string]string {
 	cfg := map[string]string{
-		"model": model, "optimizer": opt, "-seed": strconv.FormatUint(l.seed, 10),
-		"batch": strconv.Itoa(t.BatchSize()),
+		settingsKey: settingsVersion, "model": model,
+		"-seed": strconv.FormatUint(l.seed, 10), "batch": strconv.Itoa(t.BatchSize()),
 	}
+	maps.Copy(cfg, settings)
 	if t.Signature().Kind != kiln.NoData {
 		data := l.dataPath
 		if data == "" {
@@ -283,27 +321,53 @@ func (l *loopFlags) config(model, optDesc string, t *kiln.Trainer) map[string]st
 	return cfg
 }
 
-// restore loads the checkpoint in -checkpoint and checks that it was
-// made by a run like this one.
+// trainSettings returns the settings of kiln train that change the result
+// and that the loop's flags do not hold: the model's identity (modelHash),
+// the optimizer with every hyperparameter it reads, and -device. The keys
+// are the flags' names. -O0 is not one: fused and unfused plans give
+// bitwise the same results.
+func trainSettings(g *ir.Graph, opt passes.OptimizerConfig, device string) map[string]string {
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	s := map[string]string{
+		modelHashKey: modelHash(g), "-optimizer": opt.Kind, "-lr": f(opt.LR),
+		"-weight-decay": f(opt.WeightDecay), "-clip-grad": f(opt.ClipGrad),
+		"-device": device,
+	}
+	if opt.Kind == "adam" {
+		s["-beta1"], s["-beta2"], s["-eps"] = f(opt.Beta1), f(opt.Beta2), f(opt.Eps)
+	} else {
+		s["-momentum"] = f(opt.Momentum)
+	}
+	return s
+}
+
+// modelHashKey names the model's identity in a run's settings.
+const modelHashKey = "model sha256"
+
+// modelHash returns the first 16 hex digits of the SHA-256 of g's text:
+// two models of the same name but different ops, shapes or consts differ.
+func modelHash(g *ir.Graph) string {
+	sum := sha256.Sum256([]byte(g.Format()))
+	return hex.EncodeToString(sum[:8])
+}
+
+// restore checks that the checkpoint in -checkpoint was made by a run with
+// the settings cfg and loads it. A difference is one line naming every
+// setting that differs, with the checkpoint's value and this run's.
 func (l *loopFlags) restore(stdout io.Writer, t *kiln.Trainer, cfg map[string]string) (kiln.TrainState, error) {
+	saved, err := kiln.ReadCheckpoint(l.ckptDir)
+	if err != nil {
+		return saved, err
+	}
+	if saved.Config[settingsKey] != settingsVersion {
+		return saved, fmt.Errorf("-resume: checkpoint %s was saved by an older kiln, which did not record every setting that changes the result; start the run again", l.ckptDir)
+	}
+	if was, has := settingsDiff(saved.Config, cfg); was != "" {
+		return saved, fmt.Errorf("-resume: checkpoint %s was trained with %s, this run has %s", l.ckptDir, was, has)
+	}
 	st, err := t.LoadCheckpoint(l.ckptDir)
 	if err != nil {
 		return st, err
-	}
-	keys := make([]string, 0, len(cfg))
-	for k := range cfg {
-		keys = append(keys, k)
-	}
-	for k := range st.Config {
-		if _, ok := cfg[k]; !ok {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if cfg[k] != st.Config[k] {
-			return st, fmt.Errorf("checkpoint %s: the run was made with %s %q, this one has %q", l.ckptDir, k, st.Config[k], cfg[k])
-		}
 	}
 	st.Config = cfg
 	where := ""
@@ -314,17 +378,57 @@ func (l *loopFlags) restore(stdout io.Writer, t *kiln.Trainer, cfg map[string]st
 	return st, nil
 }
 
+// settingsDiff lists the settings whose values differ between a checkpoint's
+// config old and this run's cfg, in key order, as "KEY VALUE, ..." for
+// each side; both are "" when they agree. A setting one side lacks is
+// listed only when no setting both have differs (sgd records -momentum,
+// adam its betas: a change of optimizer names the optimizer).
+func settingsDiff(old, cfg map[string]string) (was, has string) {
+	keys := slices.Collect(maps.Keys(cfg))
+	for k := range old {
+		if _, ok := cfg[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	var both, one []string
+	for _, k := range keys {
+		o, ok1 := old[k]
+		c, ok2 := cfg[k]
+		switch {
+		case ok1 && ok2 && o != c:
+			both = append(both, k)
+		case ok1 != ok2:
+			one = append(one, k)
+		}
+	}
+	if len(both) == 0 {
+		both = one
+	}
+	value := func(m map[string]string, k string) string {
+		if v, ok := m[k]; ok {
+			return k + " " + v
+		}
+		return k + " (none)"
+	}
+	var a, b []string
+	for _, k := range both {
+		a, b = append(a, value(old, k)), append(b, value(cfg, k))
+	}
+	return strings.Join(a, ", "), strings.Join(b, ", ")
+}
+
 // trainSteps trains a graph with no inputs for -steps (or -epochs) steps,
 // printing the loss about 20 times, and reports the loss of the forward
 // graph at the end.
-func (l *loopFlags) trainSteps(stdout io.Writer, t *kiln.Trainer, model, optDesc string) error {
+func (l *loopFlags) trainSteps(stdout io.Writer, t *kiln.Trainer, model, optDesc string, settings map[string]string) error {
 	steps := int64(l.steps)
 	if steps == 0 {
 		steps = int64(l.epochs)
 	}
 	fmt.Fprintf(stdout, "model %s: %d params (%d values), %s; no inputs: %d training steps\n",
 		model, len(t.Plan.Params), countParams(t), optDesc, steps)
-	cfg := l.config(model, optDesc, t)
+	cfg := l.config(model, settings, t)
 	st := kiln.TrainState{Config: cfg}
 	if l.resume {
 		var err error
@@ -336,6 +440,8 @@ func (l *loopFlags) trainSteps(stdout io.Writer, t *kiln.Trainer, model, optDesc
 		}
 	}
 	ctx := context.Background()
+	interrupt, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	every := max(1, (steps+19)/20)
 	bar := newProgress(stdout, steps, 0, st.Step)
 	var curves plotData
@@ -360,6 +466,11 @@ func (l *loopFlags) trainSteps(stdout io.Writer, t *kiln.Trainer, model, optDesc
 				return err
 			}
 		}
+		if interrupt.Err() != nil && st.Step < steps {
+			stop() // a second signal ends the process at once
+			bar.clear()
+			return l.interrupted(t, st)
+		}
 	}
 	bar.clear()
 	loss, _, err := t.Evaluate(ctx, nil)
@@ -367,10 +478,31 @@ func (l *loopFlags) trainSteps(stdout io.Writer, t *kiln.Trainer, model, optDesc
 		return err
 	}
 	fmt.Fprintf(stdout, "final loss %.6g after %d steps\n", loss, steps)
-	if err := l.plot(stdout, model, "step", "", curves); err != nil {
+	return l.finish(stdout, t, model, "step", "", curves)
+}
+
+// finish applies -save, then -plot, so that a plot that fails loses no
+// params; a write that fails goes to a fallback file (see writeOutput).
+func (l *loopFlags) finish(stdout io.Writer, t *kiln.Trainer, model, x, metricName string, curves plotData) error {
+	if err := l.save(stdout, t, model); err != nil {
 		return err
 	}
-	return l.save(stdout, t, model)
+	return l.plot(stdout, model, x, metricName, curves)
+}
+
+// interrupted ends a run stopped by SIGINT or SIGTERM after the step st
+// records: it saves the checkpoint when -checkpoint is given and returns
+// the error that says so (the command exits 1). The signal is only looked
+// at between steps, so the checkpoint holds whole steps, and a run resumed
+// from it ends as one never interrupted would.
+func (l *loopFlags) interrupted(t *kiln.Trainer, st kiln.TrainState) error {
+	if l.ckptDir == "" {
+		return fmt.Errorf("interrupted at step %d; nothing saved (-checkpoint DIR saves the run for -resume)", st.Step)
+	}
+	if err := t.SaveCheckpoint(l.ckptDir, st); err != nil {
+		return fmt.Errorf("interrupted at step %d; saving the checkpoint: %v", st.Step, err)
+	}
+	return fmt.Errorf("interrupted at step %d; checkpoint saved in %s", st.Step, l.ckptDir)
 }
 
 // save applies -save.
@@ -378,7 +510,11 @@ func (l *loopFlags) save(stdout io.Writer, t *kiln.Trainer, model string) error 
 	if l.savePath == "" {
 		return nil
 	}
-	if err := saveParams(t, l.savePath, model); err != nil {
+	data, err := encodeParams(t, model)
+	if err != nil {
+		return err
+	}
+	if err := writeOutput("-save", l.savePath, "the trained params", model, data); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "saved the trained params to %s\n", l.savePath)
@@ -441,10 +577,16 @@ func runTrain(args []string, stdout io.Writer) error {
 		if lf.dataPath != "" && lf.dataPath != digitsData {
 			return usagef("-data needs a MODEL.kir to train")
 		}
+		if err := lf.checkFiles(fileArg{}); err != nil {
+			return err
+		}
 		if g, err = ir.Parse(examples.DigitsMLPFile, examples.DigitsMLP); err != nil {
 			return err
 		}
 	case 1:
+		if err := lf.checkFiles(fileArg{"MODEL.kir", pos[0]}); err != nil {
+			return err
+		}
 		if g, err = loadGraph(pos[0]); err != nil {
 			return err
 		}
@@ -479,7 +621,7 @@ func runTrain(args []string, stdout io.Writer) error {
 	if report != nil && cf.active() {
 		fmt.Fprint(stdout, report)
 	}
-	return lf.train(stdout, t, g.Name, fmt.Sprintf("%s lr %g", opt.Kind, opt.LR), data, dataName)
+	return lf.train(stdout, t, g.Name, fmt.Sprintf("%s lr %g", opt.Kind, opt.LR), trainSettings(g, *opt, *device), data, dataName)
 }
 
 func pct(v float64) string {
@@ -524,16 +666,17 @@ func loadParams(t *kiln.Trainer, path string) error {
 	return nil
 }
 
-func saveParams(t *kiln.Trainer, path, model string) error {
+// encodeParams returns the trained params of t as a safetensors file.
+func encodeParams(t *kiln.Trainer, model string) ([]byte, error) {
 	x := t.Executor()
 	var out []safetensors.Tensor
 	for _, i := range t.Plan.Params {
 		name := t.Plan.Buffers[i].Name
 		v, err := x.Get(name)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		out = append(out, safetensors.Tensor{Name: name, Type: v.Type, Data: append([]byte(nil), v.Data...)})
 	}
-	return safetensors.WriteFile(path, out, map[string]string{"graph": model})
+	return safetensors.Encode(out, map[string]string{"graph": model})
 }

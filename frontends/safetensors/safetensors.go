@@ -507,7 +507,7 @@ func WriteFile(path string, tensors []Tensor, metadata map[string]string) (err e
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	if err := atomicfile.WriteFile(path, data); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return fmt.Errorf("%s: %w", path, errors.Unwrap(err)) // an *os.PathError naming path
 	}
 	return nil
 }

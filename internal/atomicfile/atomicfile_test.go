@@ -29,3 +29,30 @@ func TestWriteFile(t *testing.T) {
 		t.Errorf("%d files after a failed write", len(entries))
 	}
 }
+
+// TestErrorsNamePath checks that errors name the destination, not the
+// temporary file, and that CheckDir finds an unwritable directory.
+func TestErrorsNamePath(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "missing", "f")
+	err := WriteFile(path, []byte("x"))
+	if err == nil || err.Error() != "write "+path+": no such file or directory" {
+		t.Errorf("WriteFile into a missing directory: %v", err)
+	}
+	if err := CheckDir(dir); err != nil {
+		t.Errorf("CheckDir(%s): %v", dir, err)
+	}
+	if err := CheckDir(filepath.Join(dir, "missing")); err == nil || err.Error() != "no such file or directory" {
+		t.Errorf("CheckDir of a missing directory: %v", err)
+	}
+	if err := CheckDir(file); err == nil || err.Error() != "not a directory" {
+		t.Errorf("CheckDir of a file: %v", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("%d entries after CheckDir, want 1", len(entries))
+	}
+}
