@@ -78,7 +78,7 @@ func runCompile(args []string, stdout io.Writer) error {
 	cf.meta(f.Meta, opts)
 	// The settings that change the result, for kiln run -resume to check
 	// (see planSettings).
-	for k, v := range trainSettings(g, *opt, *device) {
+	for k, v := range trainSettings(g, *opt, *o0, *device) {
 		if k == modelHashKey {
 			f.Meta[modelHashMeta] = v
 		} else if k != "-device" {
@@ -182,7 +182,7 @@ const modelHashMeta = "model_sha256"
 // in for the model's identity and the other hyperparameters.
 func planSettings(f *planner.File, device string) map[string]string {
 	s := map[string]string{"-device": device}
-	for _, k := range []string{"optimizer", "lr", "momentum", "weight-decay", "clip-grad", "beta1", "beta2", "eps"} {
+	for _, k := range []string{"O0", "optimizer", "lr", "momentum", "weight-decay", "clip-grad", "beta1", "beta2", "eps"} {
 		if v, ok := f.Meta[k]; ok {
 			s["-"+k] = v
 		}

@@ -167,14 +167,14 @@ func TestResumeInProcess(t *testing.T) {
 	// Data: 4 epochs, or 2 (checkpoints at each epoch's end) then 2 more.
 	runKiln(t, "train", tiny, "-data", data, "-epochs", "4", "-save", path("tiny4")).want(t, 0)
 	runKiln(t, "train", tiny, "-data", data, "-epochs", "2", "-checkpoint", path("d")).want(t, 0)
-	r = runKiln(t, "train", tiny, "-data", data, "-epochs", "4", "-checkpoint", path("d"), "-resume", "-save", path("tiny2+2"), "-workers", "3", "-recompute", "sqrt", "-O0")
+	r = runKiln(t, "train", tiny, "-data", data, "-epochs", "4", "-checkpoint", path("d"), "-resume", "-save", path("tiny2+2"), "-workers", "3", "-recompute", "sqrt")
 	r.want(t, 0)
 	containsAll(t, "stdout", r.stdout, "at step 20 (epoch 2, batch 10)", "epoch   4/4")
 	same(path("tiny4"), path("tiny2+2"))
 
 	// Settings that change the result are refused, each named with the
-	// checkpoint's value and this run's; -workers, -recompute and -O0 do
-	// not change the result and may differ (above).
+	// checkpoint's value and this run's; -workers and -recompute do not
+	// change the result and may differ (above).
 	tinyMoved := writeFile(t, "moved.kir", strings.Replace(tinyMLPKir, "tanh", "relu", 1))
 	prefix := "kiln train: -resume: checkpoint " + path("d") + " was trained with "
 	for _, tt := range []struct {
@@ -190,6 +190,7 @@ func TestResumeInProcess(t *testing.T) {
 		{"beta1", []string{tiny, "-data", data, "-beta1", "0.8"}, 1, prefix + "-beta1 0.9, this run has -beta1 0.8"},
 		{"eps and beta2", []string{tiny, "-data", data, "-eps", "1e-6", "-beta2", "0.99"}, 1, prefix + "-beta2 0.999, -eps 1e-08, this run has -beta2 0.99, -eps 1e-06"},
 		{"sgd", []string{tiny, "-data", data, "-optimizer", "sgd"}, 1, prefix + "-lr 0.001, -optimizer adam, this run has -lr 0.01, -optimizer sgd"},
+		{"-O0", []string{tiny, "-data", data, "-O0"}, 1, prefix + "-O0 false, this run has -O0 true"},
 		{"standardize", []string{tiny, "-data", data, "-standardize=false"}, 1, prefix + "-standardize true, this run has -standardize false"},
 		{"another graph of the same name", []string{tinyMoved, "-data", data}, 1, prefix + "model sha256 "},
 		{"another model", []string{seek}, 1, prefix + "batch 8, model tiny_mlp, model sha256 "},

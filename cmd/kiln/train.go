@@ -300,8 +300,8 @@ const (
 // must match: every setting that changes the result. settings are the
 // command's (the model's identity, the optimizer and its hyperparameters,
 // -device); config adds the batch, the seed, the data and how it is split.
-// -workers, -recompute and -O0 are not recorded: the result is bitwise the
-// same for any value.
+// -workers and -recompute are not recorded: the result is bitwise the same
+// for any value.
 func (l *loopFlags) config(model string, settings map[string]string, t *kiln.Trainer) map[string]string {
 	cfg := map[string]string{
 		settingsKey: settingsVersion, "model": model,
@@ -323,15 +323,15 @@ func (l *loopFlags) config(model string, settings map[string]string, t *kiln.Tra
 
 // trainSettings returns the settings of kiln train that change the result
 // and that the loop's flags do not hold: the model's identity (modelHash),
-// the optimizer with every hyperparameter it reads, and -device. The keys
-// are the flags' names. -O0 is not one: fused and unfused plans give
-// bitwise the same results.
-func trainSettings(g *ir.Graph, opt passes.OptimizerConfig, device string) map[string]string {
+// the optimizer with every hyperparameter it reads, -O0 and -device. The
+// keys are the flags' names. -O0 is one because canonicalize, which it
+// turns off, changes results in their last bits (docs/ARCHITECTURE.md).
+func trainSettings(g *ir.Graph, opt passes.OptimizerConfig, o0 bool, device string) map[string]string {
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 	s := map[string]string{
 		modelHashKey: modelHash(g), "-optimizer": opt.Kind, "-lr": f(opt.LR),
 		"-weight-decay": f(opt.WeightDecay), "-clip-grad": f(opt.ClipGrad),
-		"-device": device,
+		"-O0": strconv.FormatBool(o0), "-device": device,
 	}
 	if opt.Kind == "adam" {
 		s["-beta1"], s["-beta2"], s["-eps"] = f(opt.Beta1), f(opt.Beta2), f(opt.Eps)
@@ -621,7 +621,7 @@ func runTrain(args []string, stdout io.Writer) error {
 	if report != nil && cf.active() {
 		fmt.Fprint(stdout, report)
 	}
-	return lf.train(stdout, t, g.Name, fmt.Sprintf("%s lr %g", opt.Kind, opt.LR), trainSettings(g, *opt, *device), data, dataName)
+	return lf.train(stdout, t, g.Name, fmt.Sprintf("%s lr %g", opt.Kind, opt.LR), trainSettings(g, *opt, *o0, *device), data, dataName)
 }
 
 func pct(v float64) string {
