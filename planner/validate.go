@@ -170,7 +170,7 @@ func (p *Plan) checkGraph() error {
 	return nil
 }
 
-// CheckTraining reports whether p, a plan that passed Check, is a training
+// CheckTraining reports whether p, a plan that passes Check, is a training
 // step, as a plan file's TrainPlan must be: its first output, the loss, is
 // a float scalar that a step computes, and it updates every param (Check
 // proves that each update is applied).
@@ -178,13 +178,13 @@ func (p *Plan) CheckTraining() error {
 	if err := p.checkLoss("a training step"); err != nil {
 		return err
 	}
-	updated := make([]bool, len(p.Buffers))
+	updated := map[int]bool{}
 	for _, u := range p.Graph.Updates {
-		updated[u.Target] = true
+		updated[int(u.Target)] = true
 	}
 	var missing []string
 	for _, i := range p.Params {
-		if !updated[i] {
+		if !updated[i] && i >= 0 && i < len(p.Buffers) {
 			missing = append(missing, "%"+p.Buffers[i].Name)
 		}
 	}
@@ -199,7 +199,7 @@ func (p *Plan) CheckTraining() error {
 	return nil
 }
 
-// CheckEvaluation reports whether p, a plan that passed Check, is an
+// CheckEvaluation reports whether p, a plan that passes Check, is an
 // evaluation graph, as a plan file's EvalPlan must be: its first output,
 // the loss, is a float scalar that a step computes, and it updates no
 // param or state.
@@ -210,7 +210,7 @@ func (p *Plan) CheckEvaluation() error {
 	if us := p.Graph.Updates; len(us) > 0 {
 		names := make([]string, len(us))
 		for k, u := range us {
-			names[k] = "%" + p.Buffers[u.Target].Name
+			names[k] = p.Graph.NameOf(u.Target)
 		}
 		return fmt.Errorf("not an evaluation graph: it updates %d params and state%s; evaluation must change none", len(us), listNames(names))
 	}
@@ -226,7 +226,11 @@ func (p *Plan) checkLoss(what string) error {
 	if len(p.Outputs) == 0 {
 		return fmt.Errorf("not %s: it has no output; the first output must be the loss", what)
 	}
-	b := &p.Buffers[p.Outputs[0].Buffer]
+	i := p.Outputs[0].Buffer
+	if i < 0 || i >= len(p.Buffers) {
+		return fmt.Errorf("not %s: its first output names buffer %d of %d", what, i, len(p.Buffers))
+	}
+	b := &p.Buffers[i]
 	if !b.Type.DType.IsFloat() || len(b.Type.Shape) != 0 {
 		return fmt.Errorf("not %s: its first output %%%s is %s; the loss is a float scalar", what, b.Name, b.Type)
 	}
