@@ -2,6 +2,7 @@ package planner_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/kilnml/kiln"
 	"github.com/kilnml/kiln/ir"
+	"github.com/kilnml/kiln/kernels"
 	"github.com/kilnml/kiln/passes"
 	"github.com/kilnml/kiln/planner"
 )
@@ -74,13 +76,13 @@ func buffer(t *testing.T, p *planner.PlanJSON, name string) int {
 	return -1
 }
 
-// trainEvalFile encodes what kiln compile writes for mlpSrc: the training
-// step (Adam) under "train", the evaluation graph under "eval", and the
-// initial value of the param %w1. With noInPlace, no value takes another's
-// memory, so every update is applied by a copy step.
-func trainEvalFile(t *testing.T, noInPlace bool) []byte {
+// trainEvalFile encodes what kiln compile writes for the graph src: the
+// training step (Adam) under "train", the evaluation graph under "eval",
+// and the initial value of the first param. With noInPlace, no value takes
+// another's memory, so every update is applied by a copy step.
+func trainEvalFile(t testing.TB, src string, noInPlace bool) []byte {
 	t.Helper()
-	g, err := ir.Parse("mlp", []byte(mlpSrc))
+	g, err := ir.Parse("model", []byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,8 +114,8 @@ func trainEvalFile(t *testing.T, noInPlace bool) []byte {
 // plan and what was expected and found. Each case edits the JSON of a
 // good file and recomputes the checksum.
 func TestLoadRefusesLyingPlans(t *testing.T) {
-	good := trainEvalFile(t, false)
-	copies := trainEvalFile(t, true)
+	good := trainEvalFile(t, mlpSrc, false)
+	copies := trainEvalFile(t, mlpSrc, true)
 	const train, eval = planner.TrainPlan, planner.EvalPlan
 	tests := []struct {
 		name string
@@ -289,4 +291,187 @@ func TestLoadRefusesLyingPlans(t *testing.T) {
 			t.Errorf("an unedited file: %v", err)
 		}
 	}
+}
+
+// runPlans runs each plan of file once on the CPU, from zero inputs and
+// the params of seed 1 (and the file's initial values), and returns every
+// name the executor reads (inputs, params, state, outputs) after the step,
+// as "plan/name" → bytes.
+func runPlans(t testing.TB, file *planner.File) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	for name, p := range file.Plans {
+		x, err := kiln.NewExecutor(p, kiln.ExecOptions{Seed: 1, Workers: 1})
+		if err != nil {
+			t.Fatalf("plan %q: %v", name, err)
+		}
+		for _, v := range file.Params {
+			if err := x.Set(v.Name, kernels.Tensor{Type: v.Type, Data: v.Data}); err != nil {
+				t.Fatalf("plan %q: %v", name, err)
+			}
+		}
+		if err := x.Step(context.Background()); err != nil {
+			t.Fatalf("plan %q: %v", name, err)
+		}
+		for _, n := range x.Names() {
+			v, err := x.Get(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[name+"/"+n] = slices.Clone(v.Data)
+		}
+		x.Close()
+	}
+	return out
+}
+
+// editPlanFields changes one field of one plan of doc, chosen by field and
+// index, to value: a buffer's offset, size, live range, alias or role, a
+// step's output, argument or kind, the order or number of the steps, an
+// output, a gradient, the arena, the lower bound or the chunk size.
+func editPlanFields(doc *planner.FilePayload, field uint8, index uint16, value int64) {
+	names := []string{planner.EvalPlan, planner.TrainPlan}
+	name := names[int(field)%len(names)]
+	p := doc.Plans[name]
+	defer func() { doc.Plans[name] = p }()
+	i := int(index)
+	pick := func(n int) int { return i % max(n, 1) }
+	b := func() *planner.BufferJSON { return &p.Buffers[pick(len(p.Buffers))] }
+	s := func() *planner.StepJSON { return &p.Steps[pick(len(p.Steps))] }
+	switch field / 2 % 18 {
+	case 0:
+		b().Offset = value
+	case 1:
+		b().Offset += value * planner.Align
+	case 2:
+		b().Size = value
+	case 3:
+		b().Start = int(value)
+	case 4:
+		b().End = int(value)
+	case 5:
+		if value < 0 {
+			b().Alias = nil
+		} else {
+			a := int(value)
+			b().Alias = &a
+		}
+	case 6:
+		b().Role = []string{"temp", "input", "param", "state"}[uint64(value)%4]
+	case 7:
+		s().Out = int(value)
+	case 8:
+		if st := s(); len(st.Args) > 0 {
+			st.Args = slices.Clone(st.Args)
+			st.Args[int(uint64(value)%uint64(len(st.Args)))] = int(value >> 8)
+		}
+	case 9:
+		st := s()
+		if st.Kind == "copy" {
+			st.Kind, st.Kernel = "kernel", p.Buffers[pick(len(p.Buffers))].Type
+		} else {
+			st.Kind, st.Kernel = "copy", ""
+		}
+	case 10:
+		if len(p.Steps) > 0 {
+			k := pick(len(p.Steps))
+			p.Steps = slices.Delete(slices.Clone(p.Steps), k, k+1)
+		}
+	case 11:
+		if len(p.Steps) > 0 {
+			p.Steps = slices.Insert(slices.Clone(p.Steps), int(uint64(value)%uint64(len(p.Steps))), *s())
+		}
+	case 12:
+		if len(p.Steps) > 0 {
+			j, k := pick(len(p.Steps)), int(uint64(value)%uint64(len(p.Steps)))
+			p.Steps[j], p.Steps[k] = p.Steps[k], p.Steps[j]
+		}
+	case 13:
+		if len(p.Outputs) > 0 {
+			p.Outputs[pick(len(p.Outputs))].Buffer = int(value)
+		}
+	case 14:
+		p.Grads = append(p.Grads, planner.Named{Name: "grad/" + b().Name, Buffer: int(value)})
+	case 15:
+		p.ArenaBytes = value
+	case 16:
+		p.LowerBound = value
+	case 17:
+		p.ChunkBytes = value
+	}
+}
+
+// planEdits holds good plan files and what their plans compute, for
+// checkEdit.
+type planEdits struct {
+	files [][]byte
+	want  []map[string][]byte
+}
+
+func newPlanEdits(t testing.TB) *planEdits {
+	e := &planEdits{files: [][]byte{trainEvalFile(t, mlpSrc, false), trainEvalFile(t, mlpSrc, true)}}
+	for _, file := range e.files {
+		dec, err := planner.Decode(bytes.NewReader(file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.want = append(e.want, runPlans(t, dec))
+	}
+	return e
+}
+
+// check changes one field of a good plan file (see editPlanFields) and
+// recomputes its checksum: Decode must refuse the file with one line or,
+// if it accepts it, its plans must compute bitwise what the unedited plans
+// compute. An edit that Decode accepts and that changes the results is a
+// plan that lies. check reports whether Decode accepted the file.
+func (e *planEdits) check(t *testing.T, which, field uint8, index uint16, value int64) bool {
+	t.Helper()
+	k := int(which) % len(e.files)
+	edited := editFile(t, e.files[k], func(doc *planner.FilePayload) { editPlanFields(doc, field, index, value) })
+	file, err := planner.Decode(bytes.NewReader(edited))
+	if err != nil {
+		if strings.Contains(err.Error(), "\n") {
+			t.Fatalf("an error of more than one line: %q", err)
+		}
+		return false
+	}
+	got := runPlans(t, file)
+	for name, w := range e.want[k] {
+		if !bytes.Equal(got[name], w) {
+			t.Fatalf("file %d, edit %d of index %d to %d: accepted, but %s differs from the unedited plan's", k, field, index, value, name)
+		}
+	}
+	return true
+}
+
+// TestPlanEdits makes every kind of edit of editPlanFields, to a few
+// indices and values, in both plans of both files (check).
+func TestPlanEdits(t *testing.T) {
+	e := newPlanEdits(t)
+	accepted, total := 0, 0
+	for which := range uint8(2) {
+		for field := range uint8(36) {
+			for _, index := range []uint16{0, 3, 29} {
+				for _, value := range []int64{-1, 0, 1, 8, planner.Align, 1 << 20, 1 << 62, -1 << 63} {
+					total++
+					if e.check(t, which, field, index, value) {
+						accepted++
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d of %d edits accepted, each computing what the unedited plan does", accepted, total)
+}
+
+// FuzzPlanEdits is TestPlanEdits with the edits the fuzzer chooses.
+func FuzzPlanEdits(f *testing.F) {
+	e := newPlanEdits(f)
+	for field := range uint8(36) {
+		f.Add(field%2, field, uint16(field*7), int64(planner.Align))
+	}
+	f.Fuzz(func(t *testing.T, which, field uint8, index uint16, value int64) {
+		e.check(t, which, field, index, value)
+	})
 }
