@@ -3,9 +3,9 @@ package planner_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
