@@ -3,11 +3,11 @@ package planner_test
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -253,20 +253,11 @@ func rehash(doc []byte) []byte {
 // version is set, and the lengths and checksum are recomputed.
 func repack(t *testing.T, file []byte, version uint32, f func(doc []byte) []byte) []byte {
 	t.Helper()
-	body := file[56:]
-	docLen := binary.LittleEndian.Uint64(body)
-	doc := f(append([]byte(nil), body[8:8+docLen]...))
-	var nb bytes.Buffer
-	binary.Write(&nb, binary.LittleEndian, uint64(len(doc)))
-	nb.Write(doc)
-	nb.Write(body[8+docLen:])
-	sum := sha256.Sum256(nb.Bytes())
-	out := append([]byte(nil), file[:8]...)
-	out = binary.LittleEndian.AppendUint32(out, version)
-	out = binary.LittleEndian.AppendUint32(out, 0)
-	out = binary.LittleEndian.AppendUint64(out, uint64(nb.Len()))
-	out = append(out, sum[:]...)
-	return append(out, nb.Bytes()...)
+	_, doc, data, err := planner.Unpack(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return planner.Pack(version, f(slices.Clone(doc)), data)
 }
 
 // TestFileAliases: in-place buffers survive the round trip (TestFileRoundTrip
