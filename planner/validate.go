@@ -154,17 +154,20 @@ func (p *Plan) checkGraph() error {
 			return fmt.Errorf("no step computes %%%s", v.Name)
 		}
 	}
+	last := make([]int, n) // the last step that reads or writes each buffer
+	for s, st := range p.Steps {
+		last[st.Out] = s
+		for _, a := range st.Args {
+			last[a] = s
+		}
+	}
 	for _, u := range g.Updates {
 		t, v := int(u.Target), int(u.Value)
 		if t != v && p.Buffers[v].Alias != t && copied[t] < 0 {
 			return fmt.Errorf("no step applies the update of %%%s (with %%%s)", g.Values[t].Name, g.Values[v].Name)
 		}
-		if c := copied[t]; c >= 0 {
-			for s := c + 1; s < len(p.Steps); s++ {
-				if st := &p.Steps[s]; st.Out == t || slices.Contains(st.Args, t) {
-					return fmt.Errorf("step %d reads or writes %%%s after step %d copied its update into it", s, g.Values[t].Name, c)
-				}
-			}
+		if c := copied[t]; c >= 0 && last[t] != c {
+			return fmt.Errorf("step %d reads or writes %%%s after step %d copied its update into it", last[t], g.Values[t].Name, c)
 		}
 	}
 	return nil
