@@ -551,6 +551,9 @@ func (p *Plan) Check() error {
 		if s < o.Start || s > o.End {
 			return fmt.Errorf("step %d writes %%%s outside its live range %d..%d", s, o.Name, o.Start, o.End)
 		}
+		if st.Kind == Copy && (len(st.Args) != 1 || !p.Buffers[st.Args[0]].Type.Equal(o.Type)) {
+			return fmt.Errorf("step %d: a copy into %%%s: %s must read one buffer of that type", s, o.Name, o.Type)
+		}
 		written[st.Out] = true
 	}
 	takenBy := make([]int, n)

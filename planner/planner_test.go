@@ -346,4 +346,15 @@ update %s = %n
 			t.Errorf("%%%s takes %%%s in place", b.Name, p.Buffers[b.Alias].Name)
 		}
 	}
+
+	// Without its graph, Check still refuses a copy that reads no buffer
+	// or one of another type.
+	p.Graph = nil
+	last := &p.Steps[len(p.Steps)-1]
+	for _, args := range [][]int{nil, {last.Args[0], last.Args[0]}} {
+		last.Args = args
+		if err := p.Check(); err == nil || !strings.Contains(err.Error(), "must read one buffer of that type") {
+			t.Errorf("a copy reading %v: Check() = %v", args, err)
+		}
+	}
 }
