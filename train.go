@@ -187,17 +187,19 @@ func signature(p *planner.Plan) (Signature, error) {
 // workers.
 func NewTrainerFromPlans(train, eval *planner.Plan, x ExecOptions) (*Trainer, error) {
 	t := &Trainer{Plan: train, EvalPlan: eval}
+	if err := train.CheckTraining(); err != nil {
+		return nil, fmt.Errorf("the training plan: %w", err)
+	}
+	if err := eval.CheckEvaluation(); err != nil {
+		return nil, fmt.Errorf("the evaluation plan: %w", err)
+	}
 	sig, err := signature(train)
 	if err != nil {
 		return nil, fmt.Errorf("plan %s: %w", train.Graph.Name, err)
 	}
 	t.sig = sig
-	for _, i := range train.Params {
-		b := train.Buffers[i]
-		j, ok := findBuffer(eval, b.Name)
-		if !ok || !eval.Buffers[j].Type.Equal(b.Type) {
-			return nil, fmt.Errorf("the evaluation plan lacks param %%%s: %s of the training plan", b.Name, b.Type)
-		}
+	if err := sameSignature(train, eval); err != nil {
+		return nil, err
 	}
 	if t.train, err = NewExecutor(train, x); err != nil {
 		return nil, err
@@ -217,6 +219,43 @@ func NewTrainerFromPlans(train, eval *planner.Plan, x ExecOptions) (*Trainer, er
 		t.yt = kernels.New(g.Type(ins[1]))
 	}
 	return t, nil
+}
+
+// sameSignature reports whether eval, the evaluation plan, takes what
+// train, the training step, takes and has its params: the same inputs and
+// params, by name and type, and the metric's output of the same type, so
+// that the trainer can feed both, copy the trained params into eval, and
+// read both alike.
+func sameSignature(train, eval *planner.Plan) error {
+	for _, l := range []struct {
+		what      string
+		train, ev []int
+	}{{"input", train.Inputs, eval.Inputs}, {"param", train.Params, eval.Params}} {
+		for _, i := range l.train {
+			b := train.Buffers[i]
+			j, ok := findBuffer(eval, b.Name)
+			if !ok || eval.Buffers[j].Role != b.Role {
+				return fmt.Errorf("the evaluation plan lacks %s %%%s: %s of the training plan", l.what, b.Name, b.Type)
+			}
+			if c := eval.Buffers[j]; !c.Type.Equal(b.Type) {
+				return fmt.Errorf("the evaluation plan's %s %%%s is %s, the training plan's %s", l.what, b.Name, c.Type, b.Type)
+			}
+		}
+		if len(l.ev) != len(l.train) {
+			return fmt.Errorf("the evaluation plan has %d %ss, the training plan %d", len(l.ev), l.what, len(l.train))
+		}
+	}
+	n := min(len(train.Outputs), 2) // the loss and the metric's output
+	if len(eval.Outputs) < n {
+		return fmt.Errorf("the evaluation plan has %d outputs, the training plan %d", len(eval.Outputs), len(train.Outputs))
+	}
+	for k := range n {
+		a, b := train.Buffers[train.Outputs[k].Buffer], eval.Buffers[eval.Outputs[k].Buffer]
+		if a.Name != b.Name || !a.Type.Equal(b.Type) {
+			return fmt.Errorf("the evaluation plan's output %d is %%%s: %s, the training plan's %%%s: %s", k, b.Name, b.Type, a.Name, a.Type)
+		}
+	}
+	return nil
 }
 
 // Close stops the workers of the trainer's executors. The trainer cannot

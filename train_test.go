@@ -12,6 +12,7 @@ import (
 	"github.com/kilnml/kiln/frontends/dataset"
 	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/passes"
+	"github.com/kilnml/kiln/planner"
 )
 
 // newTrainer builds g with b and a trainer for it with Adam at lr.
@@ -319,5 +320,57 @@ func TestTrainerSignatureErrors(t *testing.T) {
 	floats.Y, floats.R = make([]int64, 12), nil
 	if _, _, err := tok.Epoch(context.Background(), floats); err == nil || !strings.Contains(err.Error(), "input %x takes integer tokens, the data has the feature 3.5") {
 		t.Errorf("fractional tokens: error %v", err)
+	}
+}
+
+// TestNewTrainerFromPlansRefusesWrongPlans: plans that are not a training
+// step and its evaluation graph, as a plan file may hold them, are refused
+// with an error, not a panic at the first step or a run that trains
+// nothing.
+func TestNewTrainerFromPlansRefusesWrongPlans(t *testing.T) {
+	t.Parallel()
+	compile := func(t *testing.T, b *frontends.Builder, opts kiln.Options) *planner.Plan {
+		t.Helper()
+		g, err := b.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := kiln.Compile(g, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	adam, _ := passes.DefaultOptimizer("adam")
+	train := compile(t, regressionMLP(4), kiln.Options{Optimizer: &adam})
+	eval := compile(t, regressionMLP(4), kiln.Options{Inference: true})
+	other := compile(t, regressionMLP(8), kiln.Options{Inference: true})
+	noOutputs := *eval
+	noOutputs.Outputs = nil
+	lossOnly := compile(t, regressionMLP(4), kiln.Options{Inference: true})
+	lossOnly.Graph.Outputs = lossOnly.Graph.Outputs[:1]
+	lossOnly.Outputs = lossOnly.Outputs[:1]
+	tests := []struct {
+		name        string
+		train, eval *planner.Plan
+		want        string
+	}{
+		{"evaluation graph as the training step", eval, eval, "not a training step: it updates none of its 4 params (%w1, %b1, %w2 and 1 more)"},
+		{"training step as the evaluation graph", train, train, "not an evaluation graph: it updates"},
+		{"evaluation graph without outputs", train, &noOutputs, "not an evaluation graph: it has no output"},
+		{"evaluation graph without the metric", train, lossOnly, "the evaluation plan has 1 outputs, the training plan 2"},
+		{"evaluation graph of another batch", train, other, "the evaluation plan's input %x is f32[8,2], the training plan's f32[4,2]"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tr, err := kiln.NewTrainerFromPlans(tc.train, tc.eval, kiln.ExecOptions{Workers: 1})
+			if err == nil {
+				tr.Close()
+				t.Fatalf("no error; want one containing %q", tc.want)
+			}
+			if msg := err.Error(); !strings.Contains(msg, tc.want) || strings.Contains(msg, "\n") {
+				t.Errorf("error %q, want one line containing %q", msg, tc.want)
+			}
+		})
 	}
 }

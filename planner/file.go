@@ -41,6 +41,15 @@ type File struct {
 	Meta   map[string]string // e.g. the optimizer, the source file, the seed
 }
 
+// The names of the plans that kiln compile writes and kiln run reads.
+// Decode checks that a plan under TrainPlan is a training step
+// (Plan.CheckTraining) and one under EvalPlan an evaluation graph
+// (Plan.CheckEvaluation).
+const (
+	TrainPlan = "train"
+	EvalPlan  = "eval"
+)
+
 // Tensor is a named tensor's type and raw little-endian bytes.
 type Tensor struct {
 	Name string
@@ -109,13 +118,8 @@ func Encode(w io.Writer, f *File) error {
 	var payload filePayload
 	payload.Plans = map[string]planJSON{}
 	payload.Meta = f.Meta
-	names := make([]string, 0, len(f.Plans))
-	for n := range f.Plans {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	version := uint32(2)
-	for _, n := range names {
+	for _, n := range sortedKeys(f.Plans) {
 		payload.Plans[n] = encodePlan(f.Plans[n])
 		if f.Plans[n].ChunkBytes != 0 {
 			version = 3
@@ -133,22 +137,26 @@ func Encode(w io.Writer, f *File) error {
 	if err != nil {
 		return err
 	}
-	var body bytes.Buffer
-	binary.Write(&body, binary.LittleEndian, uint64(len(doc)))
-	body.Write(doc)
-	body.Write(data.Bytes())
-	sum := sha256.Sum256(body.Bytes())
-	var head bytes.Buffer
-	head.Write(fileMagic[:])
-	binary.Write(&head, binary.LittleEndian, version)
-	binary.Write(&head, binary.LittleEndian, uint32(0))
-	binary.Write(&head, binary.LittleEndian, uint64(body.Len()))
-	head.Write(sum[:])
-	if _, err := w.Write(head.Bytes()); err != nil {
-		return err
-	}
-	_, err = w.Write(body.Bytes())
+	_, err = w.Write(pack(version, doc, data.Bytes()))
 	return err
+}
+
+// pack lays out a plan file: the header (magic, version, flags, payload
+// length, the payload's SHA-256), then the payload (the document's length,
+// the document, the data).
+func pack(version uint32, doc, data []byte) []byte {
+	out := make([]byte, 0, headerSize+8+len(doc)+len(data))
+	out = append(out, fileMagic[:]...)
+	out = binary.LittleEndian.AppendUint32(out, version)
+	out = binary.LittleEndian.AppendUint32(out, 0)
+	out = binary.LittleEndian.AppendUint64(out, uint64(8+len(doc)+len(data)))
+	out = append(out, make([]byte, sha256.Size)...)
+	out = binary.LittleEndian.AppendUint64(out, uint64(len(doc)))
+	out = append(out, doc...)
+	out = append(out, data...)
+	sum := sha256.Sum256(out[headerSize:])
+	copy(out[24:headerSize], sum[:])
+	return out
 }
 
 func encodePlan(p *Plan) planJSON {
@@ -181,74 +189,107 @@ func encodePlan(p *Plan) planJSON {
 
 // Decode reads a plan file. It refuses, with an error saying which, a file
 // that is not a plan file, is truncated, fails its checksum, was written by
-// a newer version of kiln, or holds a plan that does not match its graph or
-// fails Check.
+// a newer version of kiln, holds a graph that fails ir.Check or a plan
+// that fails Check against its graph, a TrainPlan that is not a training
+// step or an EvalPlan that is not an evaluation graph, or an initial value
+// that is not of a param of its plans. It never panics on any input.
 func Decode(r io.Reader) (*File, error) {
+	version, doc, data, err := unpack(r)
+	if err != nil {
+		return nil, err
+	}
+	return decodeDoc(version, doc, data)
+}
+
+// unpack reads the header and the payload of a plan file, checks them and
+// returns the format version, the JSON document and the data after it.
+func unpack(r io.Reader) (version uint32, doc, data []byte, err error) {
 	var head [headerSize]byte
 	if _, err := io.ReadFull(r, head[:]); err != nil {
-		return nil, fmt.Errorf("not a kiln plan file: too short for the %d-byte header", headerSize)
+		return 0, nil, nil, fmt.Errorf("not a kiln plan file: too short for the %d-byte header", headerSize)
 	}
 	if !bytes.Equal(head[:8], fileMagic[:]) {
-		return nil, fmt.Errorf("not a kiln plan file: it does not start with %q", fileMagic[:])
+		return 0, nil, nil, fmt.Errorf("not a kiln plan file: it does not start with %q", fileMagic[:])
 	}
-	version := binary.LittleEndian.Uint32(head[8:])
+	version = binary.LittleEndian.Uint32(head[8:])
 	if version > FileVersion {
-		return nil, fmt.Errorf("plan file format version %d is newer than this kiln reads (%d); recompile it or update kiln", version, FileVersion)
+		return 0, nil, nil, fmt.Errorf("plan file format version %d is newer than this kiln reads (%d); recompile it or update kiln", version, FileVersion)
 	}
 	if version == 0 {
-		return nil, fmt.Errorf("plan file format version 0 is not valid")
+		return 0, nil, nil, fmt.Errorf("plan file format version 0 is not valid")
 	}
 	n := binary.LittleEndian.Uint64(head[16:])
 	const maxPayload = 1 << 40
 	if n > maxPayload {
-		return nil, fmt.Errorf("corrupted plan file: payload length %d", n)
+		return 0, nil, nil, fmt.Errorf("corrupted plan file: payload length %d", n)
 	}
 	body, err := io.ReadAll(io.LimitReader(r, int64(n)+1))
 	if err != nil {
-		return nil, err
+		return 0, nil, nil, err
 	}
 	if uint64(len(body)) < n {
-		return nil, fmt.Errorf("truncated plan file: %d of %d payload bytes", len(body), n)
+		return 0, nil, nil, fmt.Errorf("truncated plan file: %d of %d payload bytes", len(body), n)
 	}
 	if uint64(len(body)) > n {
-		return nil, fmt.Errorf("corrupted plan file: data after the %d-byte payload", n)
+		return 0, nil, nil, fmt.Errorf("corrupted plan file: data after the %d-byte payload", n)
 	}
 	if sum := sha256.Sum256(body); !bytes.Equal(sum[:], head[24:]) {
-		return nil, fmt.Errorf("corrupted plan file: checksum mismatch")
+		return 0, nil, nil, fmt.Errorf("corrupted plan file: checksum mismatch")
 	}
 	if len(body) < 8 {
-		return nil, fmt.Errorf("corrupted plan file: no document")
+		return 0, nil, nil, fmt.Errorf("corrupted plan file: no document")
 	}
 	docLen := binary.LittleEndian.Uint64(body)
 	if docLen > uint64(len(body)-8) {
-		return nil, fmt.Errorf("corrupted plan file: document length %d beyond the payload", docLen)
+		return 0, nil, nil, fmt.Errorf("corrupted plan file: document length %d beyond the payload", docLen)
 	}
+	return version, body[8 : 8+docLen], body[8+docLen:], nil
+}
+
+// decodeDoc decodes the JSON document of a plan file of the given version
+// and the params' data after it, and validates what it holds.
+func decodeDoc(version uint32, doc, data []byte) (*File, error) {
 	var payload filePayload
-	dec := json.NewDecoder(bytes.NewReader(body[8 : 8+docLen]))
+	dec := json.NewDecoder(bytes.NewReader(doc))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&payload); err != nil {
-		return nil, fmt.Errorf("corrupted plan file: %v", err)
+		return nil, fmt.Errorf("corrupted plan file: %s", clip(err.Error()))
 	}
 	if dec.More() {
 		return nil, fmt.Errorf("corrupted plan file: data after the JSON document")
 	}
-	data := body[8+docLen:]
 	f := &File{Plans: map[string]*Plan{}, Meta: payload.Meta}
-	for name, pj := range payload.Plans {
-		p, err := decodePlan(pj, version)
+	for _, name := range sortedKeys(payload.Plans) {
+		p, err := decodePlan(payload.Plans[name], version)
+		if err == nil {
+			switch name {
+			case TrainPlan:
+				err = p.CheckTraining()
+			case EvalPlan:
+				err = p.CheckEvaluation()
+			}
+		}
 		if err != nil {
-			return nil, fmt.Errorf("plan %q: %w", name, err)
+			return nil, fmt.Errorf("plan %q: %w", clip(name), err)
 		}
 		f.Plans[name] = p
 	}
+	seen := map[string]bool{}
 	for _, tj := range payload.Params {
 		t, err := ir.ParseType(tj.Type)
 		if err != nil {
-			return nil, fmt.Errorf("param %q: %v", tj.Name, err)
+			return nil, fmt.Errorf("param %q: %v", clip(tj.Name), err)
 		}
-		if tj.Offset < 0 || tj.Size != int64(t.Bytes()) || tj.Offset+tj.Size > int64(len(data)) {
-			return nil, fmt.Errorf("param %q: %d bytes at %d do not fit %s in %d bytes of data", tj.Name, tj.Size, tj.Offset, t, len(data))
+		if tj.Offset < 0 || tj.Size != int64(t.Bytes()) || tj.Offset > int64(len(data))-tj.Size {
+			return nil, fmt.Errorf("param %q: %d bytes at %d do not fit %s in %d bytes of data", clip(tj.Name), tj.Size, tj.Offset, t, len(data))
 		}
+		if err := f.checkParam(tj.Name, t); err != nil {
+			return nil, err
+		}
+		if seen[tj.Name] {
+			return nil, fmt.Errorf("param %q: given twice", clip(tj.Name))
+		}
+		seen[tj.Name] = true
 		f.Params = append(f.Params, Tensor{tj.Name, t, append([]byte(nil), data[tj.Offset:tj.Offset+tj.Size]...)})
 	}
 	return f, nil
@@ -259,42 +300,35 @@ func decodePlan(j planJSON, version uint32) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := ir.Check(g); err != nil {
+		return nil, err
+	}
 	if j.ChunkBytes != 0 && version < 3 {
 		return nil, fmt.Errorf("chunk_bytes %d in a version %d file, which has no chunks", j.ChunkBytes, version)
 	}
 	p := &Plan{Graph: g, ArenaBytes: j.ArenaBytes, LowerBound: j.LowerBound, ChunkBytes: j.ChunkBytes, Outputs: j.Outputs, Grads: j.Grads}
 	if h := p.GraphHash(); h != j.GraphHash {
-		return nil, fmt.Errorf("graph hash %s does not match the recorded %s", h, j.GraphHash)
+		return nil, fmt.Errorf("graph hash %s does not match the recorded %s", h, clip(j.GraphHash))
 	}
 	if len(j.Buffers) != len(g.Values) {
-		return nil, fmt.Errorf("%d buffers for %d values", len(j.Buffers), len(g.Values))
+		return nil, fmt.Errorf("%d buffers for the graph's %d values", len(j.Buffers), len(g.Values))
 	}
 	for i, bj := range j.Buffers {
-		v := g.Value(ir.ID(i))
 		t, err := ir.ParseType(bj.Type)
 		if err != nil {
 			return nil, fmt.Errorf("buffer %d: %v", i, err)
 		}
-		if bj.Name != v.Name || !t.Equal(v.Type) {
-			return nil, fmt.Errorf("buffer %d is %%%s: %s, the graph's value %d is %%%s: %s", i, bj.Name, t, i, v.Name, v.Type)
-		}
 		role, ok := parseRole(bj.Role)
 		if !ok {
-			return nil, fmt.Errorf("buffer %%%s: unknown role %q", bj.Name, bj.Role)
-		}
-		if want := roleOf(v.Op); role != want {
-			return nil, fmt.Errorf("buffer %%%s: role %s, but the value is a %s", bj.Name, role, v.Op)
-		}
-		if bj.Size != int64(t.Bytes()) {
-			return nil, fmt.Errorf("buffer %%%s: size %d, %s needs %d", bj.Name, bj.Size, t, t.Bytes())
+			return nil, fmt.Errorf("buffer %%%s: unknown role %q", clip(bj.Name), clip(bj.Role))
 		}
 		alias := -1
 		if bj.Alias != nil {
 			if version < 2 {
-				return nil, fmt.Errorf("buffer %%%s: an alias in a version %d file, which has none", bj.Name, version)
+				return nil, fmt.Errorf("buffer %%%s: an alias in a version %d file, which has none", clip(bj.Name), version)
 			}
 			if alias = *bj.Alias; alias < 0 || alias >= len(j.Buffers) {
-				return nil, fmt.Errorf("buffer %%%s: alias %d is not a buffer index (0..%d)", bj.Name, alias, len(j.Buffers)-1)
+				return nil, fmt.Errorf("buffer %%%s: alias %d is not a buffer index (0..%d)", clip(bj.Name), alias, len(j.Buffers)-1)
 			}
 		}
 		p.Buffers = append(p.Buffers, Buffer{Value: ir.ID(i), Name: bj.Name, Type: t, Role: role, Offset: bj.Offset, Size: bj.Size, Start: bj.Start, End: bj.End, Alias: alias})
@@ -307,49 +341,62 @@ func decodePlan(j planJSON, version uint32) (*Plan, error) {
 			p.States = append(p.States, i)
 		}
 	}
-	valid := func(b int) bool { return b >= 0 && b < len(p.Buffers) }
 	for k, sj := range j.Steps {
-		if !valid(sj.Out) {
+		if sj.Out < 0 || sj.Out >= len(p.Buffers) {
 			return nil, fmt.Errorf("step %d writes buffer %d of %d", k, sj.Out, len(p.Buffers))
 		}
-		for _, a := range sj.Args {
-			if !valid(a) {
-				return nil, fmt.Errorf("step %d reads buffer %d of %d", k, a, len(p.Buffers))
-			}
-		}
-		v := g.Value(ir.ID(sj.Out))
 		switch sj.Kind {
 		case "copy":
-			if len(sj.Args) != 1 {
-				return nil, fmt.Errorf("step %d: a copy takes one buffer, found %d", k, len(sj.Args))
-			}
 			p.Steps = append(p.Steps, Step{Kind: Copy, Args: sj.Args, Out: sj.Out})
 		case "kernel":
+			// The file names the kernel so that a plan cannot silently
+			// change what runs: the op comes from the graph, and Check
+			// proves the step computes the graph's value.
+			v := g.Value(ir.ID(sj.Out))
 			if want := v.Op.String() + "/" + v.Type.DType.String(); sj.Kernel != want {
-				return nil, fmt.Errorf("step %d runs kernel %q, but %%%s needs %q", k, sj.Kernel, v.Name, want)
-			}
-			if len(sj.Args) != len(v.Args) {
-				return nil, fmt.Errorf("step %d: %d arguments for %%%s, which takes %d", k, len(sj.Args), v.Name, len(v.Args))
-			}
-			for i, a := range sj.Args {
-				if ir.ID(a) != v.Args[i] {
-					return nil, fmt.Errorf("step %d: argument %d is buffer %d, %%%s reads value %d", k, i, a, v.Name, v.Args[i])
-				}
+				return nil, fmt.Errorf("step %d runs kernel %q, but %%%s needs %q", k, clip(sj.Kernel), v.Name, want)
 			}
 			p.Steps = append(p.Steps, Step{Kind: Kernel, Op: v.Op, Attrs: v.Attrs, Args: sj.Args, Out: sj.Out})
 		default:
-			return nil, fmt.Errorf("step %d: unknown kind %q", k, sj.Kind)
-		}
-	}
-	for _, n := range append(append([]Named(nil), p.Outputs...), p.Grads...) {
-		if !valid(n.Buffer) {
-			return nil, fmt.Errorf("%s names buffer %d of %d", n.Name, n.Buffer, len(p.Buffers))
+			return nil, fmt.Errorf("step %d: unknown kind %q", k, clip(sj.Kind))
 		}
 	}
 	if err := p.Check(); err != nil {
 		return nil, err
 	}
 	return p, nil
+}
+
+// checkParam reports whether an initial value of type t may be given for
+// the param called name: some plan of f has that param, and no plan has a
+// buffer of that name that is not a param of type t.
+func (f *File) checkParam(name string, t ir.Type) error {
+	found := false
+	for _, pn := range sortedKeys(f.Plans) {
+		p := f.Plans[pn]
+		for _, b := range p.Buffers {
+			if b.Name != name {
+				continue
+			}
+			if b.Role != Param || !b.Type.Equal(t) {
+				return fmt.Errorf("param %q: %s, plan %q has %%%s: %s (%s)", clip(name), t, clip(pn), b.Name, b.Type, b.Role)
+			}
+			found = true
+		}
+	}
+	if !found {
+		return fmt.Errorf("param %q: no plan in the file has a param of that name", clip(name))
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 func parseRole(s string) (Role, bool) {

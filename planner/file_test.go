@@ -2,10 +2,12 @@ package planner_test
 
 import (
 	"bytes"
-	"crypto/sha256"
+	"context"
 	"encoding/binary"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -152,48 +154,110 @@ func TestSaveLoad(t *testing.T) {
 	}
 }
 
-// FuzzDecode checks that no input makes Decode panic, and that what it
-// accepts encodes back to the same bytes.
+// FuzzDecode checks that no plan file makes Decode panic, that what it
+// accepts encodes and decodes back to the same plans, and that the CPU
+// executor runs each accepted plan without panicking. The fuzzer mutates
+// the JSON document (and the params' data and the version), and the
+// harness recomputes the graph hashes and the checksum, so that mutations
+// reach the decoder and Check instead of failing the checksum. The seeds
+// are the documents of real plan files: training steps with in-place
+// updates and with copies, evaluation graphs, and a forward graph.
 func FuzzDecode(f *testing.F) {
-	var buf bytes.Buffer
 	g, _ := ir.Parse("t", []byte("graph t\ninput %x: f32[2]\n%y = exp %x\noutput %y\n"))
 	p, err := kiln.Compile(g, kiln.Options{})
 	if err != nil {
 		f.Fatal(err)
 	}
-	planner.Encode(&buf, &planner.File{Plans: map[string]*planner.Plan{"p": p}})
-	f.Add(buf.Bytes())
-	f.Add([]byte("KILNPLAN"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		file, err := planner.Decode(bytes.NewReader(data))
+	var buf bytes.Buffer
+	if err := planner.Encode(&buf, &planner.File{Plans: map[string]*planner.Plan{"p": p}}); err != nil {
+		f.Fatal(err)
+	}
+	lin, err := os.ReadFile("../examples/linreg/linreg.kir")
+	if err != nil {
+		f.Fatal(err)
+	}
+	files := [][]byte{buf.Bytes(), []byte("KILNPLAN")}
+	for _, noInPlace := range []bool{false, true} {
+		files = append(files, trainEvalFile(f, string(lin), noInPlace))
+	}
+	for _, file := range files {
+		version, doc, data, err := planner.Unpack(file)
 		if err != nil {
+			version, doc, data = planner.FileVersion, file, nil
+		}
+		f.Add(version, doc, data)
+	}
+	f.Fuzz(func(t *testing.T, version uint32, doc, data []byte) {
+		file, err := planner.Decode(bytes.NewReader(planner.Pack(version, rehash(doc), data)))
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("an error of more than one line: %q", err)
+			}
 			return
 		}
 		var out bytes.Buffer
 		if err := planner.Encode(&out, file); err != nil {
 			t.Fatalf("re-encoding an accepted file: %v", err)
 		}
+		again, err := planner.Decode(&out)
+		if err != nil {
+			t.Fatalf("decoding an accepted file re-encoded: %v", err)
+		}
+		if d := cmp.Diff(file, again, planCmp); d != "" {
+			t.Fatalf("an accepted file re-encoded decodes differently (-first +second):\n%s", d)
+		}
+		for _, p := range file.Plans {
+			if p.ArenaBytes > 1<<20 {
+				continue // the fuzzer's business is the file, not large kernels
+			}
+			x, err := kiln.NewExecutor(p, kiln.ExecOptions{Workers: 1})
+			if err != nil {
+				continue // a kernel refused its types or attributes
+			}
+			x.Step(context.Background())
+			x.Close()
+		}
 	})
+}
+
+// rehash returns doc with each plan's graph_sha256 set to the hash of its
+// graph, when doc is a plan file's JSON document and the graph parses, so
+// that a mutated graph reaches Check; otherwise doc unchanged.
+func rehash(doc []byte) []byte {
+	var payload planner.FilePayload
+	if json.Unmarshal(doc, &payload) != nil {
+		return doc
+	}
+	changed := false
+	for name, pj := range payload.Plans {
+		g, err := ir.Parse("plan graph", []byte(pj.Graph))
+		if err != nil {
+			continue
+		}
+		if h := (&planner.Plan{Graph: g}).GraphHash(); h != pj.GraphHash {
+			pj.GraphHash, changed = h, true
+			payload.Plans[name] = pj
+		}
+	}
+	if !changed {
+		return doc
+	}
+	out, err := json.Marshal(payload)
+	if err != nil {
+		return doc
+	}
+	return out
 }
 
 // repack rewrites an encoded plan file: f edits the JSON document, the
 // version is set, and the lengths and checksum are recomputed.
 func repack(t *testing.T, file []byte, version uint32, f func(doc []byte) []byte) []byte {
 	t.Helper()
-	body := file[56:]
-	docLen := binary.LittleEndian.Uint64(body)
-	doc := f(append([]byte(nil), body[8:8+docLen]...))
-	var nb bytes.Buffer
-	binary.Write(&nb, binary.LittleEndian, uint64(len(doc)))
-	nb.Write(doc)
-	nb.Write(body[8+docLen:])
-	sum := sha256.Sum256(nb.Bytes())
-	out := append([]byte(nil), file[:8]...)
-	out = binary.LittleEndian.AppendUint32(out, version)
-	out = binary.LittleEndian.AppendUint32(out, 0)
-	out = binary.LittleEndian.AppendUint64(out, uint64(nb.Len()))
-	out = append(out, sum[:]...)
-	return append(out, nb.Bytes()...)
+	_, doc, data, err := planner.Unpack(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return planner.Pack(version, f(slices.Clone(doc)), data)
 }
 
 // TestFileAliases: in-place buffers survive the round trip (TestFileRoundTrip

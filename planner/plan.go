@@ -467,7 +467,12 @@ func (p *Plan) inPlace() {
 	}
 }
 
-// Check proves the plan sound: offsets aligned and inside the arena; live
+// Check proves the plan sound. With a graph, the plan does what the graph
+// says: a buffer per value of its name, type, role and
+// size; the graph's outputs and, outside a training step, gradients; one
+// step per computed value running its op on its arguments; each update
+// applied once, and nothing else writing a param or state. Then: offsets
+// aligned and inside the arena, which is no larger than the buffers need; live
 // ranges inside the steps, with inputs, params and state live at every step
 // and outputs and gradients until the last; no step reading a buffer before
 // it is written or outside its live range; every in-place buffer
@@ -480,11 +485,20 @@ func (p *Plan) inPlace() {
 // takes in place; with ChunkBytes, a multiple of Align that no buffer
 // straddles a multiple of; and LowerBound the most bytes live at any step.
 func (p *Plan) Check() error {
+	if p.Graph != nil {
+		if err := p.checkGraph(); err != nil {
+			return err
+		}
+	}
 	n := len(p.Buffers)
 	last := max(len(p.Steps)-1, 0)
 	if p.ChunkBytes < 0 || p.ChunkBytes%Align != 0 {
 		return fmt.Errorf("chunk size %d bytes is not a multiple of %d", p.ChunkBytes, Align)
 	}
+	if p.ArenaBytes < 0 {
+		return fmt.Errorf("arena of %d bytes", p.ArenaBytes)
+	}
+	var top int64 // the end of the highest buffer
 	for _, nm := range append(append([]Named(nil), p.Outputs...), p.Grads...) {
 		if nm.Buffer < 0 || nm.Buffer >= n {
 			return fmt.Errorf("%s names buffer %d of %d", nm.Name, nm.Buffer, n)
@@ -496,9 +510,10 @@ func (p *Plan) Check() error {
 		if b.Offset%Align != 0 {
 			return fmt.Errorf("buffer %%%s: offset %d is not a multiple of %d", b.Name, b.Offset, Align)
 		}
-		if b.Offset < 0 || b.Size < 0 || b.Offset+b.Size > p.ArenaBytes {
-			return fmt.Errorf("buffer %%%s: [%d,%d) lies outside the arena of %d bytes", b.Name, b.Offset, b.Offset+b.Size, p.ArenaBytes)
+		if b.Offset < 0 || b.Size < 0 || b.Offset > p.ArenaBytes-b.Size {
+			return fmt.Errorf("buffer %%%s: %d bytes at offset %d lie outside the arena of %d bytes", b.Name, b.Size, b.Offset, p.ArenaBytes)
 		}
+		top = max(top, b.Offset+b.Size)
 		if c := p.ChunkBytes; c > 0 && b.Size > 0 && b.Offset/c != (b.Offset+b.Size-1)/c {
 			return fmt.Errorf("buffer %%%s: [%d,%d) straddles the %d-byte chunk boundary at %d", b.Name, b.Offset, b.Offset+b.Size, c, (b.Offset/c+1)*c)
 		}
@@ -535,6 +550,9 @@ func (p *Plan) Check() error {
 		o := &p.Buffers[st.Out]
 		if s < o.Start || s > o.End {
 			return fmt.Errorf("step %d writes %%%s outside its live range %d..%d", s, o.Name, o.Start, o.End)
+		}
+		if st.Kind == Copy && (len(st.Args) != 1 || !p.Buffers[st.Args[0]].Type.Equal(o.Type)) {
+			return fmt.Errorf("step %d: a copy into %%%s: %s must read one buffer of that type", s, o.Name, o.Type)
 		}
 		written[st.Out] = true
 	}
@@ -626,6 +644,9 @@ func (p *Plan) Check() error {
 	bs, _ := p.blocks()
 	if lb := lowerBound(bs, len(p.Steps)); lb != p.LowerBound {
 		return fmt.Errorf("lower bound %d bytes, but the live ranges give %d", p.LowerBound, lb)
+	}
+	if p.ArenaBytes-top >= Align {
+		return fmt.Errorf("arena of %d bytes, but its buffers end at %d; the arena is as large as they need", p.ArenaBytes, top)
 	}
 	return nil
 }

@@ -173,7 +173,8 @@ func TestCheckCatchesBrokenPlans(t *testing.T) {
 			}
 		}, "overlap while both are live"},
 		{"misaligned", func(p *planner.Plan) { p.Buffers[0].Offset += 4 }, "is not a multiple of 256"},
-		{"outside", func(p *planner.Plan) { p.ArenaBytes = 16 }, "lies outside the arena"},
+		{"outside", func(p *planner.Plan) { p.ArenaBytes = 16 }, "lie outside the arena"},
+		{"arena too large", func(p *planner.Plan) { p.ArenaBytes += planner.Align }, "but its buffers end at"},
 		{"read before write", func(p *planner.Plan) {
 			p.Steps[0], p.Steps[1] = p.Steps[1], p.Steps[0]
 		}, "before any step writes it"},
@@ -308,8 +309,12 @@ func TestDirectUpdates(t *testing.T) {
 				u = v
 			}
 		}
+		// The graph's value reads it too, so that the step still computes
+		// what the graph says.
 		last := &q.Steps[len(q.Steps)-1]
 		last.Args = append(last.Args, int(u.Target))
+		v := q.Graph.Value(ir.ID(last.Out))
+		v.Args = append(v.Args, u.Target)
 		if err := q.Check(); err == nil || !strings.Contains(err.Error(), "still reads or writes") {
 			t.Errorf("Check() = %v, want an error about the target read after its new value", err)
 		}
@@ -339,6 +344,17 @@ update %s = %n
 	for _, b := range p.Buffers {
 		if b.Alias >= 0 && p.Buffers[b.Alias].Role != planner.Temp {
 			t.Errorf("%%%s takes %%%s in place", b.Name, p.Buffers[b.Alias].Name)
+		}
+	}
+
+	// Without its graph, Check still refuses a copy that reads no buffer
+	// or one of another type.
+	p.Graph = nil
+	last := &p.Steps[len(p.Steps)-1]
+	for _, args := range [][]int{nil, {last.Args[0], last.Args[0]}} {
+		last.Args = args
+		if err := p.Check(); err == nil || !strings.Contains(err.Error(), "must read one buffer of that type") {
+			t.Errorf("a copy reading %v: Check() = %v", args, err)
 		}
 	}
 }

@@ -69,7 +69,7 @@ func runCompile(args []string, stdout io.Writer) error {
 	}
 	defer t.Close()
 	f := &planner.File{
-		Plans: map[string]*planner.Plan{"train": t.Plan, "eval": t.EvalPlan},
+		Plans: map[string]*planner.Plan{planner.TrainPlan: t.Plan, planner.EvalPlan: t.EvalPlan},
 		Meta: map[string]string{
 			"source": path, "optimizer": opt.Kind, "lr": strconv.FormatFloat(opt.LR, 'g', -1, 64),
 			"seed": strconv.FormatUint(*seed, 10), "O0": strconv.FormatBool(*o0), "device": *device,
@@ -143,9 +143,9 @@ func runRun(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	train, eval := f.Plans["train"], f.Plans["eval"]
+	train, eval := f.Plans[planner.TrainPlan], f.Plans[planner.EvalPlan]
 	if train == nil || eval == nil {
-		return fmt.Errorf("%s: a trainable plan file holds the plans \"train\" and \"eval\"; this one has %d plans", path, len(f.Plans))
+		return fmt.Errorf("%s: a trainable plan file holds the plans %q and %q; this one has %d plans", path, planner.TrainPlan, planner.EvalPlan, len(f.Plans))
 	}
 	if s, ok := f.Meta["seed"]; ok && !seedSet {
 		if lf.seed, err = strconv.ParseUint(s, 10, 64); err != nil {

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kilnml/kiln/planner"
 )
 
 // TestCompileRunMatchesTrain compiles the digits MLP to a plan file, trains
@@ -55,6 +57,31 @@ func TestRunRefusesBadPlans(t *testing.T) {
 	bad := append([]byte(nil), data...)
 	bad[len(bad)-5] ^= 1
 	os.WriteFile(corrupt, bad, 0o644)
+	// Files whose checksum is right but whose plans lie.
+	lie := func(name string, edit func(f *planner.File)) string {
+		f, err := planner.Load(plan)
+		if err != nil {
+			t.Fatal(err)
+		}
+		edit(f)
+		path := filepath.Join(dir, name+".kplan")
+		if err := planner.Save(path, f); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	swapped := lie("swapped", func(f *planner.File) {
+		f.Plans[planner.TrainPlan], f.Plans[planner.EvalPlan] = f.Plans[planner.EvalPlan], f.Plans[planner.TrainPlan]
+	})
+	noOutputs := lie("no-outputs", func(f *planner.File) { f.Plans[planner.TrainPlan].Outputs = nil })
+	lossInput := lie("loss-input", func(f *planner.File) {
+		p := f.Plans[planner.EvalPlan]
+		p.Outputs[0].Buffer = p.Inputs[0]
+	})
+	farOffset := lie("far-offset", func(f *planner.File) {
+		p := f.Plans[planner.EvalPlan]
+		p.Buffers[p.Params[0]].Offset = 1<<63 - planner.Align
+	})
 	csv := filepath.Join(dir, "three.csv")
 	os.WriteFile(csv, []byte(strings.Repeat("1,2,3,0\n", 100)), 0o644)
 	tests := []struct {
@@ -65,6 +92,10 @@ func TestRunRefusesBadPlans(t *testing.T) {
 		{[]string{"run", truncated}, 1, []string{truncated, "truncated plan file"}},
 		{[]string{"run", corrupt}, 1, []string{corrupt, "checksum mismatch"}},
 		{[]string{"run", digitsMLP}, 1, []string{digitsMLP, "not a kiln plan file"}},
+		{[]string{"run", swapped}, 1, []string{swapped + `: plan "eval": not an evaluation graph: it updates`}},
+		{[]string{"run", noOutputs}, 1, []string{noOutputs + `: plan "train": 0 outputs, the graph has 2 (%loss, %logits)`}},
+		{[]string{"run", lossInput}, 1, []string{lossInput + `: plan "eval": output 0 (loss) is buffer 0 (%x), the graph's output 0 is %loss`}},
+		{[]string{"run", farOffset}, 1, []string{farOffset + `: plan "eval": buffer %w1: 16384 bytes at offset 9223372036854775552 lie outside the arena`}},
 		{[]string{"run", plan, "-data", csv}, 1, []string{"3 features per row", "takes 64"}},
 		{[]string{"run"}, 2, []string{"missing FILE.kplan"}},
 		{[]string{"compile", digitsMLP}, 2, []string{"missing -o"}},
@@ -73,6 +104,9 @@ func TestRunRefusesBadPlans(t *testing.T) {
 		r := runKiln(t, tc.args...)
 		r.want(t, tc.code)
 		containsAll(t, "stderr of "+strings.Join(tc.args, " "), r.stderr, tc.want...)
+		if tc.code == 1 {
+			oneLine(t, r.stderr)
+		}
 		if strings.Contains(r.stdout, "epoch") {
 			t.Errorf("%v ran a step before refusing:\n%s", tc.args, r.stdout)
 		}
