@@ -34,7 +34,7 @@ func init() {
 		{"train", "[MODEL.kir -data FILE.csv|digits|kan2d|reverse] [-epochs N] [-steps N] [-optimizer adam] [-recompute P] [-memory-budget B] ...", "train a model (with no arguments: the built-in digits MLP; a model with no inputs needs no -data)", runTrain},
 		{"compile", "MODEL.kir -o OUT.kplan [-device cpu|gpu] [-optimizer adam] [-lr LR] [-O0] [-init P.safetensors] [-recompute P] [-memory-budget B]", "compile the training step into a plan file that kiln run trains from", runCompile},
 		{"run", "FILE.kplan [-device cpu|gpu] [-data FILE.csv] [-epochs N] ...", "train from a plan file alone (with no -data: the digits data)", runRun},
-		{"gradcheck", "[-inputs IN.safetensors] [-seed N] FILE.kir", "check every param's analytic gradient against central differences in float64", runGradcheck},
+		{"gradcheck", "[-inputs IN.safetensors] [-seed N] [-step H] [-rtol R] [-atol A] FILE.kir", "check every param's analytic gradient against central differences in float64", runGradcheck},
 		{"ops", "[-md]", "list every op: arguments, attributes with defaults, gradient", runOps},
 	}
 }
