@@ -33,9 +33,9 @@ type Case struct {
 	Want map[string]map[string][]float64
 }
 
-// Load reads nan.kir and nan.safetensors from dir.
+// Load reads nan.kirs and nan.safetensors from dir.
 func Load(dir string) ([]Case, error) {
-	src, err := os.ReadFile(filepath.Join(dir, "nan.kir"))
+	src, err := os.ReadFile(filepath.Join(dir, "nan.kirs"))
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +57,7 @@ func Load(dir string) ([]Case, error) {
 		name, rest, _ := strings.Cut(t.Name, "/")
 		c := byName[name]
 		if c == nil {
-			return nil, fmt.Errorf("nan.safetensors: %s has no graph in nan.kir", t.Name)
+			return nil, fmt.Errorf("nan.safetensors: %s has no graph in nan.kirs", t.Name)
 		}
 		kind, key, _ := strings.Cut(rest, "/")
 		switch kind {

@@ -31,12 +31,14 @@ var ewRules = map[ir.Op]ewRule{
 	ir.OpExp: {expr: fn1("exp")},
 	// log, sqrt and rsqrt of a negative number and log of 0 follow IEEE
 	// (NaN, -Inf) on the devices kiln has seen; tests check them.
-	ir.OpLog:        {expr: fn1("k_log"), helpers: []string{"k_log"}},
-	ir.OpSqrt:       {expr: fn1("sqrt")},
-	ir.OpTanh:       {expr: fn1("k_tanh"), helpers: []string{"k_tanh"}},
-	ir.OpSigmoid:    {expr: fn1("k_sigmoid"), helpers: []string{"k_sigmoid"}},
-	ir.OpRelu:       {expr: func(a []string, _ ir.Attrs) string { return fmt.Sprintf("select(0.0, %s, %s > 0.0)", a[0], a[0]) }},
-	ir.OpReluGrad:   {expr: func(a []string, _ ir.Attrs) string { return fmt.Sprintf("select(0.0, %s, %s > 0.0)", a[0], a[1]) }},
+	ir.OpLog:     {expr: fn1("k_log"), helpers: []string{"k_log"}},
+	ir.OpSqrt:    {expr: fn1("sqrt")},
+	ir.OpTanh:    {expr: fn1("k_tanh"), helpers: []string{"k_tanh"}},
+	ir.OpSigmoid: {expr: fn1("k_sigmoid"), helpers: []string{"k_sigmoid"}},
+	// relu and relu_grad test x <= 0, which is false for NaN: NaN passes
+	// (as PyTorch's relu and threshold_backward).
+	ir.OpRelu:       {expr: func(a []string, _ ir.Attrs) string { return fmt.Sprintf("select(%s, 0.0, %s <= 0.0)", a[0], a[0]) }},
+	ir.OpReluGrad:   {expr: func(a []string, _ ir.Attrs) string { return fmt.Sprintf("select(%s, 0.0, %s <= 0.0)", a[0], a[1]) }},
 	ir.OpAbs:        {expr: fn1("abs")},
 	ir.OpSign:       {expr: fn1("k_sign"), helpers: []string{"k_sign"}},
 	ir.OpRsqrt:      {expr: func(a []string, _ ir.Attrs) string { return fmt.Sprintf("(1.0 / sqrt(%s))", a[0]) }},
