@@ -102,4 +102,3 @@ func dropNaNs(got, want []float64) (g, w []float64) {
 	}
 	return g, w
 }
-
