@@ -3,7 +3,6 @@ package tests
 import (
 	"context"
 	"fmt"
-	"math"
 	"sort"
 	"strings"
 	"testing"
@@ -40,29 +39,6 @@ var nanExempt = map[ir.Op]string{
 	ir.OpFusedMatmul:      "made by the fuse pass: every case runs at -O2 too",
 	ir.OpFusedReduce:      "made by the fuse pass: every case runs at -O2 too",
 }
-
-// nanDeviations lists the results, by case and then by name ("y",
-// "grad/NAME", or "f32:NAME" for one dtype only), where kiln departs from
-// PyTorch on purpose, with the reason.
-// There the test skips the elements where either side is NaN and checks the
-// rest as usual, and it fails when the two agree everywhere, so a deviation
-// that is gone is taken off the list.
-var nanDeviations = map[string]map[string]string{
-	"sign":                {"y": "sign(NaN) is NaN, as NumPy's; PyTorch 1.13 gives 0, which would hide the NaN"},
-	"abs":                 {"grad/x": "the gradient of abs at NaN is dy*sign(NaN) = NaN; PyTorch's sgn gives 0, which would hide the NaN"},
-	"elu":                 {"grad/x": "the gradient at NaN is NaN; PyTorch gives NaN or dy depending on the element's place in its vector loop"},
-	"gelu_tanh":           {"grad/x": "the gradient at ±Inf is its limit (dy at +Inf, 0 at -Inf); PyTorch's formula computes Inf*0 there and gives NaN"},
-	"gelu_grad_tanh":      {"y": "the gradient at ±Inf is its limit (dy at +Inf, 0 at -Inf); PyTorch's formula computes Inf*0 there and gives NaN"},
-	"prod":                {"grad/x": prodDeviation},
-	"prod_axis0":          {"grad/x": prodDeviation},
-	"prod_exclusive":      {"grad/x": prodDeviation},
-	"prod_exclusive_grad": {"y": prodDeviation},
-	"conv_input_grad": {"f32:grad/w": "the f32 convolution weight gradient multiplies the zero padding by dy, so a NaN in dy " +
-		"also reaches the taps that read the padding beside it, where PyTorch leaves those terms out (more NaN, never less)"},
-}
-
-const prodDeviation = "the gradient of prod is the product of the other elements, exact at zeros and infinities; " +
-	"PyTorch divides the product by the element where no element is zero, which gives NaN at an infinite one"
 
 func loadNaNCases(t *testing.T) []nanref.Case {
 	t.Helper()
@@ -219,28 +195,14 @@ func compareNaNCase(t *testing.T, c *nanref.Case, dt ir.DType, got map[string][]
 			continue
 		}
 		w := want[k]
-		reason, ok := nanDeviations[c.Name][k]
-		if !ok {
-			reason, ok = nanDeviations[c.Name][dt.String()+":"+k]
-		}
-		if ok {
+		if reason, ok := c.Deviation(dt, k); ok {
 			if nanref.Compare(g, w, rtol, atol) == "" {
-				t.Errorf("%s %s matches PyTorch: take the deviation (%s) off nanDeviations", dt, k, reason)
+				t.Errorf("%s %s matches PyTorch: take the deviation (%s) off nanref.Deviations", dt, k, reason)
 			}
-			g, w = dropNaNs(g, w)
+			g, w = nanref.DropNaNs(g, w)
 		}
 		if msg := nanref.Compare(g, w, rtol, atol); msg != "" {
 			t.Errorf("%s %s%s (kiln %v, torch %v)", dt, k, msg, g, w)
 		}
 	}
-}
-
-// dropNaNs returns got and want without the elements where either is NaN.
-func dropNaNs(got, want []float64) (g, w []float64) {
-	for i := range want {
-		if !math.IsNaN(got[i]) && !math.IsNaN(want[i]) {
-			g, w = append(g, got[i]), append(w, want[i])
-		}
-	}
-	return g, w
 }

@@ -11,27 +11,13 @@ import (
 	"github.com/kilnml/kiln/kernels"
 )
 
-// gpuNaNSkip lists the NaN/Inf reference cases the GPU test leaves out,
-// with the reason; tests/nan_test.go runs them all on the CPU.
-var gpuNaNSkip = map[string]string{}
-
-// gpuNaNDeviations lists, as tests/nan_test.go's nanDeviations does, the
-// results where kiln departs from PyTorch on purpose; on the GPU, as on
-// the CPU, the elements where either side is NaN are not compared there.
-var gpuNaNDeviations = map[string]string{
-	"sign/y": "sign(NaN) is NaN", "abs/grad/x": "abs' gradient at NaN is NaN", "elu/grad/x": "PyTorch's elu gradient at NaN varies",
-	"gelu_tanh/grad/x": "the limit at ±Inf", "gelu_grad_tanh/y": "the limit at ±Inf",
-	"prod/grad/x": "prod's exact gradient", "prod_axis0/grad/x": "prod's exact gradient",
-	"prod_exclusive/grad/x": "prod's exact gradient", "prod_exclusive_grad/y": "prod's exact gradient",
-	"conv_input_grad/grad/w": "the weight gradient multiplies the zero padding by dy",
-}
-
 // TestNaNMatchesPyTorch runs the f32 NaN/Inf reference cases
 // (tests/pytorch/nan_reference.py) on the GPU, at -O0 and at the default
 // -O2, and compares the result and every gradient with PyTorch's as the
 // CPU test does: NaN where PyTorch gives NaN, the same infinities, and
 // finite values within 1e-4 relative (the GPU's special functions are not
-// the CPU's).
+// the CPU's); where kiln departs from PyTorch on purpose
+// (nanref.Deviations), the elements where either side is NaN are skipped.
 func TestNaNMatchesPyTorch(t *testing.T) {
 	needGPU(t)
 	cases, err := nanref.Load("../../tests/testdata/pytorch")
@@ -39,10 +25,6 @@ func TestNaNMatchesPyTorch(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range cases {
-		if reason, ok := gpuNaNSkip[c.Name]; ok {
-			t.Logf("%s: not on the GPU: %s", c.Name, reason)
-			continue
-		}
 		for _, o0 := range []bool{true, false} {
 			name := c.Name + "/O2"
 			if o0 {
@@ -81,8 +63,8 @@ func TestNaNMatchesPyTorch(t *testing.T) {
 						t.Fatal(err)
 					}
 					got := kernels.Float64s(tn)
-					if _, ok := gpuNaNDeviations[c.Name+"/"+k]; ok {
-						got, want = dropNaNs(got, want)
+					if _, ok := c.Deviation(ir.F32, k); ok {
+						got, want = nanref.DropNaNs(got, want)
 					}
 					if msg := nanref.Compare(got, want, 1e-4, 1e-5); msg != "" {
 						t.Errorf("%s%s (GPU %v, torch %v)", k, msg, got, want)
@@ -91,14 +73,4 @@ func TestNaNMatchesPyTorch(t *testing.T) {
 			})
 		}
 	}
-}
-
-// dropNaNs returns got and want without the elements where either is NaN.
-func dropNaNs(got, want []float64) (g, w []float64) {
-	for i := range want {
-		if got[i] == got[i] && want[i] == want[i] {
-			g, w = append(g, got[i]), append(w, want[i])
-		}
-	}
-	return g, w
 }
