@@ -2,6 +2,7 @@ package gpu_test
 
 import (
 	"context"
+	"math"
 	"testing"
 
 	"github.com/kilnml/kiln"
@@ -71,6 +72,45 @@ func TestNaNMatchesPyTorch(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// TestDropoutKeepsNaN checks that dropout, whose mask no PyTorch reference
+// can share, keeps a NaN or an infinity where it drops the element as
+// PyTorch's input * mask does (NaN * 0 and Inf * 0 are NaN), on the CPU
+// and the GPU.
+func TestDropoutKeepsNaN(t *testing.T) {
+	needGPU(t)
+	p := compile(t, []byte("graph d\ninput %x: f32[64]\n%y = dropout %x {p=0.5, seed=7}\noutput %y"), kiln.Options{Device: "gpu"})
+	c, g := executors(t, p)
+	x := kernels.New(p.Buffers[p.Inputs[0]].Type)
+	vals := make([]float64, 64)
+	for i := range vals {
+		vals[i] = []float64{math.NaN(), math.Inf(1), math.Inf(-1)}[i%3]
+	}
+	if err := kernels.SetFloat64s(x, vals); err != nil {
+		t.Fatal(err)
+	}
+	for _, ex := range []interface {
+		setter
+		getter
+		Step(context.Context) error
+	}{c, g} {
+		if err := ex.Set("x", x); err != nil {
+			t.Fatal(err)
+		}
+		if err := ex.Step(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		y, err := ex.Get("y")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range kernels.Float64s(y) {
+			if !math.IsNaN(v) && v != vals[i]*2 {
+				t.Fatalf("%T: dropout of %v at %d = %v, want NaN (dropped) or %v", ex, vals[i], i, v, vals[i]*2)
+			}
 		}
 	}
 }
