@@ -40,6 +40,12 @@ var nanExempt = map[ir.Op]string{
 	ir.OpFusedReduce:      "made by the fuse pass: every case runs at -O2 too",
 }
 
+// nanFused are the exempt ops the fuse pass makes: TestNaNCoverage checks
+// that the -O2 compilations of the cases make each of them, so that the
+// -O2 runs check them.
+var nanFused = []ir.Op{ir.OpSoftmaxGrad, ir.OpLogSoftmaxGrad, ir.OpMaxGrad, ir.OpSoftmaxCEGrad,
+	ir.OpFusedElementwise, ir.OpFusedMatmul, ir.OpFusedReduce}
+
 func loadNaNCases(t *testing.T) []nanref.Case {
 	t.Helper()
 	cases, err := nanref.Load("testdata/pytorch")
@@ -50,7 +56,8 @@ func loadNaNCases(t *testing.T) []nanref.Case {
 }
 
 // TestNaNCoverage checks that every op of the table has a NaN/Inf
-// reference case or an exemption with a reason, and not both.
+// reference case or an exemption with a reason, and not both, and that the
+// cases compiled at -O2 make every fused op the exemptions count on.
 func TestNaNCoverage(t *testing.T) {
 	covered := map[ir.Op]bool{}
 	for _, c := range loadNaNCases(t) {
@@ -69,6 +76,26 @@ func TestNaNCoverage(t *testing.T) {
 			t.Errorf("%s has a NaN/Inf case and an exemption (%s)", op, reason)
 		case !covered[op] && !exempt:
 			t.Errorf("%s has no NaN/Inf case in tests/pytorch/nan_reference.py and no exemption in nanExempt", op)
+		}
+	}
+	fused := map[ir.Op]bool{}
+	for _, c := range loadNaNCases(t) {
+		g, err := c.Parse(ir.F32)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = kiln.Compile(g, kiln.Options{Grad: c.Grad, After: func(_ string, g *ir.Graph) {
+			for _, v := range g.Values {
+				fused[v.Op] = true
+			}
+		}})
+		if err != nil {
+			t.Fatalf("%s: %v", c.Name, err)
+		}
+	}
+	for _, op := range nanFused {
+		if !fused[op] {
+			t.Errorf("no NaN/Inf case makes %s at -O2, so none checks it", op)
 		}
 	}
 }
