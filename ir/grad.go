@@ -150,8 +150,9 @@ func gradSigmoid(e *Emitter, y, dy ID) []ID {
 }
 
 func gradRelu(e *Emitter, y, dy ID) []ID {
-	// relu(x) > 0 exactly where x > 0 (relu gives +0 for x <= 0, -0 and
-	// NaN), so the gradient tests the result instead of x: the bits are
+	// relu(x) <= 0 exactly where x <= 0 (relu gives +0 for x <= 0 and -0,
+	// and keeps NaN), so the gradient tests the result instead of x (as
+	// PyTorch's threshold_backward of the result): the bits are
 	// the same, x need not live until the backward, and relu can then be
 	// fused into the op that computes x (a matmul's epilogue).
 	return []ID{e.Op(OpReluGrad, nil, dy, y)}

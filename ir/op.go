@@ -479,8 +479,8 @@ func coreOps() []opRow {
 		OpSqrt:     {Name: "sqrt", Args: []string{"x"}, Class: ClassElementwise, Doc: "square root", Infer: inferUnaryFloat, Grad: gradSqrt},
 		OpTanh:     {Name: "tanh", Args: []string{"x"}, Class: ClassElementwise, Doc: "hyperbolic tangent", Infer: inferUnaryFloat, Grad: gradTanh},
 		OpSigmoid:  {Name: "sigmoid", Args: []string{"x"}, Class: ClassElementwise, Doc: "1 / (1 + e^-x)", Infer: inferUnaryFloat, Grad: gradSigmoid},
-		OpRelu:     {Name: "relu", Args: []string{"x"}, Class: ClassElementwise, Doc: "max(x, 0); gradient 0 at 0", Infer: inferUnaryFloat, Grad: gradRelu},
-		OpReluGrad: {Name: "relu_grad", Args: []string{"dy", "x"}, Class: ClassElementwise, Doc: "dy where x > 0, else 0 (the gradient of relu)", Infer: inferSameFloat, Grad: gradReluGrad},
+		OpRelu:     {Name: "relu", Args: []string{"x"}, Class: ClassElementwise, Doc: "max(x, 0), NaN for NaN (torch relu); gradient 0 at 0", Infer: inferUnaryFloat, Grad: gradRelu},
+		OpReluGrad: {Name: "relu_grad", Args: []string{"dy", "x"}, Class: ClassElementwise, Doc: "0 where x <= 0, else dy, so dy where x is NaN (the gradient of relu; torch threshold_backward)", Infer: inferSameFloat, Grad: gradReluGrad},
 
 		OpMatmul: {Name: "matmul", Args: []string{"a", "b"}, Doc: "matrix product with NumPy semantics: 1-D promotion, batched with broadcast batch dims; either operand may be read transposed (its last two axes swapped) without being copied", Infer: inferMatmul, Grad: gradMatmul,
 			Attrs: matmulAttrs},

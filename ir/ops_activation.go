@@ -11,10 +11,10 @@ import (
 //
 // The gradient rules are written with ops of the table. Where PyTorch picks
 // a one-sided slope at a kink (x == 0 for leaky_relu, prelu and elu; beta*x
-// == threshold for softplus), the rules select it with relu_grad(dy, z),
-// which is dy where z > 0 and 0 elsewhere, exactly as PyTorch's "x > 0 ?"
-// tests: a rule of the form p + (dy - p)*s with p = relu_grad(dy, x) gives dy
-// exactly where x > 0 and dy*s elsewhere.
+// == threshold for softplus), the rules select it with where and the
+// comparison PyTorch's backward makes ("x > 0 ?"), so that each side is
+// exact and a NaN or an infinity takes the side PyTorch gives it (a product
+// such as 0*exp(+Inf - +Inf) would turn it into NaN).
 
 func activationOps() []opRow {
 	return []opRow{
@@ -110,11 +110,11 @@ func activationInferPrelu(args []Type, _ Attrs) (Type, error) {
 	return Type{x.DType, x.Shape.Clone()}, nil
 }
 
-// activationPick returns p + (dy - p)*s with p = relu_grad(dy, z): dy where
-// z > 0 and dy*s elsewhere, each exactly.
+// activationPick returns dy where z > 0 and dy*s elsewhere (NaN included),
+// each exactly.
 func activationPick(e *Emitter, dy, z, s ID) ID {
-	p := e.Op(OpReluGrad, nil, dy, z)
-	return e.add(p, e.mul(e.sub(dy, p), s))
+	pos := e.Op(OpGreater, nil, z, e.Scalar(0, e.Type(z).DType))
+	return e.Op(OpWhere, nil, pos, dy, e.mul(dy, s))
 }
 
 func activationGradLeakyRelu(e *Emitter, y, dy ID) []ID {
@@ -137,16 +137,18 @@ func activationGradPrelu(e *Emitter, y, dy ID) []ID {
 		}
 	}
 	wb := e.Reshape(w, bshape)
-	p := e.Op(OpReluGrad, nil, dy, x)
-	neg := e.sub(dy, p) // dy where x <= 0, else 0
-	dx := e.add(p, e.mul(neg, wb))
+	pos := e.Op(OpGreater, nil, x, e.Scalar(0, e.Type(x).DType))
+	zero := e.Scalar(0, e.Type(dy).DType)
+	neg := e.Op(OpWhere, nil, pos, zero, dy) // dy where !(x > 0), else 0
+	dx := e.Op(OpWhere, nil, pos, dy, e.mul(dy, wb))
 	dw := e.Reshape(e.SumTo(e.mul(neg, x), bshape), wsh)
 	return []ID{dx, dw}
 }
 
 func activationGradElu(e *Emitter, y, dy ID) []ID {
-	// PyTorch: x > 0 ? dy : dy*alpha*exp(x), so alpha at 0. exp(x - relu(x))
-	// = exp(min(x, 0)) is exp(x) where it is used and never overflows.
+	// PyTorch: x > 0 ? dy : dy*alpha*exp(x), so alpha at 0 (and NaN at
+	// NaN). exp(x - relu(x)) = exp(min(x, 0)) is exp(x) where it is used
+	// and never overflows.
 	x := e.args(y)[0]
 	dt := e.Type(y).DType
 	alpha := e.G.Values[y].Attrs.Float("alpha", 1)

@@ -231,18 +231,14 @@ func lossGradL1(e *Emitter, y, dy ID) []ID {
 
 func lossGradHuber(e *Emitter, y, dy ID) []ID {
 	// d a = clamp(d, -delta, delta) dy (torch: d < -delta ? -delta : d >
-	// delta ? delta : d), with the sides picked by relu_grad so that every
-	// branch is exact.
+	// delta ? delta : d): exact on every side, NaN for a NaN d, ±delta for
+	// an infinite one.
 	a, b := e.args(y)[0], e.args(y)[1]
-	dt := e.Type(y).DType
-	delta := e.Scalar(e.G.Values[y].Attrs.Float("delta", 1), dt)
+	delta := e.G.Values[y].Attrs.Float("delta", 1)
 	d := e.sub(a, b)
 	s := lossExpand(e, lossScale(e, y, dy, e.shape(d).NumElements()), e.shape(d))
-	hi := e.Op(OpReluGrad, nil, s, e.sub(d, delta))        // s where d > delta
-	lo := e.Op(OpReluGrad, nil, s, e.sub(e.neg(d), delta)) // s where d < -delta
-	in := e.sub(e.sub(s, hi), lo)
-	g := e.add(e.mul(in, d), e.mul(e.sub(hi, lo), delta))
-	return lossBoth(e, g, a, b)
+	c := e.Op(OpClip, MakeAttrs("max", Float(delta), "min", Float(-delta)), d)
+	return lossBoth(e, e.mul(c, s), a, b)
 }
 
 func lossGradBCE(e *Emitter, y, dy ID) []ID {

@@ -51,9 +51,17 @@ func convTrans(t bool) blas.Transpose {
 
 var (
 	convSgemm convGemmFunc[float32] = func(tA, tB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+		if !gemmFinite(tA, tB, m, n, k, a, lda, b, ldb) {
+			gemmPlain(tA, tB, m, n, k, a, lda, b, ldb, beta, c, ldc)
+			return
+		}
 		blas32.Implementation().Sgemm(convTrans(tA), convTrans(tB), m, n, k, 1, a, lda, b, ldb, beta, c, ldc)
 	}
 	convDgemm convGemmFunc[float64] = func(tA, tB bool, m, n, k int, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
+		if !gemmFinite(tA, tB, m, n, k, a, lda, b, ldb) {
+			gemmPlain(tA, tB, m, n, k, a, lda, b, ldb, beta, c, ldc)
+			return
+		}
 		blas64.Implementation().Dgemm(convTrans(tA), convTrans(tB), m, n, k, 1, a, lda, b, ldb, beta, c, ldc)
 	}
 )

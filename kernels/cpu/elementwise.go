@@ -199,8 +199,8 @@ func buildUnaryFloat[T float](n *kernels.Node) (kernels.Func, error) {
 
 // unaryFloatRow returns the code of exp, log, sqrt, tanh, sigmoid or relu,
 // o[i] = f(x[i]), shared by their kernels and the fused elementwise
-// interpreter; nil for any other op. relu is x > 0 ? x : 0, so it maps NaN
-// and -0 to 0.
+// interpreter; nil for any other op. relu is x <= 0 ? 0 : x, so it keeps
+// NaN (as PyTorch) and maps -0 to 0.
 func unaryFloatRow[T float](op ir.Op) func(o, x []T) {
 	switch op {
 	case ir.OpExp:
@@ -249,7 +249,7 @@ func sigmoid(x float64) float64 {
 	return e / (1 + e)
 }
 
-// buildReluGrad builds relu_grad(dy, x): dy where x > 0, else 0.
+// buildReluGrad builds relu_grad(dy, x): 0 where x <= 0, else dy.
 func buildReluGrad[T float](*kernels.Node) (kernels.Func, error) {
 	return func(out kernels.Tensor, args []kernels.Tensor) error {
 		reluGradRow(kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1]))
@@ -257,31 +257,38 @@ func buildReluGrad[T float](*kernels.Node) (kernels.Func, error) {
 	}, nil
 }
 
-// reluGradRow computes o[i] = x[i] > 0 ? dy[i] : 0: relu_grad's code, and
+// reluGradRow computes o[i] = x[i] <= 0 ? 0 : dy[i]: relu_grad's code, and
 // relu's (relu(x) = relu_grad(x, x)), shared by their kernels and the fused
-// elementwise interpreter. The test and the choice are done on the bits,
-// without a branch, which random signs would mispredict half the time:
-// x > 0 exactly when its bits, read as a signed integer, lie in [1, bits of
-// +Inf] (negative values and -0 have the sign bit, NaNs lie above +Inf).
+// elementwise interpreter. As PyTorch's threshold_backward and relu, a NaN
+// x passes dy (so relu(NaN) is that NaN). The test and the choice are done
+// on the bits, without a branch, which random signs would mispredict half
+// the time: x passes when its bits, read as a signed integer, are positive
+// (x > 0, +Inf, a NaN without the sign bit), or when the bits without the
+// sign lie above +Inf's (a NaN of either sign).
 func reluGradRow[T float](o, dy, x []T) {
 	switch o := any(o).(type) {
 	case []float32:
 		dy, x := any(dy).([]float32)[:len(o)], any(x).([]float32)[:len(o)]
 		for i := reluGradF32(o, dy, x); i < len(o); i++ {
-			d, r := math.Float32bits(dy[i]), uint32(0)
-			if uint32(int32(math.Float32bits(x[i]))-1) < 0x7f800000 {
-				r = d
-			}
-			o[i] = math.Float32frombits(r)
+			b := math.Float32bits(x[i])
+			keep := b2u32(int32(b) > 0) | b2u32(b<<1 > 0xff000000)
+			o[i] = math.Float32frombits(math.Float32bits(dy[i]) & -keep)
 		}
 	case []float64:
 		dy, x := any(dy).([]float64)[:len(o)], any(x).([]float64)[:len(o)]
 		for i := range o {
-			d, r := math.Float64bits(dy[i]), uint64(0)
-			if uint64(int64(math.Float64bits(x[i]))-1) < 0x7ff0000000000000 {
-				r = d
-			}
-			o[i] = math.Float64frombits(r)
+			b := math.Float64bits(x[i])
+			keep := uint64(b2u32(int64(b) > 0) | b2u32(b<<1 > 0xffe0000000000000))
+			o[i] = math.Float64frombits(math.Float64bits(dy[i]) & -keep)
 		}
 	}
+}
+
+// b2u32 returns 1 for true and 0 for false (a SETcc, no branch).
+func b2u32(b bool) uint32 {
+	var u uint32
+	if b {
+		u = 1
+	}
+	return u
 }

@@ -185,7 +185,7 @@ func testUnaryValues[T float](t *testing.T) {
 		{ir.OpSqrt, []float64{4, 2, 0.25, 0, -1, inf}, []float64{2, math.Sqrt2, 0.5, 0, math.NaN(), inf}},
 		{ir.OpTanh, []float64{0, 1, -0.5, 50, -1000}, []float64{0, 0.7615941559557649, -0.46211715726000974, 1, -1}},
 		{ir.OpSigmoid, []float64{0, 2, -2, 1000, -1000, 800, -800}, []float64{0.5, 0.8807970779778823, 0.11920292202211755, 1, 0, 1, 0}},
-		{ir.OpRelu, []float64{-1, 0, 2, -0.5, 3, math.NaN()}, []float64{0, 0, 2, 0, 3, 0}},
+		{ir.OpRelu, []float64{-1, 0, 2, -0.5, 3, math.NaN(), math.Inf(1), math.Inf(-1)}, []float64{0, 0, 2, 0, 3, math.NaN(), math.Inf(1), 0}},
 	}
 	dt := kernels.DTypeOf[T]()
 	for _, tc := range tests {
@@ -227,19 +227,21 @@ func TestSigmoidStable(t *testing.T) {
 	}
 }
 
-// TestReluGrad checks relu_grad(dy, x) = dy where x > 0, else 0.
+// TestReluGrad checks relu_grad(dy, x) = 0 where x <= 0, else dy (so dy
+// where x is NaN, as PyTorch's threshold_backward).
 func TestReluGrad(t *testing.T) {
-	dy := []float64{1, 2, 3, 4, 5, 6}
-	x := []float64{-1, 0, 0.5, 2, math.Copysign(0, -1), 1e-30}
-	want := []float64{0, 0, 3, 4, 0, 6}
-	out := mustRun(t, ir.OpReluGrad, nil, tensorOf([]int{2, 3}, conv[float32](dy)), tensorOf([]int{2, 3}, conv[float32](x)))
+	dy := []float64{1, 2, 3, 4, 5, 6, 7, 8}
+	x := []float64{-1, 0, 0.5, 2, math.Copysign(0, -1), 1e-30, math.NaN(), math.Inf(-1)}
+	want := []float64{0, 0, 3, 4, 0, 6, 7, 0}
+	out := mustRun(t, ir.OpReluGrad, nil, tensorOf([]int{2, 4}, conv[float32](dy)), tensorOf([]int{2, 4}, conv[float32](x)))
 	checkEqual(t, "f32", kernels.View[float32](out), conv[float32](want))
-	out = mustRun(t, ir.OpReluGrad, nil, tensorOf([]int{2, 3}, dy), tensorOf([]int{2, 3}, x))
+	out = mustRun(t, ir.OpReluGrad, nil, tensorOf([]int{2, 4}, dy), tensorOf([]int{2, 4}, x))
 	checkEqual(t, "f64", kernels.View[float64](out), want)
 }
 
 // TestReluGradRowBits checks reluGradRow's f32 loop (eight lanes at a time
-// in assembly on amd64, the rest in Go) bit for bit against x > 0 ? dy : +0
+// in assembly on amd64, the rest in Go) bit for bit against x <= 0 ? +0 : dy
+// (so a NaN x passes dy, as PyTorch's threshold_backward)
 // at every length up to 40 and every offset of a row of special values:
 // ±0, subnormals, ±Inf, NaNs of either sign, the largest finite values;
 // the dy values include -0 and NaN payloads, which must pass unchanged.
@@ -261,7 +263,7 @@ func TestReluGradRowBits(t *testing.T) {
 		reluGradRow(got, dy, x)
 		for i := range n {
 			want := float32(0)
-			if x[i] > 0 {
+			if !(x[i] <= 0) {
 				want = dy[i]
 			}
 			if math.Float32bits(got[i]) != math.Float32bits(want) {
@@ -269,4 +271,30 @@ func TestReluGradRowBits(t *testing.T) {
 			}
 		}
 	}
+}
+
+// BenchmarkReluGradRow measures relu_grad's row loop on 4096 elements of
+// random sign (relu's loop too: relu(x) = relu_grad(x, x)).
+func BenchmarkReluGradRow(b *testing.B) {
+	r := rand.New(rand.NewPCG(5, 6))
+	b.Run("f32", func(b *testing.B) {
+		x, dy, o := make([]float32, 4096), make([]float32, 4096), make([]float32, 4096)
+		for i := range x {
+			x[i], dy[i] = float32(r.NormFloat64()), float32(r.NormFloat64())
+		}
+		b.SetBytes(4 * 4096)
+		for b.Loop() {
+			reluGradRow(o, dy, x)
+		}
+	})
+	b.Run("f64", func(b *testing.B) {
+		x, dy, o := make([]float64, 4096), make([]float64, 4096), make([]float64, 4096)
+		for i := range x {
+			x[i], dy[i] = r.NormFloat64(), r.NormFloat64()
+		}
+		b.SetBytes(8 * 4096)
+		for b.Loop() {
+			reluGradRow(o, dy, x)
+		}
+	})
 }

@@ -129,10 +129,10 @@ func buildElemLoss[T float](n *kernels.Node) (kernels.Func, error) {
 // with the logs computed in float64, rounded to T and clamped in T; an input
 // or target outside [0,1] (or NaN) is an error, as in PyTorch.
 //
-// bce_with_logits is max(x, 0) - x*t + log1p(exp(-|x|)) computed in float64
-// and rounded once: no term overflows, and for large |x| the result is
-// exact up to rounding (PyTorch's (1 - t)*x - log_sigmoid(x), the same
-// function).
+// bce_with_logits is (1 - t)*x + max(-x, 0) + log1p(exp(-|x|)) computed
+// in float64 and rounded once: no term overflows, and for large |x| the
+// result is exact up to rounding. It is PyTorch's form, so infinite logits
+// give what PyTorch gives (x = +Inf, t = 0: +Inf, not Inf - Inf*0 = NaN).
 func buildBCE[T float](n *kernels.Node) (kernels.Func, error) {
 	logits := false
 	switch n.Op {
@@ -155,7 +155,7 @@ func buildBCE[T float](n *kernels.Node) (kernels.Func, error) {
 			var v T
 			if logits {
 				x64, t64 := float64(xv), float64(tv)
-				v = T(math.Max(x64, 0) - x64*t64 + math.Log1p(math.Exp(-math.Abs(x64))))
+				v = T((1-t64)*x64 + math.Max(-x64, 0) + math.Log1p(math.Exp(-math.Abs(x64))))
 			} else {
 				if !(xv >= 0 && xv <= 1) {
 					return fmt.Errorf("input %v at element %d is outside [0,1]", xv, i)

@@ -16,12 +16,87 @@ type gemmFunc[T float] func(tA, tB bool, m, n, k int, a []T, lda int, b []T, ldb
 
 var (
 	sgemm = func(m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
+		if !gemmFinite(false, false, m, n, k, a, lda, b, ldb) {
+			gemmPlain(false, false, m, n, k, a, lda, b, ldb, 0, c, ldc)
+			return
+		}
 		blas32.Implementation().Sgemm(blas.NoTrans, blas.NoTrans, m, n, k, 1, a, lda, b, ldb, 0, c, ldc)
 	}
 	dgemm = func(m, n, k int, a []float64, lda int, b []float64, ldb int, c []float64, ldc int) {
+		if !gemmFinite(false, false, m, n, k, a, lda, b, ldb) {
+			gemmPlain(false, false, m, n, k, a, lda, b, ldb, 0, c, ldc)
+			return
+		}
 		blas64.Implementation().Dgemm(blas.NoTrans, blas.NoTrans, m, n, k, 1, a, lda, b, ldb, 0, c, ldc)
 	}
 )
+
+// gemmFinite reports whether every element of the operands of c =
+// op(a)·op(b) is finite. gonum's gemm skips the products of a zero element
+// (it adds nothing for it), which drops a NaN or ±Inf of the other operand
+// where IEEE and PyTorch give NaN (0*NaN, 0*Inf); gonum runs only when
+// this holds, and gemmPlain otherwise. The scan costs O(mk + kn) against
+// the product's O(mnk).
+func gemmFinite[T float](tA, tB bool, m, n, k int, a []T, lda int, b []T, ldb int) bool {
+	ar, ac := m, k
+	if tA {
+		ar, ac = k, m
+	}
+	br, bc := k, n
+	if tB {
+		br, bc = n, k
+	}
+	return matFinite(a, ar, ac, lda) && matFinite(b, br, bc, ldb)
+}
+
+// matFinite reports whether the r×c matrix x (row stride ld) holds no NaN
+// or ±Inf.
+func matFinite[T float](x []T, r, c, ld int) bool {
+	for i := range r {
+		for _, v := range x[i*ld : i*ld+c] {
+			if v-v != 0 { // NaN for NaN and ±Inf
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// gemmPlain computes c = op(a)·op(b) + beta·c (beta 0 overwrites c) with
+// every product taken, zeros included, each element summed in increasing
+// index of the inner dimension: the gemm for operands that hold NaN or
+// ±Inf where gonum's would skip.
+func gemmPlain[T float](tA, tB bool, m, n, k int, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
+	for i := range m {
+		crow := c[i*ldc : i*ldc+n]
+		switch beta {
+		case 0:
+			clear(crow)
+		case 1:
+		default:
+			for j := range crow {
+				crow[j] *= beta
+			}
+		}
+		for l := range k {
+			var av T
+			if tA {
+				av = a[l*lda+i]
+			} else {
+				av = a[i*lda+l]
+			}
+			for j := range crow {
+				var bv T
+				if tB {
+					bv = b[j*ldb+l]
+				} else {
+					bv = b[l*ldb+j]
+				}
+				crow[j] += av * bv
+			}
+		}
+	}
+}
 
 // gemmOf returns the gemm for T for products of at most m×k by k×n: the
 // blocked gemm with the AVX2+FMA micro-kernels (gemm.go) when the CPU has

@@ -3,7 +3,11 @@ package cpu
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"testing"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
 
 	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/kernels"
@@ -120,4 +124,65 @@ func testMatmul[T float](t *testing.T, shapes [][2][]int) {
 			})
 		}
 	}
+}
+
+// TestGonumGemmKeepsNaN checks the gemms of builds without the
+// micro-kernels (gonum's BLAS, which skips the products of a zero element):
+// a NaN or ±Inf of one operand against a zero of the other still gives NaN,
+// as IEEE and PyTorch do, in matmul's and the convolutions' gemm, plain and
+// transposed; and on finite operands gemmPlain agrees with gonum.
+func TestGonumGemmKeepsNaN(t *testing.T) {
+	nan, inf := math.NaN(), math.Inf(1)
+	// a [2,2] has zeros where b [2,3] has NaN and +Inf in the matching row.
+	a64 := []float64{0, 1, 2, 0}
+	b64 := []float64{nan, 1, inf, 2, 3, 4}
+	a, b := conv[float32](a64), conv[float32](b64)
+	want := []string{"NaN", "3", "NaN", "NaN", "2", "+Inf"}
+	check := func(what string, c []float32) {
+		t.Helper()
+		for i, w := range want {
+			if got := fmt.Sprint(float64(c[i])); got != w && !(w == "NaN" && math.IsNaN(float64(c[i]))) {
+				t.Errorf("%s: c[%d] = %v, want %s", what, i, c[i], w)
+			}
+		}
+	}
+	c := make([]float32, 6)
+	sgemm(2, 3, 2, a, 2, b, 3, c, 3)
+	check("sgemm", c)
+	c64 := make([]float64, 6)
+	dgemm(2, 3, 2, a64, 2, b64, 3, c64, 3)
+	check("dgemm", conv32(c64))
+	at := []float32{0, 2, 1, 0}                          // aᵀ
+	bt := conv[float32]([]float64{nan, 2, 1, 3, inf, 4}) // bᵀ
+	clear(c)
+	convSgemm(true, true, 2, 3, 2, at, 2, bt, 2, 0, c, 3)
+	check("convSgemm transposed", c)
+	clear(c64)
+	convDgemm(false, false, 2, 3, 2, a64, 2, b64, 3, 0, c64, 3)
+	check("convDgemm", conv32(c64))
+
+	r := rand.New(rand.NewPCG(1, 2))
+	fa, fb := make([]float64, 5*7), make([]float64, 7*4)
+	for i := range fa {
+		fa[i] = r.NormFloat64()
+	}
+	for i := range fb {
+		fb[i] = r.NormFloat64()
+	}
+	got, ref := make([]float64, 5*4), make([]float64, 5*4)
+	for i := range got {
+		got[i], ref[i] = r.NormFloat64(), 0
+	}
+	copy(ref, got)
+	gemmPlain(false, false, 5, 4, 7, fa, 7, fb, 4, 0.5, got, 4)
+	blas64.Implementation().Dgemm(blas.NoTrans, blas.NoTrans, 5, 4, 7, 1, fa, 7, fb, 4, 0.5, ref, 4)
+	checkNear(t, "gemmPlain", got, ref, 1e-12, 1e-12)
+}
+
+func conv32(v []float64) []float32 {
+	out := make([]float32, len(v))
+	for i, x := range v {
+		out[i] = float32(x)
+	}
+	return out
 }

@@ -24,7 +24,10 @@ import (
 // No exp overflows (every argument is <= 0), so rows of ±1000 stay finite;
 // every slice is summed in index order in T, so results are deterministic.
 // -inf elements get 0 (leading ones too: softmaxShift); a NaN makes its
-// whole slice NaN, as do a slice of only -inf and one with two +inf.
+// whole slice NaN, as do a slice of only -inf and one with a +inf (the
+// textbook formula, and PyTorch, compute exp(+inf - +inf) there: each new
+// maximum v adds softmaxOne(v) to the sum, 1 for a finite v and NaN for
+// +inf).
 //
 // For the last axis (inner = 1) the slices are contiguous rows. Otherwise
 // the Func sweeps the axis with all inner columns at once, keeping the
@@ -104,17 +107,18 @@ func rowMax[T float](x []T) T {
 // exp(x[i] - m_i) for the running maximum m_i at i, which softmaxNorm
 // rescales.
 func softmaxStats[T float](out, x []T, store bool) (m, s T) {
-	m, s = x[0], 1
+	m, s = x[0], softmaxOne(x[0])
 	if store {
-		out[0] = 1
+		out[0] = s
 	}
 	for i := 1; i < len(x); i++ {
 		v := x[i]
 		if v > m {
-			s = T(s*exp(m-v)) + 1
+			one := softmaxOne(v)
+			s = T(s*exp(m-v)) + one
 			m = v
 			if store {
-				out[i] = 1
+				out[i] = one
 			}
 			continue
 		}
@@ -125,6 +129,16 @@ func softmaxStats[T float](out, x []T, store bool) (m, s T) {
 		}
 	}
 	return m, s
+}
+
+// softmaxOne returns exp(v - v), what a new running maximum v adds to the
+// sum: 1, and NaN for +inf (+inf - +inf), which makes the slice NaN as the
+// textbook formula and PyTorch do.
+func softmaxOne[T float](v T) T {
+	if v == T(math.Inf(1)) {
+		return v - v
+	}
+	return 1
 }
 
 // softmaxShift returns v - m for an element v not above the running
@@ -185,23 +199,22 @@ func newSoftmaxCols[T float](inner int) *softmaxCols[T] {
 func (c *softmaxCols[T]) stats(out, x []T, dim int, store bool) {
 	inner := len(c.max)
 	copy(c.max, x[:inner])
-	for j := range c.sum {
-		c.sum[j] = 1
+	for j, v := range x[:inner] {
+		c.sum[j] = softmaxOne(v)
 	}
 	if store {
-		for j := range inner {
-			out[j] = 1
-		}
+		copy(out[:inner], c.sum)
 	}
 	for k := 1; k < dim; k++ {
 		xr, or := x[k*inner:(k+1)*inner], out[k*inner:(k+1)*inner]
 		for j, v := range xr {
 			m := c.max[j]
 			if v > m {
-				c.sum[j] = T(c.sum[j]*exp(m-v)) + 1
+				one := softmaxOne(v)
+				c.sum[j] = T(c.sum[j]*exp(m-v)) + one
 				c.max[j] = v
 				if store {
-					or[j] = 1
+					or[j] = one
 				}
 				continue
 			}

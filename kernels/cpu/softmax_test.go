@@ -307,8 +307,8 @@ func TestSoftmaxOnlineLongRows(t *testing.T) {
 }
 
 // TestSoftmaxDeterministic checks that two runs, and the row and column
-// paths, give the same bits, and that softmax rows of non-finite values follow the textbook formula: a
-// NaN or +inf with another +inf makes the row NaN, -inf elements get 0.
+// paths, give the same bits, and that softmax rows of non-finite values follow the textbook formula
+// (and PyTorch): a NaN or a +inf makes the row NaN, -inf elements get 0.
 func TestSoftmaxDeterministic(t *testing.T) {
 	inf := math.Inf(1)
 	x := []float64{
@@ -316,29 +316,31 @@ func TestSoftmaxDeterministic(t *testing.T) {
 		1, math.NaN(), 2, 3,
 		inf, 0, inf, 1,
 		-inf, -inf, -inf, 5,
+		0, 1, inf, 2,
 	}
-	a := kernels.View[float64](mustRun(t, ir.OpSoftmax, nil, tensorOf([]int{4, 4}, x)))
-	b := kernels.View[float64](mustRun(t, ir.OpSoftmax, nil, tensorOf([]int{4, 4}, x)))
+	a := kernels.View[float64](mustRun(t, ir.OpSoftmax, nil, tensorOf([]int{5, 4}, x)))
+	b := kernels.View[float64](mustRun(t, ir.OpSoftmax, nil, tensorOf([]int{5, 4}, x)))
 	for i := range a {
 		if math.Float64bits(a[i]) != math.Float64bits(b[i]) && !(math.IsNaN(a[i]) && math.IsNaN(b[i])) {
 			t.Fatalf("element %d: %v then %v", i, a[i], b[i])
 		}
 	}
-	xt := make([]float64, 16)
-	for i := range 4 {
+	xt := make([]float64, 20)
+	for i := range 5 {
 		for k := range 4 {
-			xt[k*4+i] = x[i*4+k]
+			xt[k*5+i] = x[i*4+k]
 		}
 	}
-	col := kernels.View[float64](mustRun(t, ir.OpSoftmax, ir.MakeAttrs("axis", ir.Int(0)), tensorOf([]int{4, 4}, xt)))
-	for i := range 4 {
+	col := kernels.View[float64](mustRun(t, ir.OpSoftmax, ir.MakeAttrs("axis", ir.Int(0)), tensorOf([]int{4, 5}, xt)))
+	for i := range 5 {
 		for k := range 4 {
-			if c, r := col[k*4+i], a[i*4+k]; math.Float64bits(c) != math.Float64bits(r) && !(math.IsNaN(c) && math.IsNaN(r)) {
+			if c, r := col[k*5+i], a[i*4+k]; math.Float64bits(c) != math.Float64bits(r) && !(math.IsNaN(c) && math.IsNaN(r)) {
 				t.Fatalf("row %d element %d: column path %v, row path %v", i, k, c, r)
 			}
 		}
 	}
 	e := math.E
-	want := []float64{0, 1 / (1 + e), e / (1 + e), 0, math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN(), 0, 0, 0, 1}
+	want := []float64{0, 1 / (1 + e), e / (1 + e), 0, math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN(), 0, 0, 0, 1,
+		math.NaN(), math.NaN(), math.NaN(), math.NaN()}
 	checkNear(t, "softmax", a, want, relF64, 0)
 }

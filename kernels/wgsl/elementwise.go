@@ -31,12 +31,14 @@ var ewRules = map[ir.Op]ewRule{
 	ir.OpExp: {expr: fn1("exp")},
 	// log, sqrt and rsqrt of a negative number and log of 0 follow IEEE
 	// (NaN, -Inf) on the devices kiln has seen; tests check them.
-	ir.OpLog:        {expr: fn1("k_log"), helpers: []string{"k_log"}},
-	ir.OpSqrt:       {expr: fn1("sqrt")},
-	ir.OpTanh:       {expr: fn1("k_tanh"), helpers: []string{"k_tanh"}},
-	ir.OpSigmoid:    {expr: fn1("k_sigmoid"), helpers: []string{"k_sigmoid"}},
-	ir.OpRelu:       {expr: func(a []string, _ ir.Attrs) string { return fmt.Sprintf("select(0.0, %s, %s > 0.0)", a[0], a[0]) }},
-	ir.OpReluGrad:   {expr: func(a []string, _ ir.Attrs) string { return fmt.Sprintf("select(0.0, %s, %s > 0.0)", a[0], a[1]) }},
+	ir.OpLog:     {expr: fn1("k_log"), helpers: []string{"k_log"}},
+	ir.OpSqrt:    {expr: fn1("sqrt")},
+	ir.OpTanh:    {expr: fn1("k_tanh"), helpers: []string{"k_tanh"}},
+	ir.OpSigmoid: {expr: fn1("k_sigmoid"), helpers: []string{"k_sigmoid"}},
+	// relu and relu_grad test x <= 0, which is false for NaN: NaN passes
+	// (as PyTorch's relu and threshold_backward).
+	ir.OpRelu:       {expr: func(a []string, _ ir.Attrs) string { return fmt.Sprintf("select(%s, 0.0, %s <= 0.0)", a[0], a[0]) }},
+	ir.OpReluGrad:   {expr: func(a []string, _ ir.Attrs) string { return fmt.Sprintf("select(%s, 0.0, %s <= 0.0)", a[0], a[1]) }},
 	ir.OpAbs:        {expr: fn1("abs")},
 	ir.OpSign:       {expr: fn1("k_sign"), helpers: []string{"k_sign"}},
 	ir.OpRsqrt:      {expr: func(a []string, _ ir.Attrs) string { return fmt.Sprintf("(1.0 / sqrt(%s))", a[0]) }},
@@ -62,14 +64,23 @@ var ewRules = map[ir.Op]ewRule{
 		if _, ok := at.Get("max"); ok {
 			v = fmt.Sprintf("min(%s, %s)", v, F32(at.Float("max", 0)))
 		}
-		return fmt.Sprintf("select(%s, %s, %s != %s)", v, a[0], a[0], a[0]) // NaN stays NaN
-	}},
+		return fmt.Sprintf("select(%s, %s, k_isnan(%s))", v, a[0], a[0]) // NaN stays NaN
+	}, helpers: []string{"k_isnan"}},
 	ir.OpPow: {expr: func(a []string, at ir.Attrs) string {
 		if len(a) == 1 {
-			return fmt.Sprintf("k_pow(%s, %s)", a[0], F32(at.Float("exponent", 1)))
+			// ±0.5 are sqrt and 1/sqrt, as on the CPU and in PyTorch
+			// (so the square root of -Inf is NaN, not pow's +Inf).
+			switch e := at.Float("exponent", 1); e {
+			case 0.5:
+				return fmt.Sprintf("k_sqrt(%s)", a[0])
+			case -0.5:
+				return fmt.Sprintf("(1.0 / k_sqrt(%s))", a[0])
+			default:
+				return fmt.Sprintf("k_pow(%s, %s)", a[0], F32(e))
+			}
 		}
 		return fmt.Sprintf("k_pow(%s, %s)", a[0], a[1])
-	}, helpers: []string{"k_pow"}},
+	}, helpers: []string{"k_pow", "k_sqrt"}},
 	ir.OpMaximum:  {expr: fn2("k_maximum"), helpers: []string{"k_maximum"}},
 	ir.OpMinimum:  {expr: fn2("k_minimum"), helpers: []string{"k_minimum"}},
 	ir.OpFloorDiv: {expr: fn2("k_floor_div"), helpers: []string{"k_floor_div"}},
@@ -82,10 +93,12 @@ var ewRules = map[ir.Op]ewRule{
 	ir.OpLess:         {expr: bin("<")},
 	ir.OpLessEqual:    {expr: bin("<=")},
 	ir.OpEqual:        {expr: bin("==")},
-	ir.OpNotEqual:     {expr: bin("!=")},
-	ir.OpLogicalAnd:   {expr: bin("&&")},
-	ir.OpLogicalOr:    {expr: bin("||")},
-	ir.OpLogicalNot:   {expr: fn1("!")},
+	// not_equal is !(a == b): true where either is NaN even on drivers
+	// that compile != as an ordered comparison.
+	ir.OpNotEqual:   {expr: func(a []string, _ ir.Attrs) string { return fmt.Sprintf("!(%s == %s)", a[0], a[1]) }},
+	ir.OpLogicalAnd: {expr: bin("&&")},
+	ir.OpLogicalOr:  {expr: bin("||")},
+	ir.OpLogicalNot: {expr: fn1("!")},
 	ir.OpLeakyRelu: {expr: func(a []string, at ir.Attrs) string {
 		return fmt.Sprintf("select(%s * %s, %s, %s > 0.0)", a[0], F32(at.Float("alpha", 0.01)), a[0], a[0])
 	}},
@@ -223,7 +236,12 @@ var ewHelpers = map[string]string{
 	// A negative base with a whole exponent takes the sign of the
 	// exponent's parity; with any other exponent it is NaN (pow's rule).
 	"k_pow": `fn k_pow(a: f32, b: f32) -> f32 {
-  if (b == 0.0) { return 1.0; }
+  if (b == 0.0 || a == 1.0) { return 1.0; }
+  if (k_isnan(a) || k_isnan(b)) { return a + b; }
+  if (a == bitcast<f32>(0xff800000u)) {
+    let r = select(0.0, bitcast<f32>(0x7f800000u), b > 0.0);
+    return select(r, -r, floor(b) == b && abs(b) < 16777216.0 && (i32(b) & 1) == 1);
+  }
   if (a < 0.0) {
     if (floor(b) != b) { return bitcast<f32>(0x7fc00000u); }
     let r = pow(-a, b);
@@ -238,7 +256,18 @@ var ewHelpers = map[string]string{
   if (k_isnan(b)) { return b; }
   return max(a, b);
 }`,
-	"k_fmod": `fn k_fmod(a: f32, b: f32) -> f32 { return fma(-b, trunc(a / b), a); }`,
+	// fmod(a, ±Inf) is a for a finite a (C's fmod, so mod and floor_div
+	// give PyTorch's results there); trunc(a / ±Inf) times ±Inf is NaN.
+	// k_sqrt is sqrt with NaN for a negative x or NaN, -Inf included,
+	// whatever the driver's sqrt does there.
+	"k_sqrt": `fn k_sqrt(x: f32) -> f32 {
+  if (x < 0.0 || k_isnan(x)) { return bitcast<f32>(0x7fc00000u); }
+  return sqrt(x);
+}`,
+	"k_fmod": `fn k_fmod(a: f32, b: f32) -> f32 {
+  if ((bitcast<u32>(b) & 0x7fffffffu) == 0x7f800000u && (bitcast<u32>(a) & 0x7fffffffu) < 0x7f800000u) { return a; }
+  return fma(-b, trunc(a / b), a);
+}`,
 	"k_mod": `fn k_mod(a: f32, b: f32) -> f32 {
   var m = k_fmod(a, b);
   if (m != 0.0 && ((b < 0.0) != (m < 0.0))) { m = m + b; }
@@ -261,6 +290,7 @@ var ewHelperDeps = map[string][]string{
 	"k_log1p": {"k_log"}, "k_erf": {"k_erfc"}, "k_gelu": {"k_erfc"}, "k_gelu_tanh": {"k_sigmoid"},
 	"k_gelu_grad": {"k_erfc"}, "k_gelu_tanh_grad": {"k_sigmoid"}, "k_softplus": {"k_log1p"},
 	"k_maximum": {"k_isnan"}, "k_minimum": {"k_isnan"}, "k_mod": {"k_fmod"}, "k_maxnan": {"k_isnan"}, "k_floor_div": {"k_fmod"},
+	"k_pow": {"k_isnan"}, "k_sqrt": {"k_isnan"},
 }
 
 // helperSource returns the helpers named (and those they call), each once,

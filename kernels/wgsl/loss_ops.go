@@ -82,8 +82,8 @@ func buildElemLoss(n *kernels.Node) (*Kernel, error) {
 }
 
 // buildBCE builds bce_loss (logs clamped at -100; an input or target
-// outside [0,1] is an error) and bce_with_logits (max(x,0) - x*t +
-// log1p(exp(-|x|))).
+// outside [0,1] is an error) and bce_with_logits ((1 - t)*x + max(-x, 0) +
+// log1p(exp(-|x|)), PyTorch's form, as the CPU kernel).
 func buildBCE(n *kernels.Node) (*Kernel, error) {
 	if err := checkDTypes(n); err != nil {
 		return nil, err
@@ -96,7 +96,7 @@ func buildBCE(n *kernels.Node) (*Kernel, error) {
 	var checks []Check
 	logits := n.Op == ir.OpBCEWithLogits
 	if logits {
-		b.WriteString("  return max(xv, 0.0) - xv * tv + k_log1p(exp(-abs(xv)));\n}\n")
+		b.WriteString("  return (1.0 - tv) * xv + max(-xv, 0.0) + k_log1p(exp(-abs(xv)));\n}\n")
 	} else {
 		b.WriteString("  if (!(xv >= 0.0 && xv <= 1.0) || !(tv >= 0.0 && tv <= 1.0)) { atomicMax(&status[0], 1u); atomicMin(&status[1], p); }\n")
 		b.WriteString("  let lx = max(k_log(xv), -100.0);\n  let l1x = max(k_log1p(-xv), -100.0);\n  return (tv - 1.0) * l1x - tv * lx;\n}\n")

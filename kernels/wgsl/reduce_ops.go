@@ -244,7 +244,10 @@ func buildMaxGrad(n *kernels.Node) (*Kernel, error) {
 	body := "  let yv = y[min(o, " + fmt.Sprint(r.out-1) + "u)];\n"
 	body += f.fold("cnt", "f32", "0.0", "a + b", "select(0.0, 1.0, ld_x(q) == yv)")
 	body += fmt.Sprintf("  let qv = dy[min(%s, %du)] / cnt;\n", dyAt, r.out-1)
-	write := "out[q] = select(qv * 0.0, qv * 1.0, ld_x(q) == yv);"
+	// Elsewhere qv*0: 0, or NaN where qv is not finite (no element equals a
+	// NaN result, so cnt is 0); written out, since drivers fold qv * 0.0.
+	body += "  let qz = select(qv * 0.0, bitcast<f32>(0x7fc00000u), (bitcast<u32>(qv) & 0x7fffffffu) >= 0x7f800000u);\n"
+	write := "out[q] = select(qz, qv * 1.0, ld_x(q) == yv);"
 	if f.serial {
 		body += fmt.Sprintf("  for (var r = 0u; r < %du; r++) { let q = index(o, r); %s }\n", r.count, write)
 	} else {

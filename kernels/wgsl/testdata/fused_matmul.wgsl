@@ -10,7 +10,7 @@ fn ld_out(i: u32) -> f32 { return out[i]; }
 fn epilogue(p: u32, x0: f32) -> f32 {
   let x1 = ld_e1(((p % 67u)));
   let t0 = (x0 + x1);
-  let t1 = select(0.0, t0, t0 > 0.0);
+  let t1 = select(t0, 0.0, t0 <= 0.0);
   return t1;
 }
 const M = 31u;
