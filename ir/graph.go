@@ -138,7 +138,7 @@ func (g *Graph) Leaf(op Op, name string, t Type, attrs Attrs) (ID, error) {
 		return NoID, fmt.Errorf("%%%s has no valid dtype", name)
 	}
 	if _, err := t.BytesChecked(); err != nil {
-		return NoID, fmt.Errorf("%%%s: %v", Excerpt(name), err)
+		return NoID, err
 	}
 	return g.Append(Value{Name: name, Type: Type{t.DType, t.Shape.Clone()}, Op: op, Attrs: attrs}), nil
 }
