@@ -165,6 +165,9 @@ func rebatch(g *ir.Graph, n int) error {
 		s := v.Type.Shape.Clone()
 		s[0] = n
 		v.Type.Shape = s
+		if _, err := v.Type.BytesChecked(); err != nil {
+			return fmt.Errorf("-batch %d: input %s: %v", n, g.NameOf(id), err)
+		}
 	}
 	if err := passes.Shapes(g); err != nil {
 		return fmt.Errorf("-batch %d: the graph does not re-batch: %v (an attribute that spells the batch size, like a reshape's shape, does not follow -batch)", n, err)

@@ -9,7 +9,9 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"math"
 	"os"
+	"runtime/debug"
 	"strconv"
 )
 
@@ -20,13 +22,18 @@ const MaxAlloc = 1 << 47
 
 // Available returns the memory available for new allocations, in bytes: the
 // MemAvailable line of /proc/meminfo (which counts free memory and the
-// caches the kernel can drop). It returns false where that cannot be read.
+// caches the kernel can drop), or the Go runtime's memory limit (GOMEMLIMIT,
+// debug.SetMemoryLimit) where one is set and smaller. It returns false where
+// neither is known.
 func Available() (int64, bool) {
-	data, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0, false
+	n, ok := int64(0), false
+	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
+		n, ok = parseMeminfo(data)
 	}
-	return parseMeminfo(data)
+	if lim := debug.SetMemoryLimit(-1); lim < math.MaxInt64 && (!ok || lim < n) {
+		n, ok = lim, true
+	}
+	return n, ok
 }
 
 // parseMeminfo returns the MemAvailable figure of a /proc/meminfo text in

@@ -2,6 +2,7 @@ package sysmem
 
 import (
 	"runtime"
+	"runtime/debug"
 	"testing"
 )
 
@@ -33,6 +34,20 @@ func TestAvailableOnLinux(t *testing.T) {
 	n, ok := Available()
 	if runtime.GOOS == "linux" && (!ok || n <= 0) {
 		t.Errorf("Available() = %d, %v; want a positive count on Linux", n, ok)
+	}
+}
+
+// TestAvailableHonoursTheGoMemoryLimit checks that a memory limit set for
+// the Go runtime caps what Available reports. It changes the process's
+// limit, so it does not run in parallel.
+func TestAvailableHonoursTheGoMemoryLimit(t *testing.T) {
+	old := debug.SetMemoryLimit(12345 << 10)
+	defer debug.SetMemoryLimit(old)
+	if n, ok := Available(); n != 12345<<10 || !ok {
+		t.Errorf("Available() = %d, %v under a limit of %d; want the limit", n, ok, 12345<<10)
+	}
+	if err := Check("batch", 12346<<10); err == nil || err.Error() != "batch of 12.1 MiB exceeds the 12.1 MiB of memory available" {
+		t.Errorf("Check: %v", err)
 	}
 }
 

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"regexp"
+	"runtime/debug"
+	"testing"
+)
+
+// TestShapesOverTheLimit checks that the shapes of the report that gave
+// rise to ir.MaxTensorBytes are refused where they are declared, with one
+// line naming the file and position and exit status 1, by every command
+// that reads a model: none trains "(0 values)", plans a wrapped arena or
+// panics.
+func TestShapesOverTheLimit(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, src, want string
+		cmd             []string
+	}{
+		{"param wraps", "graph big\nparam %w: f32[4611686018427387904,4]\n%l = sum %w\noutput %l\n",
+			"m.kir:2:11: shape [4611686018427387904,4] has a dimension of 4611686018427387904; the limit is 2^40 (ir.MaxTensorBytes)",
+			[]string{"train", "-steps", "1"}},
+		{"count wraps", "graph big\nparam %w: f32[4294967296,4294967296,4294967296]\n%l = sum %w\noutput %l\n",
+			"m.kir:2:11: shape [4294967296,4294967296,4294967296] has 7.92e+28 elements; the limit is 2^40 (ir.MaxTensorBytes)",
+			[]string{"plan"}},
+		{"input one past", "graph big\ninput %x: f32[4611686018427387905,4]\nparam %w: f32[4,1]\n%y = matmul %x, %w\n%l = sum %y\noutput %l\n",
+			"m.kir:2:11: shape [4611686018427387905,4] has a dimension of 4611686018427387905; the limit is 2^40 (ir.MaxTensorBytes)",
+			[]string{"bench", "-steps", "1", "-warmup", "0"}},
+		{"makeslice", "graph big\nparam %w: f32[1000000000,1000000000]\n%l = sum %w\noutput %l\n",
+			"m.kir:2:11: shape [1000000000,1000000000] has 1e+18 elements; the limit is 2^40 (ir.MaxTensorBytes)",
+			[]string{"train", "-steps", "1"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			path := writeFile(t, "m.kir", tc.src)
+			r := runKiln(t, append(tc.cmd, path)...)
+			r.want(t, 1)
+			line := oneLine(t, r.stderr)
+			want := "kiln " + tc.cmd[0] + ": " + path[:len(path)-len("m.kir")] + tc.want
+			if line != want {
+				t.Errorf("stderr:\n got  %s\n want %s", line, want)
+			}
+		})
+	}
+}
+
+// TestBenchBatchTooLarge checks that kiln bench refuses a -batch whose
+// arena does not fit in the memory available, before allocating it, and a
+// -batch that makes an input too large for a tensor. The memory available
+// is capped with the Go memory limit (which sysmem honours) so that the
+// test does the same on machines of any size; it changes the process's
+// limit, so it does not run in parallel.
+func TestBenchBatchTooLarge(t *testing.T) {
+	old := debug.SetMemoryLimit(16 << 30)
+	defer debug.SetMemoryLimit(old)
+
+	r := runKiln(t, "bench", "-batch", "100000000", digitsMLP)
+	r.want(t, 1)
+	line := oneLine(t, r.stderr)
+	re := regexp.MustCompile(`^kiln bench: \.\./\.\./examples/digits/mlp\.kir: plan digits_mlp: arena of 79\.7 GiB exceeds the [0-9.]+ GiB of memory available$`)
+	if !re.MatchString(line) {
+		t.Errorf("stderr %q does not match %s", line, re)
+	}
+
+	r = runKiln(t, "bench", "-batch", "4611686018427387904", digitsMLP)
+	r.want(t, 1)
+	line = oneLine(t, r.stderr)
+	want := "kiln bench: ../../examples/digits/mlp.kir: -batch 4611686018427387904: input %x: shape [4611686018427387904,64] has a dimension of 4611686018427387904; the limit is 2^40 (ir.MaxTensorBytes)"
+	if line != want {
+		t.Errorf("stderr:\n got  %s\n want %s", line, want)
+	}
+}
