@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/kilnml/kiln/frontends/dataset"
+	"github.com/kilnml/kiln/internal/sysmem"
 	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/kernels"
 	"github.com/kilnml/kiln/passes"
@@ -199,6 +200,9 @@ func NewTrainerFromPlans(train, eval *planner.Plan, x ExecOptions) (*Trainer, er
 			return nil, fmt.Errorf("the evaluation plan lacks param %%%s: %s of the training plan", b.Name, b.Type)
 		}
 	}
+	if err := checkTrainerMemory(train, eval, sig, x.Device); err != nil {
+		return nil, err
+	}
 	if t.train, err = NewExecutor(train, x); err != nil {
 		return nil, err
 	}
@@ -217,6 +221,28 @@ func NewTrainerFromPlans(train, eval *planner.Plan, x ExecOptions) (*Trainer, er
 		t.yt = kernels.New(g.Type(ins[1]))
 	}
 	return t, nil
+}
+
+// checkTrainerMemory refuses a trainer whose memory does not fit in the
+// memory available, before any of it is allocated: the two arenas (on the
+// CPU) and the batch buffers. Each executor checks its own arena, but the
+// arenas are allocated one after the other and the memory available does
+// not drop until they are written, so only their sum tells.
+func checkTrainerMemory(train, eval *planner.Plan, sig Signature, device string) error {
+	batches := 8 * int64(sig.Batch) * int64(sig.Width+3*sig.K)
+	if sig.Kind != NoData {
+		ins := train.Graph.Inputs()
+		batches += int64(train.Graph.Type(ins[0]).Bytes() + train.Graph.Type(ins[1]).Bytes())
+	}
+	need, detail := batches, "batch buffers "+sysmem.Format(batches)
+	if device == "" || device == "cpu" {
+		need += train.ArenaBytes + eval.ArenaBytes
+		detail = fmt.Sprintf("arenas %s and %s, %s", sysmem.Format(train.ArenaBytes), sysmem.Format(eval.ArenaBytes), detail)
+	}
+	if err := sysmem.Check("training memory", need); err != nil {
+		return fmt.Errorf("plan %s: %w (%s)", train.Graph.Name, err, detail)
+	}
+	return nil
 }
 
 // Close stops the workers of the trainer's executors. The trainer cannot
