@@ -74,3 +74,22 @@ func TestExcerpt(t *testing.T) {
 		}
 	}
 }
+
+func TestParseTypeLimits(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ in, want string }{
+		{"f32[4611686018427387904,4]", "shape [4611686018427387904,4] has a dimension of 4611686018427387904; the limit is 2^40 (ir.MaxTensorBytes)"},
+		{"f32[4294967296,4294967296,4294967296]", "shape [4294967296,4294967296,4294967296] has 7.92e+28 elements; the limit is 2^40 (ir.MaxTensorBytes)"},
+		{"i64[137438953473]", "i64[137438953473] is too large: 1099511627784 bytes; the limit is 1 TiB (2^40 bytes, ir.MaxTensorBytes) per tensor"},
+		{"f32[" + strings.Repeat("9", 200) + "]", `type "f32[9999999999999999999999999999999999999999999999999999999999999999999999999...": bad dimension "99999999999999999999999999999999999999999999999999999999999999999999999999999..."`},
+	}
+	for _, tc := range tests {
+		_, err := ParseType(tc.in)
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("ParseType(%.40q): %v\nwant %s", tc.in, err, tc.want)
+		}
+	}
+	if typ, err := ParseType("f32[1099511627776,0]"); err != nil || typ.Bytes() != 0 {
+		t.Errorf("ParseType(f32[2^40,0]) = %v, %v; want an empty tensor", typ, err)
+	}
+}
