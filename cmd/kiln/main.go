@@ -91,7 +91,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		}
 		return 1
 	}
-	fmt.Fprintf(stderr, "kiln: unknown command %q\n", args[0])
+	fmt.Fprintf(stderr, "kiln: unknown command %q\n", ir.Excerpt(args[0]))
 	usage(stderr)
 	return 2
 }

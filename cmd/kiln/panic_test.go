@@ -35,3 +35,15 @@ func TestPanicIsAnInternalError(t *testing.T) {
 		t.Errorf("with KILN_DEBUG, stderr lacks the line then the stack:\n%s", r.stderr)
 	}
 }
+
+// TestLongArgumentIsCut checks that an unknown command of a megabyte is
+// quoted in at most ir.MaxQuoted characters.
+func TestLongArgumentIsCut(t *testing.T) {
+	t.Parallel()
+	r := runKiln(t, strings.Repeat("x", 1<<20))
+	r.want(t, 2)
+	first, _, _ := strings.Cut(r.stderr, "\n")
+	if want := `kiln: unknown command "` + strings.Repeat("x", 77) + `..."`; first != want {
+		t.Errorf("first line of stderr %.200q, want %q", first, want)
+	}
+}
