@@ -71,3 +71,21 @@ func TestBenchBatchTooLarge(t *testing.T) {
 		t.Errorf("stderr:\n got  %s\n want %s", line, want)
 	}
 }
+
+// TestBenchRandomInputsTooLarge checks that kiln bench refuses random
+// inputs that do not fit beside the arena, before drawing them: at batch
+// 10^6 the digits MLP's arena (0.8 GiB) fits under a limit of 1.2 GiB, but
+// not with its float64 inputs. It changes the process's memory limit, so
+// it does not run in parallel.
+func TestBenchRandomInputsTooLarge(t *testing.T) {
+	old := debug.SetMemoryLimit(1200 << 20)
+	defer debug.SetMemoryLimit(old)
+
+	r := runKiln(t, "bench", "-batch", "1000000", "-workers", "1", digitsMLP)
+	r.want(t, 1)
+	line := oneLine(t, r.stderr)
+	re := regexp.MustCompile(`^kiln bench: \.\./\.\./examples/digits/mlp\.kir: arena and random inputs of 1\.[0-9] GiB exceeds the [0-9.]+ [GM]iB of memory available$`)
+	if !re.MatchString(line) {
+		t.Errorf("stderr %q does not match %s", line, re)
+	}
+}
