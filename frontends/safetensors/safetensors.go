@@ -35,6 +35,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/kilnml/kiln/internal/atomicfile"
+	"github.com/kilnml/kiln/internal/sysmem"
 
 	"github.com/kilnml/kiln/ir"
 )
@@ -99,7 +100,14 @@ func Decode(data []byte) (tensors []Tensor, metadata map[string]string, err erro
 // ReadFile reads and decodes the safetensors file at path, as Decode does,
 // except that the tensors' Data share the one buffer read from the file
 // rather than being copied. Errors start with the path.
+//
+// A file larger than the memory available is refused before it is read.
 func ReadFile(path string) ([]Tensor, map[string]string, error) {
+	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
+		if err := sysmem.Check("file", fi.Size()); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, err // *fs.PathError already names the file
