@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"regexp"
 	"runtime/debug"
 	"testing"
@@ -87,5 +89,28 @@ func TestBenchRandomInputsTooLarge(t *testing.T) {
 	re := regexp.MustCompile(`^kiln bench: \.\./\.\./examples/digits/mlp\.kir: arena and random inputs of 1\.[0-9] GiB exceeds the [0-9.]+ [GM]iB of memory available$`)
 	if !re.MatchString(line) {
 		t.Errorf("stderr %q does not match %s", line, re)
+	}
+}
+
+// TestModelFileTooLarge checks that a model file larger than the memory
+// available is refused before it is read. The file is sparse, and the
+// memory available is capped with the Go memory limit, so the test changes
+// the process's limit and does not run in parallel.
+func TestModelFileTooLarge(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "big.kir")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(1 << 30); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	old := debug.SetMemoryLimit(256 << 20)
+	defer debug.SetMemoryLimit(old)
+	r := runKiln(t, "plan", path)
+	r.want(t, 1)
+	if line, want := oneLine(t, r.stderr), "kiln plan: "+path+": file of 1.0 GiB exceeds the 256.0 MiB of memory available"; line != want {
+		t.Errorf("stderr:\n got  %s\n want %s", line, want)
 	}
 }
