@@ -114,3 +114,15 @@ func TestModelFileTooLarge(t *testing.T) {
 		t.Errorf("stderr:\n got  %s\n want %s", line, want)
 	}
 }
+
+// TestTrainRowsTooMany checks that kiln train refuses a generated data set
+// of more rows than any process can address, before allocating it.
+func TestTrainRowsTooMany(t *testing.T) {
+	t.Parallel()
+	r := runKiln(t, "train", "../../examples/kan/kan.kir", "-data", "kan2d", "-rows", "4611686018427387904")
+	r.want(t, 1)
+	want := "kiln train: kan2d: 4611686018427387904 rows of 24 bytes each exceed the 128.0 TiB any process can address"
+	if line := oneLine(t, r.stderr); line != want {
+		t.Errorf("stderr:\n got  %s\n want %s", line, want)
+	}
+}
