@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/kilnml/kiln/frontends/dataset"
+	"github.com/kilnml/kiln/internal/sysmem"
 	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/kernels"
 	"github.com/kilnml/kiln/passes"
@@ -201,6 +202,9 @@ func NewTrainerFromPlans(train, eval *planner.Plan, x ExecOptions) (*Trainer, er
 	if err := sameSignature(train, eval); err != nil {
 		return nil, err
 	}
+	if err := checkTrainerMemory(train, eval, sig, x.Device); err != nil {
+		return nil, err
+	}
 	if t.train, err = NewExecutor(train, x); err != nil {
 		return nil, err
 	}
@@ -254,6 +258,28 @@ func sameSignature(train, eval *planner.Plan) error {
 		if a.Name != b.Name || !a.Type.Equal(b.Type) {
 			return fmt.Errorf("the evaluation plan's output %d is %%%s: %s, the training plan's %%%s: %s", k, b.Name, b.Type, a.Name, a.Type)
 		}
+	}
+	return nil
+}
+
+// checkTrainerMemory refuses a trainer whose memory does not fit in the
+// memory available, before any of it is allocated: the two arenas (on the
+// CPU) and the batch buffers. Each executor checks its own arena, but the
+// arenas are allocated one after the other and the memory available does
+// not drop until they are written, so only their sum tells.
+func checkTrainerMemory(train, eval *planner.Plan, sig Signature, device string) error {
+	batches := 8 * int64(sig.Batch) * int64(sig.Width+3*sig.K)
+	if sig.Kind != NoData {
+		ins := train.Graph.Inputs()
+		batches += int64(train.Graph.Type(ins[0]).Bytes() + train.Graph.Type(ins[1]).Bytes())
+	}
+	need, detail := batches, "batch buffers "+sysmem.Format(batches)
+	if device == "" || device == "cpu" {
+		need += train.ArenaBytes + eval.ArenaBytes
+		detail = fmt.Sprintf("arenas %s and %s, %s", sysmem.Format(train.ArenaBytes), sysmem.Format(eval.ArenaBytes), detail)
+	}
+	if err := sysmem.Check("training memory", need); err != nil {
+		return fmt.Errorf("plan %s: %w (%s)", train.Graph.Name, err, detail)
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package ir
 
 import (
-	"fmt"
 	"math"
 	"sort"
 	"strconv"
@@ -150,23 +149,38 @@ func (v AttrValue) Equal(w AttrValue) bool {
 // decimal point or exponent so they parse back as floats, and are printed
 // with the fewest digits that round-trip.
 func (v AttrValue) String() string {
+	var b strings.Builder
+	v.write(&b, -1)
+	return b.String()
+}
+
+// write appends v's text to b, in time linear in its length however deeply
+// lists nest. With limit >= 0 it stops once b holds more than limit bytes.
+func (v AttrValue) write(b *strings.Builder, limit int) {
 	switch v.Kind {
 	case AttrInt:
-		return strconv.FormatInt(v.I, 10)
+		b.WriteString(strconv.FormatInt(v.I, 10))
 	case AttrFloat:
-		return formatFloat(v.F)
+		b.WriteString(formatFloat(v.F))
 	case AttrBool:
-		return strconv.FormatBool(v.B)
+		b.WriteString(strconv.FormatBool(v.B))
 	case AttrString:
-		return strconv.Quote(v.S)
+		b.WriteString(strconv.Quote(v.S))
 	case AttrList:
-		parts := make([]string, len(v.L))
+		b.WriteByte('[')
 		for i, e := range v.L {
-			parts[i] = e.String()
+			if limit >= 0 && b.Len() > limit {
+				return
+			}
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			e.write(b, limit)
 		}
-		return "[" + strings.Join(parts, ",") + "]"
+		b.WriteByte(']')
+	default:
+		b.WriteByte('?')
 	}
-	return "?"
 }
 
 func formatFloat(f float64) string {
@@ -294,6 +308,14 @@ func (a Attrs) Ints(key string) ([]int, bool) {
 	return v.AsInts()
 }
 
+// describe names v's kind and quotes at most MaxQuoted characters of its
+// text, for error messages.
 func (v AttrValue) describe() string {
-	return fmt.Sprintf("%s %s", v.Kind, v.String())
+	var b strings.Builder
+	if v.Kind == AttrString {
+		b.WriteString(strconv.Quote(Excerpt(v.S)))
+	} else {
+		v.write(&b, MaxQuoted)
+	}
+	return v.Kind.String() + " " + Excerpt(b.String())
 }

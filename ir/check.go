@@ -48,6 +48,9 @@ func Check(g *Graph) error {
 			if v.Type.DType.Size() == 0 {
 				return fail("invalid dtype")
 			}
+			if _, err := v.Type.BytesChecked(); err != nil {
+				return fail("%v", err)
+			}
 			continue
 		}
 		for j, a := range v.Args {

@@ -137,10 +137,8 @@ func (g *Graph) Leaf(op Op, name string, t Type, attrs Attrs) (ID, error) {
 	if t.DType == InvalidDType || t.DType.Size() == 0 {
 		return NoID, fmt.Errorf("%%%s has no valid dtype", name)
 	}
-	for _, d := range t.Shape {
-		if d < 0 {
-			return NoID, fmt.Errorf("%%%s: shape %s has a negative dimension", name, t.Shape)
-		}
+	if _, err := t.BytesChecked(); err != nil {
+		return NoID, err
 	}
 	return g.Append(Value{Name: name, Type: Type{t.DType, t.Shape.Clone()}, Op: op, Attrs: attrs}), nil
 }
@@ -187,6 +185,11 @@ func (g *Graph) Infer(op Op, attrs Attrs, args []ID) (Type, Attrs, error) {
 	t, err := op.Info().Infer(ts, attrs)
 	if err != nil {
 		return Type{}, nil, fmt.Errorf("%s: %v", op, err)
+	}
+	// A result of legal operands may be too large: a matmul, a broadcast,
+	// a reshape's attribute.
+	if _, err := t.BytesChecked(); err != nil {
+		return Type{}, nil, fmt.Errorf("%s: result %v", op, err)
 	}
 	return t, attrs, nil
 }

@@ -293,6 +293,12 @@ func NearestOp(name string) string {
 func nearest(name string, candidates []string) string {
 	best, bestD := "", len(name)/2+2
 	for _, c := range candidates {
+		// The distance is at least the difference in length; skipping
+		// those keeps a huge name from costing its length times each
+		// candidate's.
+		if len(name)-len(c) >= bestD || len(c)-len(name) >= bestD {
+			continue
+		}
 		if d := editDistance(name, c); d < bestD {
 			best, bestD = c, d
 		}
@@ -350,9 +356,9 @@ func checkAttrs(op Op, attrs Attrs) error {
 				known[i] = s.Name
 			}
 			if len(known) == 0 {
-				return fmt.Errorf("%s takes no attributes, found %q", op, at.Key)
+				return fmt.Errorf("%s takes no attributes, found %q", op, Excerpt(at.Key))
 			}
-			msg := fmt.Sprintf("%s has no attribute %q (known: %s)", op, at.Key, strings.Join(known, ", "))
+			msg := fmt.Sprintf("%s has no attribute %q (known: %s)", op, Excerpt(at.Key), strings.Join(known, ", "))
 			if n := nearest(at.Key, known); n != "" {
 				msg += fmt.Sprintf("; did you mean %q?", n)
 			}

@@ -45,16 +45,18 @@ type token struct {
 	col  int
 }
 
+// describe names t for an error message, quoting at most MaxQuoted
+// characters of its text.
 func (t token) describe() string {
 	switch t.kind {
 	case tEOL:
 		return "end of line"
 	case tString:
-		return strconv.Quote(t.text)
+		return strconv.Quote(Excerpt(t.text))
 	case tValue:
-		return "%" + t.text
+		return "%" + Excerpt(t.text)
 	}
-	return fmt.Sprintf("%q", t.text)
+	return strconv.Quote(Excerpt(t.text))
 }
 
 func isNameByte(c rune) bool {
@@ -99,7 +101,7 @@ func lexLine(line string) ([]token, *token, string) {
 			}
 			s, err := strconv.Unquote(string(rs[i : j+1]))
 			if err != nil {
-				return nil, &token{col: col}, "bad string literal " + string(rs[i:j+1])
+				return nil, &token{col: col}, "bad string literal " + Excerpt(string(rs[i:j+1]))
 			}
 			toks = append(toks, token{tString, s, col})
 			i = j + 1
@@ -126,11 +128,12 @@ func lexLine(line string) ([]token, *token, string) {
 }
 
 type parser struct {
-	g    *Graph
-	file string
-	line int
-	toks []token
-	pos  int
+	g     *Graph
+	file  string
+	line  int
+	toks  []token
+	pos   int
+	depth int // of attribute lists being parsed
 }
 
 type parseError struct{ e *Error }
@@ -283,7 +286,7 @@ func (p *parser) valueRef() ID {
 	}
 	id, ok := p.g.Lookup(t.text)
 	if !ok {
-		p.failAt(t.col, "undefined value %%%s", t.text)
+		p.failAt(t.col, "undefined value %%%s", Excerpt(t.text))
 	}
 	return id
 }
@@ -295,7 +298,7 @@ func (p *parser) parseType() Type {
 	}
 	dt, ok := ParseDType(t.text)
 	if !ok {
-		p.failAt(t.col, "unknown dtype %q (expected f32, f64, i32, i64 or bool)", t.text)
+		p.failAt(t.col, "unknown dtype %q (expected f32, f64, i32, i64 or bool)", Excerpt(t.text))
 	}
 	p.expectPunct("[")
 	shape := Shape{}
@@ -313,13 +316,17 @@ func (p *parser) parseType() Type {
 			p.expectPunct(",")
 		}
 	}
-	return Type{dt, shape}
+	typ := Type{dt, shape}
+	if _, err := typ.BytesChecked(); err != nil {
+		p.failAt(t.col, "%v", err)
+	}
+	return typ
 }
 
 func (p *parser) checkName(t token) {
 	if prev, dup := p.g.Lookup(t.text); dup {
 		w := p.g.Values[prev].Pos
-		p.failAt(t.col, "duplicate value %%%s (first defined at %d:%d)", t.text, w.Line, w.Col)
+		p.failAt(t.col, "duplicate value %%%s (first defined at %d:%d)", Excerpt(t.text), w.Line, w.Col)
 	}
 }
 
@@ -357,7 +364,7 @@ func (p *parser) opStatement() {
 	}
 	op, ok := LookupOp(opTok.text)
 	if !ok || op.IsLeaf() {
-		msg := fmt.Sprintf("unknown op %q", opTok.text)
+		msg := fmt.Sprintf("unknown op %q", Excerpt(opTok.text))
 		if n := NearestOp(opTok.text); n != "" {
 			msg += fmt.Sprintf("; did you mean %q?", n)
 		}
@@ -401,7 +408,7 @@ func (p *parser) attrs() (Attrs, int) {
 			p.failAt(k.col, "expected an attribute name, found %s", k.describe())
 		}
 		if _, dup := a.Get(k.text); dup {
-			p.failAt(k.col, "attribute %s given twice", k.text)
+			p.failAt(k.col, "attribute %s given twice", Excerpt(k.text))
 		}
 		p.expectPunct("=")
 		a = a.With(k.text, p.attrValue())
@@ -432,6 +439,11 @@ func (p *parser) attrValue() AttrValue {
 		}
 	case tPunct:
 		if t.text == "[" {
+			if p.depth == MaxAttrDepth {
+				p.failAt(t.col, "attribute lists nest more than %d deep (ir.MaxAttrDepth)", MaxAttrDepth)
+			}
+			p.depth++
+			defer func() { p.depth-- }()
 			l := AttrValue{Kind: AttrList, L: []AttrValue{}}
 			if p.acceptPunct("]") {
 				return l
@@ -463,7 +475,7 @@ func (p *parser) number(t token) AttrValue {
 	}
 	f, err := strconv.ParseFloat(t.text, 64)
 	if err != nil {
-		p.failAt(t.col, "expected a number, found %q", t.text)
+		p.failAt(t.col, "expected a number, found %q", Excerpt(t.text))
 	}
 	return Float(f)
 }

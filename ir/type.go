@@ -57,7 +57,9 @@ func ParseDType(s string) (DType, bool) {
 // Shape is a static tensor shape; an empty shape is a scalar.
 type Shape []int
 
-// NumElements returns the product of the dimensions (1 for a scalar).
+// NumElements returns the product of the dimensions (1 for a scalar). It
+// does not check for overflow: every shape of a graph has passed
+// NumElementsChecked where it was declared, and only such shapes are exact.
 func (s Shape) NumElements() int {
 	n := 1
 	for _, d := range s {
@@ -145,7 +147,8 @@ type Type struct {
 	Shape Shape
 }
 
-// Bytes returns the storage size of a value of type t.
+// Bytes returns the storage size of a value of type t, unchecked: exact
+// for any type BytesChecked accepts, as every type in a graph is.
 func (t Type) Bytes() int { return t.DType.Size() * t.Shape.NumElements() }
 
 // Equal reports whether t and u are the same type.
@@ -158,25 +161,29 @@ func (t Type) String() string { return t.DType.String() + t.Shape.String() }
 func TensorOf(d DType, dims ...int) Type { return Type{DType: d, Shape: Shape(dims).Clone()} }
 
 // ParseType parses a type as the text format writes it, such as f32[2,3]
-// or i64[] (a scalar).
+// or i64[] (a scalar). It refuses a type that BytesChecked refuses.
 func ParseType(s string) (Type, error) {
 	open := strings.IndexByte(s, '[')
 	if open < 0 || !strings.HasSuffix(s, "]") {
-		return Type{}, fmt.Errorf("type %q: expected DTYPE[dims]", s)
+		return Type{}, fmt.Errorf("type %q: expected DTYPE[dims]", Excerpt(s))
 	}
 	dt, ok := ParseDType(s[:open])
 	if !ok {
-		return Type{}, fmt.Errorf("type %q: unknown dtype %q", s, s[:open])
+		return Type{}, fmt.Errorf("type %q: unknown dtype %q", Excerpt(s), Excerpt(s[:open]))
 	}
 	shape := Shape{}
 	if inner := s[open+1 : len(s)-1]; inner != "" {
 		for _, f := range strings.Split(inner, ",") {
 			d, err := strconv.Atoi(f)
 			if err != nil || d < 0 {
-				return Type{}, fmt.Errorf("type %q: bad dimension %q", s, f)
+				return Type{}, fmt.Errorf("type %q: bad dimension %q", Excerpt(s), Excerpt(f))
 			}
 			shape = append(shape, d)
 		}
 	}
-	return Type{dt, shape}, nil
+	t := Type{dt, shape}
+	if _, err := t.BytesChecked(); err != nil {
+		return Type{}, err
+	}
+	return t, nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/kilnml/kiln/exec/cpu"
 	"github.com/kilnml/kiln/exec/gpu"
 	"github.com/kilnml/kiln/internal/atomicfile"
+	"github.com/kilnml/kiln/internal/sysmem"
 	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/kernels"
 	kcpu "github.com/kilnml/kiln/kernels/cpu"
@@ -103,6 +104,9 @@ func runBench(args []string, stdout io.Writer) error {
 		return fail(path, "%v", err)
 	}
 	defer x.Close()
+	if err := checkFeedMemory(g, p, *device); err != nil {
+		return fail(path, "%v", err)
+	}
 	// Labels and indices are drawn in range from the ops that read them in
 	// the source graph (fusion may hide those ops in the compiled one).
 	feeds := kiln.RandomFeeds(g, *seed)
@@ -168,11 +172,37 @@ func rebatch(g *ir.Graph, n int) error {
 		s := v.Type.Shape.Clone()
 		s[0] = n
 		v.Type.Shape = s
+		if _, err := v.Type.BytesChecked(); err != nil {
+			return fmt.Errorf("-batch %d: input %s: %v", n, g.NameOf(id), err)
+		}
 	}
 	if err := passes.Shapes(g); err != nil {
 		return fmt.Errorf("-batch %d: the graph does not re-batch: %v (an attribute that spells the batch size, like a reshape's shape, does not follow -batch)", n, err)
 	}
 	return nil
+}
+
+// checkFeedMemory refuses random inputs that do not fit in the memory
+// available beside the arena, before they are drawn: a float64 per element
+// of every input and param, and a tensor per input. The arena, allocated but
+// not yet written, does not show in the memory available, so it is counted
+// here on the CPU.
+func checkFeedMemory(g *ir.Graph, p *planner.Plan, device string) error {
+	var n int64
+	for _, v := range g.Values {
+		if v.Op == ir.OpInput || v.Op == ir.OpParam {
+			n += 8 * int64(v.Type.Shape.NumElements())
+		}
+		if v.Op == ir.OpInput {
+			n += int64(v.Type.Bytes())
+		}
+	}
+	what := "random inputs"
+	if device != "gpu" {
+		n += p.ArenaBytes
+		what = "arena and random inputs"
+	}
+	return sysmem.Check(what, n)
 }
 
 // batchOf returns the batch size of a plan: the first dimension of its first

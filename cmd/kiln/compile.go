@@ -9,12 +9,19 @@ import (
 
 	"github.com/kilnml/kiln"
 	"github.com/kilnml/kiln/checkpoint"
+	"github.com/kilnml/kiln/internal/sysmem"
 	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/passes"
 )
 
-// loadGraph reads and parses a .kir file.
+// loadGraph reads and parses a .kir file. A file larger than the memory
+// available is refused before it is read.
 func loadGraph(path string) (*ir.Graph, error) {
+	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
+		if err := sysmem.Check("file", fi.Size()); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
 	src, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err

@@ -8,7 +8,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
+
+	"github.com/kilnml/kiln/ir"
 )
 
 // usageError marks errors in how kiln was called; they exit with status 2.
@@ -44,8 +47,24 @@ func main() {
 }
 
 // run executes one kiln command and returns the exit status: 0, 1 for
-// failures, 2 for usage errors.
-func run(args []string, stdout, stderr io.Writer) int {
+// failures, 2 for usage errors. A panic is a bug in kiln, never the user's
+// mistake: it is reported on one line as an internal error with status 1,
+// followed by the stack when KILN_DEBUG is set.
+func run(args []string, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		if r := recover(); r != nil {
+			name := "kiln"
+			if len(args) > 0 {
+				name += " " + ir.Excerpt(args[0])
+			}
+			msg, _, _ := strings.Cut(fmt.Sprint(r), "\n")
+			fmt.Fprintf(stderr, "%s: internal error (a bug in kiln; set KILN_DEBUG=check for the stack): %s\n", name, ir.Excerpt(msg))
+			if os.Getenv("KILN_DEBUG") != "" {
+				stderr.Write(debug.Stack())
+			}
+			code = 1
+		}
+	}()
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
 		usage(stdout)
 		if len(args) == 0 {
@@ -72,7 +91,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 1
 	}
-	fmt.Fprintf(stderr, "kiln: unknown command %q\n", args[0])
+	fmt.Fprintf(stderr, "kiln: unknown command %q\n", ir.Excerpt(args[0]))
 	usage(stderr)
 	return 2
 }

@@ -16,6 +16,7 @@ import (
 	"unsafe"
 
 	"github.com/kilnml/kiln/exec"
+	"github.com/kilnml/kiln/internal/sysmem"
 	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/kernels"
 	kcpu "github.com/kilnml/kiln/kernels/cpu"
@@ -74,10 +75,14 @@ type memory struct {
 }
 
 // New prepares p for running: it checks the plan, allocates its arena and
-// builds every step's kernel.
+// builds every step's kernel. An arena larger than the memory available
+// (sysmem.Check) is refused before anything is allocated.
 func New(p *planner.Plan, opts Options) (*Executor, error) {
 	if err := p.Check(); err != nil {
 		return nil, fmt.Errorf("invalid plan: %w", err)
+	}
+	if err := sysmem.Check("arena", p.ArenaBytes+planner.Align); err != nil {
+		return nil, fmt.Errorf("plan %s: %w", p.Graph.Name, err)
 	}
 	x := &Executor{plan: p, opts: opts, names: exec.NewNames(p), step: new(int64)}
 	x.arena = alignedBytes(p.ArenaBytes)

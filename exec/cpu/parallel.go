@@ -183,8 +183,15 @@ func (r *runner) describe(s int) string {
 	return r.plan.Graph.FormatValue(ir.ID(st.Out))
 }
 
-// exec runs step s and returns its error, naming the step.
-func (r *runner) exec(s int) error {
+// exec runs step s and returns its error, naming the step. A kernel that
+// panics is a bug in kiln; it is returned as an internal error of the step,
+// since a panic on a worker would end the process.
+func (r *runner) exec(s int) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("step %d (%s): internal error in the kernel: %v", s, r.describe(s), v)
+		}
+	}()
 	st := &r.plan.Steps[s]
 	out := r.views[st.Out]
 	if st.Kind == planner.Copy {

@@ -38,7 +38,10 @@ type partJob struct {
 	next  atomic.Int32 // the next part to claim
 	n     int32
 	body  func(int)
-	_     [32]byte // keep slots on separate cache lines
+	// panicked holds the value of the first part that panicked; Run
+	// panics with it on its caller's goroutine.
+	panicked atomic.Pointer[any]
+	_        [32]byte // keep slots on separate cache lines
 }
 
 func newPool(workers int) *pool {
@@ -79,7 +82,11 @@ func (p *pool) Run(n int, body func(part int)) {
 		runtime.Gosched()
 	}
 	j.body = nil
+	v := j.panicked.Swap(nil)
 	j.busy.Store(false)
+	if v != nil {
+		panic(*v)
+	}
 }
 
 // acquire takes a free slot, waiting for one if every slot is held.
@@ -94,8 +101,16 @@ func (p *pool) acquire() *partJob {
 	}
 }
 
-// drain runs the parts of j not yet claimed.
+// drain runs the parts of j not yet claimed. A part that panics ends the
+// claiming: the panic is kept for Run to raise on its caller's goroutine,
+// since on a helper's it would end the process.
 func (j *partJob) drain() {
+	defer func() {
+		if v := recover(); v != nil {
+			j.panicked.CompareAndSwap(nil, &v)
+			j.next.Store(j.n)
+		}
+	}()
 	for {
 		i := j.next.Add(1) - 1
 		if i >= j.n {

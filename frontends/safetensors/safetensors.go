@@ -35,6 +35,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/kilnml/kiln/internal/atomicfile"
+	"github.com/kilnml/kiln/internal/sysmem"
 
 	"github.com/kilnml/kiln/ir"
 )
@@ -82,10 +83,12 @@ var errBigEndian = errors.New("big-endian hosts are not supported: tensor data i
 // by name, each with a copy of its bytes; metadata is nil when the header has
 // no "__metadata__" entry.
 //
-// Every tensor's data_offsets must lie within the data section, hold exactly
-// dtype size × elements bytes, and not overlap another tensor's. Unlike the
-// reference implementation, Decode tolerates unused bytes between tensors
-// and after the last one, and ignores unknown fields in a tensor's entry.
+// Every tensor's type must be within ir.MaxTensorBytes, and its
+// data_offsets must hold exactly dtype size × elements bytes. As in the
+// reference implementation, the tensors, taken in the order of their
+// offsets, must fill the data section exactly: no overlap, no unused bytes
+// between them or after the last one. Unknown fields in a tensor's entry
+// are ignored.
 func Decode(data []byte) (tensors []Tensor, metadata map[string]string, err error) {
 	tensors, metadata, err = decode(data, true)
 	if err != nil {
@@ -97,7 +100,14 @@ func Decode(data []byte) (tensors []Tensor, metadata map[string]string, err erro
 // ReadFile reads and decodes the safetensors file at path, as Decode does,
 // except that the tensors' Data share the one buffer read from the file
 // rather than being copied. Errors start with the path.
+//
+// A file larger than the memory available is refused before it is read.
 func ReadFile(path string) ([]Tensor, map[string]string, error) {
+	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
+		if err := sysmem.Check("file", fi.Size()); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, err // *fs.PathError already names the file
@@ -167,7 +177,7 @@ func decode(data []byte, copyData bool) ([]Tensor, map[string]string, error) {
 			return nil, nil, fmt.Errorf("invalid JSON header: unexpected %v where a key was expected", tok)
 		}
 		if seen[name] {
-			return nil, nil, fmt.Errorf("invalid JSON header: key %q appears more than once", name)
+			return nil, nil, fmt.Errorf("invalid JSON header: key %q appears more than once", ir.Excerpt(name))
 		}
 		seen[name] = true
 
@@ -184,7 +194,7 @@ func decode(data []byte, copyData bool) ([]Tensor, map[string]string, error) {
 			if errors.As(err, &se) || errors.Is(err, io.ErrUnexpectedEOF) {
 				return nil, nil, fmt.Errorf("invalid JSON header: %s", oneLine(err))
 			}
-			return nil, nil, fmt.Errorf("tensor %q: %s", name, describeEntryError(err))
+			return nil, nil, fmt.Errorf("tensor %q: %s", ir.Excerpt(name), describeEntryError(err))
 		}
 		t, sp, err := checkEntry(name, e, buf)
 		if err != nil {
@@ -208,28 +218,56 @@ func decode(data []byte, copyData bool) ([]Tensor, map[string]string, error) {
 		return nil, nil, errors.New("invalid JSON header: unexpected data after the closing '}'")
 	}
 
-	// Non-empty ranges must not overlap.
-	slices.SortFunc(spans, func(a, b span) int {
-		if a.begin != b.begin {
-			return a.begin - b.begin
-		}
-		return a.end - b.end
-	})
-	var prev *span
-	for i := range spans {
-		s := &spans[i]
-		if s.begin == s.end {
-			continue
-		}
-		if prev != nil && s.begin < prev.end {
-			return nil, nil, fmt.Errorf("tensor %q: data_offsets [%d,%d] overlap tensor %q at [%d,%d]",
-				s.name, s.begin, s.end, prev.name, prev.begin, prev.end)
-		}
-		prev = s
+	if err := checkLayout(spans, len(buf)); err != nil {
+		return nil, nil, err
 	}
 
 	slices.SortFunc(tensors, func(a, b Tensor) int { return strings.Compare(a.Name, b.Name) })
 	return tensors, metadata, nil
+}
+
+// checkLayout requires the tensors' byte ranges, in the order of their
+// offsets, to fill the n-byte data section exactly, as the format does: each
+// starts where the one before it ends, the first at 0, and the last ends at
+// n. A zero-size tensor counts as a range of its own.
+func checkLayout(spans []span, n int) error {
+	slices.SortFunc(spans, func(a, b span) int {
+		if a.begin != b.begin {
+			return a.begin - b.begin
+		}
+		if a.end != b.end {
+			return a.end - b.end
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	var prev *span
+	pos := 0
+	for i := range spans {
+		s := &spans[i]
+		switch {
+		case s.begin < pos:
+			return fmt.Errorf("tensor %q: data_offsets [%d,%d] overlap tensor %q at [%d,%d]",
+				ir.Excerpt(s.name), s.begin, s.end, ir.Excerpt(prev.name), prev.begin, prev.end)
+		case s.begin > pos && prev == nil:
+			return fmt.Errorf("tensor %q: data_offsets [%d,%d] leave bytes [0,%d] unused at the start of the data section; the format forbids gaps",
+				ir.Excerpt(s.name), s.begin, s.end, s.begin)
+		case s.begin > pos:
+			return fmt.Errorf("tensor %q: data_offsets [%d,%d] leave bytes [%d,%d] unused after tensor %q at [%d,%d]; the format forbids gaps",
+				ir.Excerpt(s.name), s.begin, s.end, pos, s.begin, ir.Excerpt(prev.name), prev.begin, prev.end)
+		}
+		if s.end > s.begin || prev == nil || prev.end == prev.begin {
+			prev = s
+		}
+		pos = s.end
+	}
+	switch {
+	case pos == n:
+		return nil
+	case prev == nil:
+		return fmt.Errorf("%d bytes of data after a header that lists no tensors; the format forbids trailing bytes", n)
+	}
+	return fmt.Errorf("%d bytes after the last tensor (%q ends at %d of the %d-byte data section); the format forbids trailing bytes",
+		n-pos, ir.Excerpt(prev.name), pos, n)
 }
 
 // decodeMetadata reads the "__metadata__" value: an object of strings, or null.
@@ -260,7 +298,7 @@ func decodeMetadata(dec *json.Decoder, metadata *map[string]string) error {
 // checkEntry validates one header entry against the data buffer.
 func checkEntry(name string, e headerEntry, buf []byte) (Tensor, span, error) {
 	fail := func(format string, args ...any) (Tensor, span, error) {
-		return Tensor{}, span{}, fmt.Errorf("tensor %q: "+format, append([]any{name}, args...)...)
+		return Tensor{}, span{}, fmt.Errorf("tensor %q: "+format, append([]any{ir.Excerpt(name)}, args...)...)
 	}
 	switch {
 	case e.DType == nil:
@@ -297,9 +335,9 @@ func checkEntry(name string, e headerEntry, buf []byte) (Tensor, span, error) {
 		}
 		shape[i] = int(d)
 	}
-	nbytes, ok := byteSize(dt, shape)
-	if !ok {
-		return fail("shape %s of %s is too large to address", shape, *e.DType)
+	nbytes, err := ir.Type{DType: dt, Shape: shape}.BytesChecked()
+	if err != nil {
+		return fail("%v", err)
 	}
 	if end-begin != int64(nbytes) {
 		return fail("data_offsets [%d,%d] hold %d bytes, but %s%s needs %d", begin, end, end-begin, *e.DType, shape, nbytes)
@@ -339,25 +377,6 @@ func fmtDims(dims []int64) string {
 		parts[i] = strconv.FormatInt(d, 10)
 	}
 	return "[" + strings.Join(parts, ",") + "]"
-}
-
-// byteSize returns the storage size of a dt tensor of the given non-negative
-// shape, or false when it does not fit in an int.
-func byteSize(dt ir.DType, shape ir.Shape) (int, bool) {
-	for _, d := range shape {
-		if d == 0 {
-			return 0, true
-		}
-	}
-	limit := math.MaxInt / dt.Size()
-	elems := 1
-	for _, d := range shape {
-		if elems > limit/d {
-			return 0, false
-		}
-		elems *= d
-	}
-	return elems * dt.Size(), true
 }
 
 // oneLine flattens an error message onto one line.
@@ -475,9 +494,9 @@ func checkTensor(t Tensor) error {
 			return fmt.Errorf("tensor %q: negative dimension %d in shape %v", t.Name, d, t.Type.Shape)
 		}
 	}
-	want, ok := byteSize(t.Type.DType, t.Type.Shape)
-	if !ok {
-		return fmt.Errorf("tensor %q: type %v is too large to address", t.Name, t.Type)
+	want, err := t.Type.BytesChecked()
+	if err != nil {
+		return fmt.Errorf("tensor %q: %v", t.Name, err)
 	}
 	if len(t.Data) != want {
 		return fmt.Errorf("tensor %q: %d bytes of data, but %v needs %d", t.Name, len(t.Data), t.Type, want)
@@ -526,6 +545,9 @@ func FromFloat64(name string, dt ir.DType, shape ir.Shape, v []float64) (Tensor,
 		}
 	}
 	typ := ir.Type{DType: dt, Shape: shape.Clone()}
+	if _, err := typ.BytesChecked(); err != nil {
+		return Tensor{}, fmt.Errorf("tensor %q: %v", name, err)
+	}
 	if n := shape.NumElements(); n != len(v) {
 		return Tensor{}, fmt.Errorf("tensor %q: %d values for shape %v, which has %d elements", name, len(v), shape, n)
 	}
