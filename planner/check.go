@@ -3,7 +3,6 @@ package planner
 import (
 	"fmt"
 	"slices"
-	"sort"
 )
 
 // lastUses returns, for each buffer, the last step that reads or writes
@@ -26,53 +25,24 @@ func (p *Plan) lastUses() []int {
 	return last
 }
 
-// overlapping returns the first pair of buffers, in a sweep by start, that
-// are live at a common step and share memory, other than a buffer and the
-// one it takes in place; nil if there is none. It compares every pair of
-// buffers live at a common step: O(n²) for a training step, whose params
-// and state live throughout, so Check runs it only to name the pair once
-// disjoint has found that there is one.
-func (p *Plan) overlapping() error {
-	idx := make([]int, 0, len(p.Buffers))
-	for i := range p.Buffers {
-		if p.Buffers[i].Size > 0 {
-			idx = append(idx, i)
-		}
-	}
-	sort.SliceStable(idx, func(x, y int) bool { return p.Buffers[idx[x]].Start < p.Buffers[idx[y]].Start })
-	for x, i := range idx {
-		b := &p.Buffers[i]
-		for _, j := range idx[x+1:] {
-			c := &p.Buffers[j]
-			if c.Start > b.End {
-				break
-			}
-			if b.Alias == j || c.Alias == i {
-				continue
-			}
-			if b.Offset < c.Offset+c.Size && c.Offset < b.Offset+b.Size {
-				return fmt.Errorf("buffers %%%s [%d,%d) and %%%s [%d,%d) overlap while both are live (steps %d..%d and %d..%d)",
-					b.Name, b.Offset, b.Offset+b.Size, c.Name, c.Offset, c.Offset+c.Size, b.Start, b.End, c.Start, c.End)
-			}
-		}
-	}
-	return nil
-}
-
-// disjoint reports whether overlapping finds no pair, in O(n log n): it may
-// answer false where overlapping finds none (then Check asks overlapping),
-// never true where it finds one.
+// overlap returns an error naming two buffers of non-zero size that are
+// live at a common step and share memory, other than a buffer and the one
+// it takes in place (Alias); nil if there are none. It expects the aliases
+// checked: each names another buffer and lies at its offset with its size.
 //
-// Buffers joined by Alias (a buffer and the one it takes in place, and so
-// on) form a group; within a group the pairs are compared as overlapping
-// compares them, in a sweep by start. A group whose buffers all lie at one
-// offset and size is a rectangle, its steps from the first start to the
-// last end by its memory: two buffers of different groups that overlap lie
-// in two rectangles that overlap. The rectangles are swept by step,
-// keeping the memory of those live in a segment tree of counts over the
-// distinct offsets: a rectangle whose memory is taken when it becomes live
-// overlaps one live before it.
-func (p *Plan) disjoint() bool {
+// It runs in O(n log n), where comparing every pair of buffers live at a
+// common step would take O(n²) on a training step, whose params and state
+// live throughout. Buffers joined by Alias (a buffer, the one it takes in
+// place, and so on) form a group, which lies at one offset and size; within
+// a group the buffers live at a common step are compared in a sweep by
+// start (each has at most two partners it may overlap). A group then takes
+// its memory during the union of its buffers' live ranges: a few
+// rectangles of steps by memory, disjoint in time. Two buffers of
+// different groups overlap exactly when two rectangles do; the rectangles
+// are swept by step, keeping the memory of those live in a segment tree of
+// counts over the distinct offsets, and one whose memory is already taken
+// when it becomes live overlaps one live before it.
+func (p *Plan) overlap() error {
 	n := len(p.Buffers)
 	parent := make([]int, n)
 	for i := range parent {
@@ -90,54 +60,52 @@ func (p *Plan) disjoint() bool {
 			parent[find(i)] = find(a)
 		}
 	}
-	type rect struct {
-		start, end int
-		lo, hi     int64
-	}
-	var rects []rect
-	byRoot := map[int]int{}    // a group's rectangle, by its root
-	members := map[int][]int{} // the buffers of the groups of more than one
+	groups := map[int][]int{} // by root: the buffers of non-zero size, by start
+	var roots []int
 	for i := range p.Buffers {
-		b := &p.Buffers[i]
-		if b.Size <= 0 {
+		if p.Buffers[i].Size <= 0 {
 			continue
 		}
 		r := find(i)
-		if r != i || b.Alias >= 0 {
-			members[r] = append(members[r], i)
+		if _, ok := groups[r]; !ok {
+			roots = append(roots, r)
 		}
-		k, ok := byRoot[r]
-		if !ok {
-			byRoot[r] = len(rects)
-			rects = append(rects, rect{b.Start, b.End, b.Offset, b.Offset + b.Size})
-			continue
-		}
-		q := &rects[k]
-		if q.lo != b.Offset || q.hi != b.Offset+b.Size {
-			return false
-		}
-		q.start, q.end = min(q.start, b.Start), max(q.end, b.End)
+		groups[r] = append(groups[r], i)
 	}
-	// Pairs within a group.
-	for r, ms := range members {
-		if !slices.Contains(ms, r) && p.Buffers[r].Size > 0 {
-			ms = append(ms, r) // the root, whose Alias is -1
-		}
-		sort.SliceStable(ms, func(x, y int) bool { return p.Buffers[ms[x]].Start < p.Buffers[ms[y]].Start })
-		for x, i := range ms {
+	byStart := func(x, y int) int { return p.Buffers[x].Start - p.Buffers[y].Start }
+	type rect struct {
+		start, end int
+		lo, hi     int64
+		group      int
+	}
+	var rects []rect
+	for _, r := range roots {
+		ms := groups[r]
+		slices.SortStableFunc(ms, byStart)
+		for x, i := range ms[:len(ms)-1] {
 			b := &p.Buffers[i]
 			for _, j := range ms[x+1:] {
 				c := &p.Buffers[j]
 				if c.Start > b.End {
 					break
 				}
-				if b.Alias != j && c.Alias != i {
-					return false
+				if b.Alias != j && c.Alias != i && b.Offset < c.Offset+c.Size && c.Offset < b.Offset+b.Size {
+					return p.overlapError(i, j)
 				}
 			}
 		}
+		b := &p.Buffers[ms[0]]
+		q := rect{b.Start, b.End, b.Offset, b.Offset + b.Size, r}
+		for _, i := range ms[1:] {
+			c := &p.Buffers[i]
+			if c.Start > q.end {
+				rects = append(rects, q)
+				q.start = c.Start
+			}
+			q.end = max(q.end, c.End)
+		}
+		rects = append(rects, q)
 	}
-	// Rectangles, swept by step.
 	xs := make([]int64, 0, 2*len(rects))
 	for _, q := range rects {
 		xs = append(xs, q.lo, q.hi)
@@ -146,38 +114,80 @@ func (p *Plan) disjoint() bool {
 	xs = slices.Compact(xs)
 	cell := func(x int64) int { i, _ := slices.BinarySearch(xs, x); return i }
 	t := newCountTree(max(len(xs)-1, 1))
-	byStart := make([]int, len(rects))
-	byEnd := make([]int, len(rects))
+	starts := make([]int, len(rects))
+	ends := make([]int, len(rects))
 	for i := range rects {
-		byStart[i], byEnd[i] = i, i
+		starts[i], ends[i] = i, i
 	}
-	slices.SortFunc(byStart, func(x, y int) int { return rects[x].start - rects[y].start })
-	slices.SortFunc(byEnd, func(x, y int) int { return rects[x].end - rects[y].end })
+	slices.SortStableFunc(starts, func(x, y int) int { return rects[x].start - rects[y].start })
+	slices.SortStableFunc(ends, func(x, y int) int { return rects[x].end - rects[y].end })
+	live := make([]bool, len(rects))
 	e := 0
-	for _, k := range byStart {
+	for _, k := range starts {
 		q := rects[k]
-		for ; e < len(byEnd) && rects[byEnd[e]].end < q.start; e++ {
-			d := rects[byEnd[e]]
+		for ; e < len(ends) && rects[ends[e]].end < q.start; e++ {
+			d := rects[ends[e]]
 			t.add(cell(d.lo), cell(d.hi), -1)
+			live[ends[e]] = false
 		}
 		lo, hi := cell(q.lo), cell(q.hi)
 		if t.max(lo, hi) > 0 {
-			return false
+			for j, r := range rects {
+				if live[j] && r.lo < q.hi && q.lo < r.hi {
+					return p.groupOverlap(groups[r.group], groups[q.group])
+				}
+			}
+			return fmt.Errorf("buffer %%%s overlaps another while both are live", p.Buffers[groups[q.group][0]].Name) // not reached
 		}
 		t.add(lo, hi, 1)
+		live[k] = true
 	}
-	return true
+	return nil
+}
+
+// groupOverlap names two buffers, one of each group (sorted by start, at
+// memory that overlaps), that are live at a common step.
+func (p *Plan) groupOverlap(g1, g2 []int) error {
+	// Merge by start, remembering each group's buffer that ends last so
+	// far: a buffer overlaps the other group's when that one ends at or
+	// after its start.
+	last := [2]int{-1, -1}
+	i, j := 0, 0
+	for i < len(g1) || j < len(g2) {
+		side, k := 0, 0
+		if j >= len(g2) || i < len(g1) && p.Buffers[g1[i]].Start <= p.Buffers[g2[j]].Start {
+			k = g1[i]
+			i++
+		} else {
+			side, k = 1, g2[j]
+			j++
+		}
+		if o := last[1-side]; o >= 0 && p.Buffers[o].End >= p.Buffers[k].Start {
+			return p.overlapError(o, k)
+		}
+		if last[side] < 0 || p.Buffers[k].End > p.Buffers[last[side]].End {
+			last[side] = k
+		}
+	}
+	return fmt.Errorf("buffers %%%s and %%%s overlap while both are live", p.Buffers[g1[0]].Name, p.Buffers[g2[0]].Name) // not reached
+}
+
+// overlapError is the error for buffers i and j, i starting no later.
+func (p *Plan) overlapError(i, j int) error {
+	b, c := &p.Buffers[i], &p.Buffers[j]
+	return fmt.Errorf("buffers %%%s [%d,%d) and %%%s [%d,%d) overlap while both are live (steps %d..%d and %d..%d)",
+		b.Name, b.Offset, b.Offset+b.Size, c.Name, c.Offset, c.Offset+c.Size, b.Start, b.End, c.Start, c.End)
 }
 
 // countTree is a segment tree over cells 0..n-1 holding a count per cell,
 // with range add and range max, each in O(log n).
 type countTree struct {
-	n        int
-	max_, lz []int32
+	n       int
+	top, lz []int32 // per node: the most of its cells, and what was added to all of them
 }
 
 func newCountTree(n int) *countTree {
-	return &countTree{n: n, max_: make([]int32, 4*n), lz: make([]int32, 4*n)}
+	return &countTree{n: n, top: make([]int32, 4*n), lz: make([]int32, 4*n)}
 }
 
 // add adds d to the cells [lo, hi).
@@ -191,22 +201,24 @@ func (t *countTree) update(x, l, r, lo, hi int, d int32) {
 		return
 	}
 	if lo <= l && r <= hi {
-		t.max_[x] += d
+		t.top[x] += d
 		t.lz[x] += d
 		return
 	}
 	m := (l + r) / 2
 	t.update(2*x, l, m, lo, hi, d)
 	t.update(2*x+1, m, r, lo, hi, d)
-	t.max_[x] = t.lz[x] + max(t.max_[2*x], t.max_[2*x+1])
+	t.top[x] = t.lz[x] + max(t.top[2*x], t.top[2*x+1])
 }
 
+// query returns the most of the cells [lo, hi) within node x's cells
+// [l, r); counts are never negative, so a node outside gives 0.
 func (t *countTree) query(x, l, r, lo, hi int) int32 {
 	if hi <= l || r <= lo {
 		return 0
 	}
 	if lo <= l && r <= hi {
-		return t.max_[x]
+		return t.top[x]
 	}
 	m := (l + r) / 2
 	return t.lz[x] + max(t.query(2*x, l, m, lo, hi), t.query(2*x+1, m, r, lo, hi))

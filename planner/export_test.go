@@ -1,5 +1,4 @@
 package planner
 
-// Disjoint and Overlapping expose Check's two overlap tests.
-func (p *Plan) Disjoint() bool     { return p.disjoint() }
-func (p *Plan) Overlapping() error { return p.overlapping() }
+// Overlap exposes Check's overlap test.
+func (p *Plan) Overlap() error { return p.overlap() }

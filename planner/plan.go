@@ -598,10 +598,8 @@ func (p *Plan) Check() error {
 			return fmt.Errorf("buffer %%%s takes %%%s in place at step %d, but %%%s is live until step %d", b.Name, c.Name, b.Start, c.Name, c.End)
 		}
 	}
-	if !p.disjoint() {
-		if err := p.overlapping(); err != nil {
-			return err
-		}
+	if err := p.overlap(); err != nil {
+		return err
 	}
 	bs, _ := p.blocks()
 	if lb := lowerBound(bs, len(p.Steps)); lb != p.LowerBound {
