@@ -60,6 +60,24 @@ func BenchmarkCompile10k(b *testing.B) {
 	}
 }
 
+// BenchmarkCompileScale compiles the same kind of model at growing sizes
+// (values before autodiff; the training step has about 2.1 times as many
+// after dce), to show how compile time grows with the graph.
+func BenchmarkCompileScale(b *testing.B) {
+	for _, n := range []int{10000, 20000, 40000, 80000} {
+		b.Run(fmt.Sprintf("values=%d", n), func(b *testing.B) {
+			g := benchDeepGraph(n)
+			opts := kiln.Options{Optimizer: benchAdam(b)}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := kiln.Compile(g, opts); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkTransform10k runs the pass pipeline alone on the same model
 // (verify, shapes, autodiff, optimizer, simplify, fuse, dce), without the
 // planner.

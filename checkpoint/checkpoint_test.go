@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"testing"
 
@@ -407,5 +408,131 @@ func TestParsePolicy(t *testing.T) {
 		if _, err := checkpoint.ParsePolicy(bad); err == nil {
 			t.Errorf("ParsePolicy(%q) accepted", bad)
 		}
+	}
+}
+
+// fan is a small graph whose activations share an argument that no
+// backward step reads: h feeds three values, so recomputing them all needs
+// h once, kept or recomputed, not three times.
+func fan(t testing.TB, layers, width, batch int) *ir.Graph {
+	t.Helper()
+	b := frontends.NewBuilder("fan")
+	x := b.Input("x", ir.F32, batch, width)
+	y := b.Input("y", ir.F32, batch, width)
+	r := x
+	for i := range layers {
+		h := b.Matmul(r, b.Param(fmt.Sprintf("w%d", i), ir.F32, width, width))
+		r = b.Add(b.Mul(b.Tanh(h), b.Sigmoid(h)), b.Exp(h))
+	}
+	b.Output(b.MSELoss(r, y))
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// TestLowerBoundBruteForce checks the budget mode's lower bound against
+// brute force on small graphs: every subset of the activations recomputed
+// once (one-level), and random multi-level schedules (several sweeps over
+// parts of the backward). Wherever a rewritten graph's live bytes fit a
+// budget, its recompute FLOPs are at least the bound at that budget.
+func TestLowerBoundBruteForce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, tc := range []chainCase{
+		{"fan", transform(t, fan(t, 2, 16, 32), "")},
+		{"fan adam", transform(t, fan(t, 2, 16, 32), "adam")},
+		{"resnet", transform(t, resnet(t, 2, 16, 32), "sgd")},
+		{"skip", transform(t, skip(t, 3, 16, 32), "")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cands := checkpoint.Candidates(tc.g)
+			if len(cands) > 14 {
+				t.Fatalf("%d activations: too many for brute force", len(cands))
+			}
+			fwdEnd, n := checkpoint.ForwardEnd(tc.g), len(tc.g.Values)
+			type result struct {
+				peak int64
+				cost float64
+				what string
+			}
+			var results []result
+			try := func(sws []checkpoint.Sweep, what string) {
+				h, cost, err := checkpoint.RewriteSweeps(tc.g, sws)
+				if err != nil {
+					t.Fatal(err)
+				}
+				passes.DCE(h)
+				results = append(results, result{checkpoint.LivePeak(h), cost, what})
+			}
+			for mask := 0; mask < 1<<len(cands); mask++ {
+				var vals []int
+				for i, c := range cands {
+					if mask&(1<<i) != 0 {
+						vals = append(vals, int(c))
+					}
+				}
+				try([]checkpoint.Sweep{{Vals: vals, Lo: fwdEnd + 1, Hi: n - 1, At: -1}}, fmt.Sprintf("one level %v", vals))
+			}
+			for range 300 {
+				var sws []checkpoint.Sweep
+				for range 1 + rng.IntN(3) {
+					var vals []int
+					for _, c := range cands {
+						if rng.IntN(2) == 0 {
+							vals = append(vals, int(c))
+						}
+					}
+					lo := fwdEnd + 1 + rng.IntN(n-fwdEnd-1)
+					hi := lo + rng.IntN(n-lo)
+					sws = append(sws, checkpoint.Sweep{Vals: vals, Lo: lo, Hi: hi, At: -1})
+				}
+				try(sws, fmt.Sprintf("sweeps %v", sws))
+			}
+			budgets := map[int64]bool{}
+			for _, r := range results {
+				budgets[r.peak] = true
+			}
+			checked := 0
+			for b := range budgets {
+				lb := checkpoint.LowerBound(tc.g, b)
+				for _, r := range results {
+					if r.peak <= b && r.cost < lb*(1-1e-12) {
+						t.Errorf("budget %d: lower bound %g above the cost %g of %s (peak %d)", b, lb, r.cost, r.what, r.peak)
+					}
+				}
+				if lb > 0 {
+					checked++
+				}
+			}
+			if checked == 0 {
+				t.Errorf("the bound is 0 at every budget: the test proves nothing")
+			}
+		})
+	}
+}
+
+// TestLowerBoundLGCA is the case that once printed a lower bound above the
+// cost reached ("gap -37.6%"): the lgca automaton with Adam under 64 MiB.
+func TestLowerBoundLGCA(t *testing.T) {
+	src, err := os.ReadFile("../examples/lgca/automaton.kir")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := ir.Parse("automaton.kir", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adam, _ := passes.DefaultOptimizer("adam")
+	var r *checkpoint.Report
+	p, err := kiln.Compile(g, kiln.Options{Optimizer: &adam, MemoryBudget: 64 << 20, OnCheckpoint: func(x *checkpoint.Report) { r = x }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.ArenaBytes > 64<<20 || r.RecomputeFLOPs == 0 {
+		t.Fatalf("arena %d, %g FLOPs recomputed: not the budget case", p.ArenaBytes, r.RecomputeFLOPs)
+	}
+	if !(r.LowerBoundFLOPs > 0 && r.LowerBoundFLOPs <= r.RecomputeFLOPs) {
+		t.Errorf("lower bound %g FLOPs, cost reached %g", r.LowerBoundFLOPs, r.RecomputeFLOPs)
 	}
 }

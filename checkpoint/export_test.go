@@ -134,3 +134,36 @@ func LivePeak(g *ir.Graph) int64 {
 // LowerBound returns the lower bound on the recompute FLOPs of any choice
 // whose live bytes fit budget.
 func LowerBound(g *ir.Graph, budget int64) float64 { return analyze(g).lowerBound(budget) }
+
+// Candidates returns g's activations: the values a budget may recompute.
+func Candidates(g *ir.Graph) []ir.ID {
+	a := analyze(g)
+	var out []ir.ID
+	for i, c := range a.cand {
+		if c {
+			out = append(out, ir.ID(i))
+		}
+	}
+	return out
+}
+
+// Sweep is one recomputation pass (see sweep).
+type Sweep struct {
+	Vals       []int
+	Lo, Hi, At int
+}
+
+// RewriteSweeps returns a copy of g rewritten to run the sweeps, and the
+// clones' FLOPs.
+func RewriteSweeps(g *ir.Graph, sws []Sweep) (*ir.Graph, float64, error) {
+	var s schedule
+	for _, sw := range sws {
+		s.sweeps = append(s.sweeps, sweep{vals: sw.Vals, lo: sw.Lo, hi: sw.Hi, at: sw.At})
+	}
+	h := g.Clone()
+	r, err := analyze(h).applySchedule(s)
+	return h, r.cost, err
+}
+
+// ForwardEnd returns the last forward value's id.
+func ForwardEnd(g *ir.Graph) int { return analyze(g).fwdEnd }

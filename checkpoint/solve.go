@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -537,63 +538,100 @@ func (a *analysis) simulate(rec []bool) (int64, int, []int) {
 	return peak, at, out
 }
 
-// lowerBound returns a lower bound on the recompute FLOPs of any choice
-// whose live bytes stay within budget at every step. At a step p of the
-// graph without recomputation that exceeds the budget by Δ, only
-// activations live there between their last forward and their first
-// backward use can be freed (from its first backward use on, a value or
-// its clone is live). Freeing such a v costs at least its own FLOPs and
-// frees its bytes less those of its activation arguments that are not live
-// at p anyway, since its clone needs them; each such argument recomputed
-// instead of kept adds its bytes for at least its FLOPs. Treating the base
-// and each argument as independent fractional items relaxes the choice, so
-// the cheapest way to free Δ bytes with them bounds any answer; the bound
-// is the largest over the steps. It is +Inf when the activations live at
-// some step cannot free Δ at all.
+// lowerBound returns a lower bound on the recompute FLOPs of any schedule
+// (one-level or multi-level: any sweeps applySchedule runs) whose live
+// bytes, by this package's mirror of the planner's liveness, stay within
+// budget at every step. The planner of a compile with recomputation keeps
+// the graph's order and shares no memory in place, so its arena is at
+// least those live bytes: the bound holds for every plan that fits.
+//
+// Proof. Take a step p of the graph g without recomputation whose live
+// bytes exceed the budget by need, L the values live at p, and h the graph
+// a schedule rewrites g into. The rewrite keeps the order of g's values and
+// inserts clones; forward steps read originals, backward steps and clones
+// read originals or clones, and only recomputable values get clones. Every
+// w in L has at step p of h a copy of its own live (w, or a clone of w),
+// unless w is recomputable, computed before p, read by no forward step
+// from p on and not read by step p (lastFwd[w] < p), and a clone of w is
+// made after p, which costs flops[w]: call such w freed, F the freed
+// values. So h has at p at least live(p) - Σ_{w∈F} size[w] bytes of copies
+// of L, and the schedule costs at least Σ_{w∈F} flops[w]. A freed w's
+// clone, made after p, reads a copy of each argument x; when x is not in L
+// that copy is x kept live across p or a clone of x made before p (either
+// adds size[x] bytes at p, a copy of no value of L) or a clone of x made
+// after p (which costs flops[x]; x is in no other term). Such an x may be
+// read by k_x freeable values; charge each of them size[x]/k_x bytes, with
+// a piece of size[x]/k_x bytes for flops[x]/k_x that buys the charge back.
+// Taking w's piece (size[w] less its charges, for flops[w]) for each w of
+// F, and x's pieces of F's readers when x is recomputed after p, frees at
+// least the bytes the schedule frees at p for at most its cost. Buying any
+// pieces independently and fractionally only widens the choice, so the
+// cheapest way to free need bytes with them (a fractional knapsack: pieces
+// in order of FLOPs per byte) is a lower bound at p, and the largest over
+// the steps is one for the schedule. It is +Inf when the pieces cannot free
+// need bytes at some step: no schedule fits.
+//
+// It takes time O(steps · values).
 func (a *analysis) lowerBound(budget int64) float64 {
 	live, _ := a.profile()
 	best := 0.0
 	type piece struct {
-		size  int64
-		flops float64
+		size, flops float64
 	}
-	liveAt := func(x, p int) bool { return x <= p && p <= a.end[x] }
+	liveAt := func(x, p int) bool { return a.always[x] || (x <= p && p <= a.end[x]) }
+	var ps []piece
+	var free []int
+	readers := map[ir.ID]int{}
+	reads := func(u, x int) bool { return slices.Contains(a.g.Values[u].Args, ir.ID(x)) }
 	for p := 0; p <= a.n; p++ {
 		if !a.isStep[p] || live[p] <= budget {
 			continue
 		}
-		need := live[p] - budget
-		var ps []piece
-		var freeable int64
-		for v := 0; v < a.n; v++ {
-			if !a.cand[v] || a.lastFwd[v] >= p || p >= a.firstBwd[v] {
-				continue
+		need := float64(live[p] - budget)
+		free = free[:0]
+		for w := 0; w < p; w++ {
+			if a.recomputable(w) && liveAt(w, p) && a.lastFwd[w] < p && !reads(p, w) {
+				free = append(free, w)
 			}
-			freeable += a.size[v]
-			net := a.size[v]
-			for _, x := range a.g.Values[v].Args {
-				if a.cand[x] && !liveAt(int(x), p) {
-					net -= a.size[x]
-					ps = append(ps, piece{a.size[x], a.flops[x]})
+		}
+		clear(readers)
+		for _, w := range free {
+			for j, x := range a.g.Values[w].Args {
+				if !liveAt(int(x), p) && !slices.Contains(a.g.Values[w].Args[:j], x) {
+					readers[x]++
+				}
+			}
+		}
+		ps = ps[:0]
+		var total float64
+		for _, w := range free {
+			net := float64(a.size[w])
+			for j, x := range a.g.Values[w].Args {
+				if k := readers[x]; k > 0 && !slices.Contains(a.g.Values[w].Args[:j], x) {
+					share := float64(a.size[x]) / float64(k)
+					net -= share
+					if a.recomputable(int(x)) {
+						ps = append(ps, piece{share, a.flops[x] / float64(k)})
+						total += share
+					}
 				}
 			}
 			if net > 0 {
-				ps = append(ps, piece{net, a.flops[v]})
+				ps = append(ps, piece{net, a.flops[w]})
+				total += net
 			}
 		}
-		if freeable < need {
+		if total < need {
 			return math.Inf(1)
 		}
-		sort.Slice(ps, func(i, j int) bool {
-			return ps[i].flops*float64(ps[j].size) < ps[j].flops*float64(ps[i].size)
-		})
+		sort.Slice(ps, func(i, j int) bool { return ps[i].flops*ps[j].size < ps[j].flops*ps[i].size })
 		cost := 0.0
 		for _, x := range ps {
 			if need <= 0 {
 				break
 			}
 			take := min(need, x.size)
-			cost += x.flops * float64(take) / float64(x.size)
+			cost += x.flops * take / x.size
 			need -= take
 		}
 		best = max(best, cost)

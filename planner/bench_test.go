@@ -37,6 +37,27 @@ func BenchmarkPlan10k(b *testing.B) {
 	}
 }
 
+// BenchmarkPlanWide times planner.New on the training step (Adam) of a
+// wide graph, 4096 parallel branches: about 37,000 values, thousands of
+// activations live at once.
+func BenchmarkPlanWide(b *testing.B) {
+	g, err := ir.Parse("wide", []byte(wideMLP(4096, 16, 8)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	adam, _ := passes.DefaultOptimizer("adam")
+	tg, err := kiln.Transform(g, kiln.Options{Optimizer: &adam})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(len(tg.Values)), "values")
+	for b.Loop() {
+		if _, err := planner.New(tg, planner.Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkCheck10k times Plan.Check on the same plan.
 func BenchmarkCheck10k(b *testing.B) {
 	p, err := planner.New(bigGraph(b), planner.Options{})

@@ -21,3 +21,6 @@ func Pack(version uint32, doc, data []byte) []byte { return pack(version, doc, d
 func Unpack(file []byte) (version uint32, doc, data []byte, err error) {
 	return unpack(bytes.NewReader(file))
 }
+
+// Overlap exposes Check's overlap test.
+func (p *Plan) Overlap() error { return p.overlap() }

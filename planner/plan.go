@@ -7,7 +7,6 @@ package planner
 import (
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/kilnml/kiln/ir"
@@ -556,6 +555,7 @@ func (p *Plan) Check() error {
 		}
 		written[st.Out] = true
 	}
+	lastUse := p.lastUses()
 	takenBy := make([]int, n)
 	updates := make([]int, n) // updates[v]: the target value v updates, or -1
 	for i := range takenBy {
@@ -607,7 +607,7 @@ func (p *Plan) Check() error {
 		if update {
 			// The target lives on, now holding the new value: no step
 			// after this one may read the old value or copy into it.
-			for s := b.Start + 1; s < len(p.Steps); s++ {
+			for s := b.Start + 1; s <= lastUse[b.Alias]; s++ {
 				if st := &p.Steps[s]; slices.Contains(st.Args, b.Alias) || st.Out == b.Alias {
 					return fmt.Errorf("buffer %%%s is computed into %%%s, which it updates, at step %d, but step %d still reads or writes %%%s", b.Name, c.Name, b.Start, s, c.Name)
 				}
@@ -616,30 +616,8 @@ func (p *Plan) Check() error {
 			return fmt.Errorf("buffer %%%s takes %%%s in place at step %d, but %%%s is live until step %d", b.Name, c.Name, b.Start, c.Name, c.End)
 		}
 	}
-	// Sweep the buffers by start: each is compared with those that start
-	// before it ends.
-	idx := make([]int, 0, n)
-	for i := range p.Buffers {
-		if p.Buffers[i].Size > 0 {
-			idx = append(idx, i)
-		}
-	}
-	sort.SliceStable(idx, func(x, y int) bool { return p.Buffers[idx[x]].Start < p.Buffers[idx[y]].Start })
-	for x, i := range idx {
-		b := &p.Buffers[i]
-		for _, j := range idx[x+1:] {
-			c := &p.Buffers[j]
-			if c.Start > b.End {
-				break
-			}
-			if b.Alias == j || c.Alias == i {
-				continue
-			}
-			if b.Offset < c.Offset+c.Size && c.Offset < b.Offset+b.Size {
-				return fmt.Errorf("buffers %%%s [%d,%d) and %%%s [%d,%d) overlap while both are live (steps %d..%d and %d..%d)",
-					b.Name, b.Offset, b.Offset+b.Size, c.Name, c.Offset, c.Offset+c.Size, b.Start, b.End, c.Start, c.End)
-			}
-		}
+	if err := p.overlap(); err != nil {
+		return err
 	}
 	bs, _ := p.blocks()
 	if lb := lowerBound(bs, len(p.Steps)); lb != p.LowerBound {

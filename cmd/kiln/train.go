@@ -31,6 +31,7 @@ import (
 // kiln run.
 type loopFlags struct {
 	dataPath           string
+	header             string
 	epochs, steps      int
 	rows, vocab        int
 	seed               uint64
@@ -47,6 +48,7 @@ type loopFlags struct {
 func addLoopFlags(fs *flag.FlagSet) *loopFlags {
 	l := &loopFlags{}
 	fs.StringVar(&l.dataPath, "data", "", "the data: a CSV file (optionally gzipped) of features then an integer label per row, or a built-in set: \"digits\" (8x8 images, 10 classes), \"kan2d\" (exp(sin(πx)+y²) on [-1,1]²), \"reverse\" (token sequences and their reversals)")
+	fs.StringVar(&l.header, "header", "auto", "whether the -data CSV file's first row is a header: yes, no, or auto (a header when some field is not a number and all such fields are names, which start with a letter or '_')")
 	fs.IntVar(&l.epochs, "epochs", 30, "passes over the training data (for a graph with no inputs: training steps, unless -steps is given)")
 	fs.IntVar(&l.steps, "steps", 0, "training steps of a graph with no inputs (default: -epochs)")
 	fs.IntVar(&l.rows, "rows", 0, "rows of a generated data set (default: 2000 for kan2d, 4000 for reverse)")
@@ -66,6 +68,9 @@ func addLoopFlags(fs *flag.FlagSet) *loopFlags {
 // check checks the flags' values; fs tells which were set.
 func (l *loopFlags) check(fs *flag.FlagSet) error {
 	fs.Visit(func(f *flag.Flag) { l.standardizeSet = l.standardizeSet || f.Name == "standardize" })
+	if _, err := dataset.ParseHeader(l.header); err != nil {
+		return usagef("-header: %v", err)
+	}
 	if l.epochs < 1 {
 		return usagef("-epochs must be at least 1, found %d", l.epochs)
 	}
@@ -161,7 +166,12 @@ func (l *loopFlags) data(sig kiln.Signature, builtin bool) (*dataset.Dataset, st
 		d, err := dataset.Reverse(rows(reverseRows), sig.Width, vocab, generatedSeed)
 		return d, "the reverse data", err
 	}
-	d, err := dataset.LoadCSV(l.dataPath)
+	header, _ := dataset.ParseHeader(l.header) // checked by check
+	o := dataset.CSVOptions{Header: header}
+	if sig.Kind == kiln.Labels {
+		o.Classes = sig.Classes
+	}
+	d, err := dataset.LoadCSVWith(l.dataPath, o)
 	return d, l.dataPath, err
 }
 

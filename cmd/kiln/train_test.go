@@ -228,6 +228,7 @@ func TestTrainErrors(t *testing.T) {
 	few := writeFile(t, "few.csv", separableCSV(6, 2, 1))
 	threeClasses := writeFile(t, "three.csv", strings.Replace(separableCSV(40, 2, 1), ",1\n", ",2\n", -1))
 	badCSV := writeFile(t, "bad.csv", "f0,f1,label\n1,2,0\n1,x,1\n")
+	typo := writeFile(t, "typo.csv", "1.5,1O,0\n"+strings.SplitN(separableCSV(40, 2, 1), "\n", 2)[1])
 	wrongType := initFile("f64.safetensors", tensor(t, "b2", ir.F64, ir.Shape{2}, []float64{0, 0}))
 	notParam := initFile("x.safetensors", tensor(t, "x", ir.F32, ir.Shape{8, 2}, make([]float64, 16)))
 
@@ -244,7 +245,10 @@ func TestTrainErrors(t *testing.T) {
 		{"unknown optimizer", []string{"-optimizer", "nope"}, 2, []string{`unknown optimizer "nope"`}},
 		{"feature count", []string{model, "-data", wide, "-epochs", "1"}, 1, []string{"3 features per row", "%x takes 2"}},
 		{"fewer rows than a batch", []string{model, "-data", few}, 1, []string{"fewer than one batch of 8"}},
-		{"labels beyond the classes", []string{model, "-data", threeClasses}, 1, []string{"softmax_cross_entropy", "label 2", "outside [0,2)"}},
+		{"labels beyond the classes", []string{model, "-data", threeClasses}, 1, []string{threeClasses + `:3: label (column 3): expected an integer from 0 to 1 (the model has 2 classes), found "2"`}},
+		{"typo in the first row", []string{model, "-data", typo}, 1, []string{typo + `:1: column 2: expected a number, found "1O"`}},
+		{"header taken as data", []string{model, "-data", data, "-header", "no"}, 1, []string{data + `:1: column 1: expected a number, found "f0"`}},
+		{"bad -header", []string{model, "-data", data, "-header", "maybe"}, 2, []string{`-header: expected auto, yes or no, found "maybe"`}},
 		{"malformed CSV", []string{model, "-data", badCSV}, 1, []string{badCSV + ":3:", `"x"`}},
 		{"missing data file", []string{model, "-data", filepath.Join(dir, "nosuch.csv")}, 1, []string{filepath.Join(dir, "nosuch.csv")}},
 		{"init of the wrong type", []string{model, "-data", data, "-init", wrongType}, 1, []string{wrongType, `"b2"`, "expected f32[2], found f64[2]"}},

@@ -3,7 +3,10 @@
 // standardization and batching. A data set is a table of rows: D features
 // per row (floats, or integer tokens) and K targets per row (integer labels
 // or float values). ReadCSV loads classification data (float features and an
-// integer label per row); KAN2D and Reverse generate synthetic regression
+// integer label per row). Its first row is a header when some field is not a
+// number and every such field is a name (starts with a letter or '_'), so a
+// mistyped number such as "1O" is reported, not skipped; CSVOptions.Header
+// says yes or no instead. KAN2D and Reverse generate synthetic regression
 // and sequence data from a seed.
 //
 // The package embeds the UCI handwritten digits data (see Digits and
@@ -14,6 +17,7 @@ package dataset
 import (
 	"bufio"
 	"compress/gzip"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -22,6 +26,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Dataset is a table of N rows, each of D features and K targets. The
@@ -44,16 +50,68 @@ func (d *Dataset) Targets() int { return max(d.K, 1) }
 // maxLabel bounds labels so that Classes stays a sensible size.
 const maxLabel = math.MaxInt32
 
-// ReadCSV reads a data set from comma-separated text. Each row holds D
+// DefaultMaxLine is the longest CSV line, in bytes, that ReadCSV accepts
+// when CSVOptions.MaxLine is 0: a file without newlines is refused once a
+// line grows past it, instead of being read into memory whole.
+const DefaultMaxLine = 16 << 20
+
+// Header says whether a CSV file's first non-blank row is a header.
+type Header int
+
+const (
+	// HeaderAuto decides by the first row's fields: it is a header when
+	// some field is not a number and every field that is not a number is a
+	// name, one that starts with a letter or '_' ("label", "x_1"). A row
+	// such as "1.5,1O,3" is data, whose typo is then reported.
+	HeaderAuto Header = iota
+	// HeaderYes takes the first non-blank row as a header, whatever it holds.
+	HeaderYes
+	// HeaderNo takes every row as data.
+	HeaderNo
+)
+
+// ParseHeader reads a Header from "auto", "yes" or "no".
+func ParseHeader(s string) (Header, error) {
+	switch s {
+	case "auto":
+		return HeaderAuto, nil
+	case "yes":
+		return HeaderYes, nil
+	case "no":
+		return HeaderNo, nil
+	}
+	return 0, fmt.Errorf("expected auto, yes or no, found %q", clip(s))
+}
+
+// CSVOptions configures ReadCSVWith; the zero value gives ReadCSV.
+type CSVOptions struct {
+	Header  Header // whether the first row is a header (HeaderAuto by default)
+	Classes int    // when > 0, every label must be below it: the classes of the model to be trained
+	MaxLine int    // the longest line accepted, in bytes; 0 means DefaultMaxLine
+}
+
+// ReadCSV reads a data set from comma-separated text with the default
+// CSVOptions: ReadCSVWith(r, name, CSVOptions{}).
+func ReadCSV(r io.Reader, name string) (*Dataset, error) {
+	return ReadCSVWith(r, name, CSVOptions{})
+}
+
+// ReadCSVWith reads a data set from comma-separated text. Each row holds D
 // numbers followed by an integer label in the last column; every row must
 // have the same number of columns, and there must be at least one feature.
-// The first non-blank row is taken as a header and skipped when any of its
-// fields is not a number; it must still have the same number of columns as
-// the data. Blank lines are skipped, spaces around fields and a trailing CR
-// are ignored. If the stream starts with the gzip magic bytes it is
-// decompressed first. Errors have the form "name:line: message", with line
-// counted in the (decompressed) text from 1.
-func ReadCSV(r io.Reader, name string) (*Dataset, error) {
+// The first non-blank row may be a header, as o.Header says (see
+// HeaderAuto for the rule it applies by default); a header is skipped but
+// must have the same number of columns as the data. Blank lines are
+// skipped, spaces around fields and a trailing CR are ignored. With
+// o.Classes > 0 a label of o.Classes or more is refused. A line longer
+// than o.MaxLine bytes is refused. If the stream starts with the gzip magic
+// bytes it is decompressed first. Errors have the form "name:line:
+// message", with line counted in the (decompressed) text from 1.
+func ReadCSVWith(r io.Reader, name string, o CSVOptions) (*Dataset, error) {
+	maxLine := o.MaxLine
+	if maxLine <= 0 {
+		maxLine = DefaultMaxLine
+	}
 	br := bufio.NewReader(r)
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
@@ -69,20 +127,25 @@ func ReadCSV(r io.Reader, name string) (*Dataset, error) {
 	headerLine := 0      // line of the header row, if any
 	sawFirstRow := false // whether the first non-blank row has been seen
 	var fields []string
+	var buf []byte
 	for lineNo := 1; ; lineNo++ {
-		line, err := br.ReadString('\n')
+		line, err := readLine(br, buf, maxLine)
+		buf = line
+		if err == errLineTooLong {
+			return nil, fmt.Errorf("%s:%d: the line is longer than %d bytes (a file without line breaks?)", name, lineNo, maxLine)
+		}
 		if err != nil && err != io.EOF {
 			return nil, fmt.Errorf("%s:%d: reading: %v", name, lineNo, err)
 		}
 		if len(line) == 0 && err == io.EOF {
 			break
 		}
-		text := strings.TrimSpace(line)
+		text := strings.TrimSpace(string(line))
 		if text != "" {
 			fields = splitFields(fields[:0], text)
 			if !sawFirstRow {
 				sawFirstRow = true
-				if !allNumeric(fields) {
+				if o.Header == HeaderYes || (o.Header == HeaderAuto && isHeader(fields)) {
 					if len(fields) < 2 {
 						return nil, fmt.Errorf("%s:%d: header: expected at least 2 columns (features and a label), found %d", name, lineNo, len(fields))
 					}
@@ -109,7 +172,10 @@ func ReadCSV(r io.Reader, name string) (*Dataset, error) {
 				return nil, fmt.Errorf("%s:%d: expected %d columns (%d features and a label%s), found %d",
 					name, lineNo, cols, cols-1, what, len(fields))
 			}
-			if err := d.appendRow(fields); err != nil {
+			if err := d.appendRow(fields, o.Classes); err != nil {
+				if d.N == 0 && headerLine == 0 && o.Header == HeaderAuto {
+					return nil, fmt.Errorf("%s:%d: %v (the first row is no header: a header's fields are numbers or names, which start with a letter or '_')", name, lineNo, err)
+				}
 				return nil, fmt.Errorf("%s:%d: %v", name, lineNo, err)
 			}
 		}
@@ -121,6 +187,27 @@ func ReadCSV(r io.Reader, name string) (*Dataset, error) {
 		return nil, fmt.Errorf("%s: no data rows", name)
 	}
 	return d, nil
+}
+
+// errLineTooLong is readLine's error for a line over its limit.
+var errLineTooLong = errors.New("line too long")
+
+// readLine reads one line, its newline included, into buf[:0] and returns
+// it; it returns errLineTooLong once the line passes limit bytes, having
+// read no more than about limit bytes of it, and io.EOF with the last line
+// when it has no newline.
+func readLine(br *bufio.Reader, buf []byte, limit int) ([]byte, error) {
+	buf = buf[:0]
+	for {
+		frag, err := br.ReadSlice('\n')
+		if len(buf)+len(frag) > limit {
+			return buf, errLineTooLong
+		}
+		buf = append(buf, frag...)
+		if err != bufio.ErrBufferFull {
+			return buf, err
+		}
+	}
 }
 
 // splitFields splits a CSV line on commas and trims each field.
@@ -135,33 +222,59 @@ func splitFields(dst []string, line string) []string {
 	}
 }
 
-// allNumeric reports whether every field parses as a number.
-func allNumeric(fields []string) bool {
+// isHeader applies HeaderAuto's rule to the first row's fields: some field
+// is not a number, and every field that is not a number is a name.
+func isHeader(fields []string) bool {
+	names := 0
 	for _, f := range fields {
-		if _, err := strconv.ParseFloat(f, 64); err != nil {
+		if _, err := strconv.ParseFloat(f, 64); err == nil {
+			continue
+		}
+		if !isName(f) {
 			return false
 		}
+		names++
 	}
-	return true
+	return names > 0
 }
 
-// appendRow parses one data row (features then label) onto d.
-func (d *Dataset) appendRow(fields []string) error {
+// isName reports whether a field starts with a letter or '_', as a column
+// name does and a mistyped number ("1O", "", "-") does not.
+func isName(f string) bool {
+	r, _ := utf8.DecodeRuneInString(f)
+	return r == '_' || unicode.IsLetter(r)
+}
+
+// clip returns s, cut to at most 80 bytes (with "..." appended) for quoting
+// in a message.
+func clip(s string) string {
+	if len(s) <= 80 {
+		return s
+	}
+	return strings.ToValidUTF8(s[:77], "") + "..."
+}
+
+// appendRow parses one data row (features then label) onto d; with classes
+// > 0 the label must be below it.
+func (d *Dataset) appendRow(fields []string, classes int) error {
 	last := len(fields) - 1
 	for j, f := range fields[:last] {
 		v, err := strconv.ParseFloat(f, 64)
 		if err != nil {
-			return fmt.Errorf("column %d: expected a number, found %q", j+1, f)
+			return fmt.Errorf("column %d: expected a number, found %q", j+1, clip(f))
 		}
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("column %d: expected a finite number, found %q", j+1, f)
+			return fmt.Errorf("column %d: expected a finite number, found %q", j+1, clip(f))
 		}
 		d.X = append(d.X, v)
 	}
 	f := fields[last]
 	label, ok := parseLabel(f)
 	if !ok {
-		return fmt.Errorf("label (column %d): expected an integer from 0 to %d, found %q", last+1, maxLabel, f)
+		return fmt.Errorf("label (column %d): expected an integer from 0 to %d, found %q", last+1, maxLabel, clip(f))
+	}
+	if classes > 0 && label >= int64(classes) {
+		return fmt.Errorf("label (column %d): expected an integer from 0 to %d (the model has %d classes), found %q", last+1, classes-1, classes, clip(f))
 	}
 	d.Y = append(d.Y, label)
 	d.N++
@@ -185,12 +298,18 @@ func parseLabel(s string) (int64, bool) {
 // LoadCSV reads the data set in the file at path with ReadCSV; the file may
 // be gzip-compressed. Errors name the file.
 func LoadCSV(path string) (*Dataset, error) {
+	return LoadCSVWith(path, CSVOptions{})
+}
+
+// LoadCSVWith reads the data set in the file at path with ReadCSVWith; the
+// file may be gzip-compressed. Errors name the file.
+func LoadCSVWith(path string, o CSVOptions) (*Dataset, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err // *fs.PathError already names the file
 	}
 	defer f.Close()
-	return ReadCSV(f, path)
+	return ReadCSVWith(f, path, o)
 }
 
 // permutation returns a pseudo-random permutation of [0, n) determined by

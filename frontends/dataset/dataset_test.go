@@ -3,6 +3,8 @@ package dataset
 import (
 	"bytes"
 	"compress/gzip"
+	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -39,6 +41,8 @@ func TestReadCSV(t *testing.T) {
 		{"partly numeric header", "0,1,target\n1.5,-2e3,4\n", []float64{1.5, -2000}, []int64{4}, 2, 5},
 		{"blank lines, CRLF and spaces", "\n  \r\nx,y\r\n\r\n 0.5 , 7 \r\n\n-1,3.0\r\n\n", []float64{0.5, -1}, []int64{7, 3}, 1, 8},
 		{"single feature", "9,1\n", []float64{9}, []int64{1}, 1, 2},
+		{"header of names and numbers", "_x,0,label\n1,2,3\n", []float64{1, 2}, []int64{3}, 2, 4},
+		{"numbers called NaN are no names", "NaN,Inf,y\n1,2,3\n", []float64{1, 2}, []int64{3}, 2, 4},
 	}
 	for _, tc := range tests {
 		for _, compressed := range []bool{false, true} {
@@ -86,6 +90,11 @@ func TestReadCSVErrors(t *testing.T) {
 		{"huge label", "1,2,1e12\n", `t.csv:1: label (column 3): expected an integer from 0 to 2147483647, found "1e12"`},
 		{"NaN label", "1,2,NaN\n", `t.csv:1: label (column 3): expected an integer from 0 to 2147483647, found "NaN"`},
 		{"bad gzip", "\x1f\x8bnot really gzip", "t.csv: gzip: "},
+		{"typo in the first row", "1.5,1O,0\n2,3,1\n", `t.csv:1: column 2: expected a number, found "1O" (the first row is no header: a header's fields are numbers or names, which start with a letter or '_')`},
+		{"empty field in the first row", "1,,0\n2,3,1\n", `t.csv:1: column 2: expected a number, found ""`},
+		{"typo in the first row after a header", "a,b,y\n1.5,1O,0\n", `t.csv:2: column 2: expected a number, found "1O"`},
+		{"typo in the label of the first row", "1,2,-\n", `t.csv:1: label (column 3): expected an integer from 0 to 2147483647, found "-"`},
+		{"long field", "1,1" + strings.Repeat("x", 200) + ",0\n", `t.csv:1: column 2: expected a number, found "1` + strings.Repeat("x", 76) + `..."`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -102,6 +111,102 @@ func TestReadCSVErrors(t *testing.T) {
 	z := gz(t, strings.Repeat("1,2,3\n", 1000))
 	if _, err := ReadCSV(bytes.NewReader(z[:len(z)/2]), "t.csv.gz"); err == nil || !strings.Contains(err.Error(), "t.csv.gz:") {
 		t.Errorf("truncated gzip: error = %v", err)
+	}
+}
+
+// TestReadCSVWith checks the options: the header rule overridden, labels
+// checked against the model's classes, and the line length bounded.
+func TestReadCSVWith(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		o    CSVOptions
+		n    int    // rows read, when want is ""
+		want string // the error's prefix
+	}{
+		{"auto, numeric first row", "1,2,0\n3,4,1\n", CSVOptions{}, 2, ""},
+		{"yes, numeric first row", "1,2,0\n3,4,1\n", CSVOptions{Header: HeaderYes}, 1, ""},
+		{"yes, odd names", "2nd,x-y,%\n3,4,1\n", CSVOptions{Header: HeaderYes}, 1, ""},
+		{"no, with a header", "a,b,y\n3,4,1\n", CSVOptions{Header: HeaderNo}, 0, `t.csv:1: column 1: expected a number, found "a"`},
+		{"auto, not a name", "2nd,b,y\n3,4,1\n", CSVOptions{}, 0, `t.csv:1: column 1: expected a number, found "2nd" (the first row is no header`},
+		{"labels within the classes", "1,2,0\n3,4,9\n", CSVOptions{Classes: 10}, 2, ""},
+		{"label out of range", "f,g,y\n1,2,0\n\n3,4,10\n", CSVOptions{Classes: 10}, 0, `t.csv:4: label (column 3): expected an integer from 0 to 9 (the model has 10 classes), found "10"`},
+		{"line at the limit", "1,2,0\n3,4,1\n", CSVOptions{MaxLine: 6}, 2, ""},
+		{"line over the limit", "1,2,0\n13,4,1\n", CSVOptions{MaxLine: 6}, 0, "t.csv:2: the line is longer than 6 bytes (a file without line breaks?)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := ReadCSVWith(strings.NewReader(tc.in), "t.csv", tc.o)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatal(err)
+			case tc.want == "" && d.N != tc.n:
+				t.Errorf("read %d rows, want %d", d.N, tc.n)
+			case tc.want != "" && err == nil:
+				t.Errorf("ReadCSVWith succeeded with %d rows, want error %q", d.N, tc.want)
+			case tc.want != "" && !strings.HasPrefix(err.Error(), tc.want):
+				t.Errorf("error = %q\nwant prefix %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// countingReader counts the bytes read from r.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// TestReadCSVNoNewline checks that a stream without line breaks is refused
+// once a line passes DefaultMaxLine, having read little more than that.
+func TestReadCSVNoNewline(t *testing.T) {
+	for _, compressed := range []bool{false, true} {
+		var r io.Reader = io.LimitReader(digitsForever{}, 4*DefaultMaxLine)
+		if compressed {
+			var b bytes.Buffer
+			w := gzip.NewWriter(&b)
+			if _, err := io.Copy(w, r); err != nil {
+				t.Fatal(err)
+			}
+			w.Close()
+			r = &b
+		}
+		c := &countingReader{r: r}
+		_, err := ReadCSV(c, "big.csv")
+		want := fmt.Sprintf("big.csv:1: the line is longer than %d bytes", DefaultMaxLine)
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("compressed %v: error = %v, want prefix %q", compressed, err, want)
+		}
+		if !compressed && c.n > DefaultMaxLine+1<<16 {
+			t.Errorf("read %d bytes of the line, want at most about %d", c.n, DefaultMaxLine)
+		}
+	}
+}
+
+// digitsForever is an endless stream of '1' bytes.
+type digitsForever struct{}
+
+func (digitsForever) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = '1'
+	}
+	return len(p), nil
+}
+
+func TestParseHeader(t *testing.T) {
+	for s, want := range map[string]Header{"auto": HeaderAuto, "yes": HeaderYes, "no": HeaderNo} {
+		if h, err := ParseHeader(s); err != nil || h != want {
+			t.Errorf("ParseHeader(%q) = %v, %v; want %v", s, h, err, want)
+		}
+	}
+	if _, err := ParseHeader("true"); err == nil || err.Error() != `expected auto, yes or no, found "true"` {
+		t.Errorf("ParseHeader(true): %v", err)
 	}
 }
 

@@ -32,8 +32,7 @@ var exercised = struct {
 func TestMain(m *testing.M) {
 	flag.Parse()
 	code := m.Run()
-	// Only a full run can judge coverage.
-	if code == 0 && flag.Lookup("test.run").Value.String() == "" && flag.Lookup("test.skip").Value.String() == "" {
+	if code == 0 && fullRun(func(name string) string { return flag.Lookup(name).Value.String() }) {
 		var missing []string
 		for _, op := range ir.Ops() {
 			for _, dt := range allDTypes {
@@ -49,6 +48,19 @@ func TestMain(m *testing.M) {
 		}
 	}
 	os.Exit(code)
+}
+
+// fullRun reports whether the test flags (read through value, by name) ask
+// for every test to run, the only kind of run that can judge which kernels
+// went untested: not a -run or -skip selection, not -list (which runs
+// nothing), not -fuzz.
+func fullRun(value func(name string) string) bool {
+	for _, name := range []string{"test.run", "test.skip", "test.list", "test.fuzz"} {
+		if value(name) != "" {
+			return false
+		}
+	}
+	return true
 }
 
 // tensorOf returns a tensor of the given shape holding vals (or zeros when
@@ -295,5 +307,27 @@ func checkNoAllocs(t *testing.T, cases []allocCase) {
 				t.Errorf("%s allocates %v times per call", n.Op, allocs)
 			}
 		})
+	}
+}
+
+// TestFullRun checks which flag settings make TestMain judge kernel
+// coverage: `go test -list Fuzz.*` once failed here, listing every kernel
+// as untested.
+func TestFullRun(t *testing.T) {
+	for _, tc := range []struct {
+		flags map[string]string
+		want  bool
+	}{
+		{map[string]string{}, true},
+		{map[string]string{"test.run": "TestAdd"}, false},
+		{map[string]string{"test.skip": "TestAdd"}, false},
+		{map[string]string{"test.list": "Fuzz.*"}, false},
+		{map[string]string{"test.list": "."}, false},
+		{map[string]string{"test.fuzz": "FuzzConv"}, false},
+		{map[string]string{"test.bench": "."}, true},
+	} {
+		if got := fullRun(func(name string) string { return tc.flags[name] }); got != tc.want {
+			t.Errorf("fullRun(%v) = %v, want %v", tc.flags, got, tc.want)
+		}
 	}
 }
