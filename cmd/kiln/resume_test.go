@@ -202,6 +202,20 @@ func TestResumeInProcess(t *testing.T) {
 		r.want(t, tt.code)
 		containsAll(t, tt.name, oneLine(t, r.stderr), tt.want)
 	}
+	// The data file edited in place is other data under the same -data.
+	orig, err := os.ReadFile(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(data, []byte(separableCSV(100, 2, 4)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = runKiln(t, "train", "-resume", "-checkpoint", path("d"), tiny, "-data", data)
+	r.want(t, 1)
+	containsAll(t, "edited data", oneLine(t, r.stderr), prefix+"data sha256 ")
+	if err := os.WriteFile(data, orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	// A checkpoint of an older kiln, which did not record every setting,
 	// is refused.
 	mpath := filepath.Join(path("d"), kiln.CheckpointManifest)

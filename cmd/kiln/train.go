@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"flag"
 	"fmt"
@@ -213,6 +214,7 @@ func (l *loopFlags) train(stdout io.Writer, t *kiln.Trainer, model, optDesc stri
 	}
 	cfg := l.config(model, settings, t)
 	cfg["-standardize"] = strconv.FormatBool(standardize)
+	cfg[dataHashKey] = dataHash(data)
 	nb := trainSet.NumBatches(t.BatchSize())
 	fmt.Fprintf(stdout, "model %s: %d params (%d values), batch %d, %s; %d training rows, %d held out\n",
 		model, len(t.Plan.Params), countParams(t), t.BatchSize(), optDesc, trainSet.N, heldOut.N)
@@ -349,6 +351,36 @@ func trainSettings(g *ir.Graph, opt passes.OptimizerConfig, o0 bool, device stri
 		s["-momentum"] = f(opt.Momentum)
 	}
 	return s
+}
+
+// dataHashKey names the data's identity in a run's settings: a file
+// edited in place, or read with another -header, is other data under the
+// same -data.
+const dataHashKey = "data sha256"
+
+// dataHash returns the first 16 hex digits of the SHA-256 of d's rows as
+// loaded (before the split and standardization, which other settings
+// record).
+func dataHash(d *dataset.Dataset) string {
+	h := sha256.New()
+	var b [8]byte
+	put := func(u uint64) {
+		binary.LittleEndian.PutUint64(b[:], u)
+		h.Write(b[:])
+	}
+	for _, n := range []int{d.N, d.D, d.K, d.Classes, d.Vocab, len(d.X), len(d.Y), len(d.R)} {
+		put(uint64(n))
+	}
+	for _, v := range d.X {
+		put(math.Float64bits(v))
+	}
+	for _, v := range d.Y {
+		put(uint64(v))
+	}
+	for _, v := range d.R {
+		put(math.Float64bits(v))
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
 }
 
 // modelHashKey names the model's identity in a run's settings.
