@@ -75,7 +75,7 @@ func (b *Builder) leaf(op ir.Op, name string, dt ir.DType, shape []int, attrs ir
 	}
 	id, err := b.g.Leaf(op, name, ir.TensorOf(dt, shape...), attrs)
 	if err != nil {
-		return b.fail(2, fmt.Errorf("%s %%%s: %w", op, name, err))
+		return b.fail(2, fmt.Errorf("%s %%%s: %w", op, ir.Excerpt(name), err))
 	}
 	return Value{b, id}
 }

@@ -28,6 +28,9 @@ func TestBuilderRefusesHugeShapes(t *testing.T) {
 			w := b.Param("w", ir.F32, 1, 1<<20)
 			b.Matmul(x, w)
 		}, "builder_sizes_test.go:29: matmul: result f32[1048576,1048576] is too large: 4398046511104 bytes"},
+		{"long name", func(b *Builder) {
+			b.Input(strings.Repeat("x", 300), ir.F32, 2)
+		}, `builder_sizes_test.go:32: input %xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...: value name "xxx`},
 	}
 	for _, tc := range tests {
 		b := NewBuilder("g")

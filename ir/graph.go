@@ -127,6 +127,9 @@ func (g *Graph) Leaf(op Op, name string, t Type, attrs Attrs) (ID, error) {
 	if !op.IsLeaf() {
 		return NoID, fmt.Errorf("%s is not a leaf op", op)
 	}
+	if err := CheckName("value", name); err != nil {
+		return NoID, err
+	}
 	if _, dup := g.Lookup(name); dup {
 		return NoID, fmt.Errorf("duplicate value %%%s", name)
 	}
@@ -153,6 +156,8 @@ func (g *Graph) Add(name string, op Op, attrs Attrs, args ...ID) (ID, error) {
 	}
 	if name == "" {
 		name = g.UniqueName("t" + strconv.Itoa(len(g.Values)))
+	} else if err := CheckName("value", name); err != nil {
+		return NoID, err
 	} else if _, dup := g.Lookup(name); dup {
 		return NoID, fmt.Errorf("duplicate value %%%s", name)
 	}

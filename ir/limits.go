@@ -30,7 +30,22 @@ const (
 	// MaxQuoted is the most characters of input text an error message
 	// quotes; longer text is cut and ends in "...".
 	MaxQuoted = 80
+
+	// MaxNameLength is the most bytes a name the user gives (a graph's,
+	// a value's) may have. Errors quote names in full, so the bound keeps
+	// every message short; the names passes derive (%w.grad, %x.remat)
+	// add a few bytes to it.
+	MaxNameLength = 256
 )
+
+// CheckName returns an error when name, of what (such as "value" or
+// "graph"), is longer than MaxNameLength bytes.
+func CheckName(what, name string) error {
+	if len(name) > MaxNameLength {
+		return fmt.Errorf("%s name %q is %d bytes long; the limit is %d (ir.MaxNameLength)", what, Excerpt(name), len(name), MaxNameLength)
+	}
+	return nil
+}
 
 // Excerpt returns s cut to at most MaxQuoted characters, with "..." at the
 // end when it was cut, for quoting input text in an error message.

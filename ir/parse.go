@@ -218,6 +218,9 @@ func (p *parser) statement() {
 		if name.kind != tIdent && name.kind != tNumber {
 			p.failAt(name.col, "expected a graph name, found %s", name.describe())
 		}
+		if err := CheckName("graph", name.text); err != nil {
+			p.failAt(name.col, "%v", err)
+		}
 		p.expectEOL()
 		p.g = New(name.text)
 		p.g.File = p.file
@@ -324,6 +327,9 @@ func (p *parser) parseType() Type {
 }
 
 func (p *parser) checkName(t token) {
+	if err := CheckName("value", t.text); err != nil {
+		p.failAt(t.col, "%v", err)
+	}
 	if prev, dup := p.g.Lookup(t.text); dup {
 		w := p.g.Values[prev].Pos
 		p.failAt(t.col, "duplicate value %%%s (first defined at %d:%d)", Excerpt(t.text), w.Line, w.Col)

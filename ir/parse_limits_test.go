@@ -91,7 +91,9 @@ func TestParseLongText(t *testing.T) {
 		{"graph name", big + "\n", `t.kir:1:1: expected 'graph NAME' as the first statement, found "xxx`},
 		{"unknown op", "graph g\ninput %x: f32[2]\n%y = " + big + " %x\n", `t.kir:3:6: unknown op "xxx`},
 		{"undefined value", "graph g\n%y = relu %" + big + "\n", `t.kir:2:11: undefined value %xxx`},
-		{"duplicate value", "graph g\ninput %" + big + ": f32[2]\ninput %" + big + ": f32[2]\n", `t.kir:3:7: duplicate value %xxx`},
+		{"long leaf name", "graph g\ninput %" + big + ": f32[2]\n", `t.kir:2:7: value name "xxx`},
+		{"long value name", "graph g\ninput %x: f32[2]\n%" + big + " = relu %x\n", `t.kir:3:1: value name "xxx`},
+		{"duplicate value", "graph g\ninput %" + big[:200] + ": f32[2]\ninput %" + big[:200] + ": f32[2]\n", `t.kir:3:7: duplicate value %xxx`},
 		{"dtype", "graph g\ninput %x: " + big + "[2]\n", `t.kir:2:11: unknown dtype "xxx`},
 		{"dimension", "graph g\ninput %x: f32[" + digits + "]\n", `t.kir:2:15: expected a dimension (a non-negative integer), found "777`},
 		{"attribute name", "graph g\ninput %x: f32[2]\n%y = softmax %x {" + big + "=1}\n", `t.kir:3:6: softmax has no attribute "xxx`},
@@ -101,7 +103,8 @@ func TestParseLongText(t *testing.T) {
 		{"bad number", "graph g\ninput %x: f32[2]\n%y = softmax %x {axis=1" + big + "}\n", `t.kir:3:23: expected a number, found "1xxx`},
 		{"bad string", "graph g\ninput %x: f32[2]\n%y = softmax %x {axis=\"\\q" + big + "\"}\n", `t.kir:3:23: bad string literal "\qxxx`},
 		{"unterminated string", "graph g\ninput %x: f32[2]\n%y = softmax %x {axis=\"" + big + "\n", `t.kir:3:23: unterminated string`},
-		{"graph name after", "graph " + big + " " + big + "\n", `t.kir:1:1000008: expected end of line, found "xxx`},
+		{"long graph name", "graph " + big + "\n", `t.kir:1:7: graph name "xxx`},
+		{"graph name after", "graph g " + big + "\n", `t.kir:1:9: expected end of line, found "xxx`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
