@@ -17,7 +17,11 @@ const digitsMLP = "../../examples/digits/mlp.kir"
 func TestMain(m *testing.M) {
 	// The commands read KILN_DEBUG; only the tests that set it may see it.
 	os.Unsetenv("KILN_DEBUG")
-	os.Exit(m.Run())
+	code := m.Run()
+	if kilnBinary.dir != "" {
+		os.RemoveAll(kilnBinary.dir)
+	}
+	os.Exit(code)
 }
 
 // result is what one in-process run of kiln produced.

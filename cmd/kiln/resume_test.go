@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -39,15 +40,60 @@ param %b2: f32[10]
 output %loss, %logits
 `
 
-// buildKiln builds the kiln binary into a temporary directory.
+// kilnBinary is the kiln binary the tests that need a real process share,
+// built once by buildKiln into dir (removed by TestMain).
+var kilnBinary struct {
+	once      sync.Once
+	dir, path string
+	err       error
+}
+
+// buildKiln returns the path of the kiln binary, building it on first use.
 func buildKiln(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "kiln")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	b := &kilnBinary
+	b.once.Do(func() {
+		if b.dir, b.err = os.MkdirTemp("", "kiln-test-"); b.err != nil {
+			return
+		}
+		b.path = filepath.Join(b.dir, "kiln")
+		if out, err := exec.Command("go", "build", "-o", b.path, ".").CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return bin
+	return b.path
+}
+
+// runUntil starts cmd and reads its stdout until a line that starts with
+// prefix, calls at then, reads the rest and waits for cmd to end. It
+// returns what cmd wrote to stdout and stderr and how it ended.
+func runUntil(t *testing.T, cmd *exec.Cmd, prefix string, at func()) (stdout, stderr string, err error) {
+	t.Helper()
+	pipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errBuf bytes.Buffer
+	cmd.Stderr = &errBuf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	sc := bufio.NewScanner(pipe)
+	for sc.Scan() {
+		out.WriteString(sc.Text() + "\n")
+		if strings.HasPrefix(sc.Text(), prefix) {
+			at()
+			break
+		}
+	}
+	rest, _ := io.ReadAll(pipe)
+	out.Write(rest)
+	err = cmd.Wait()
+	return out.String(), errBuf.String(), err
 }
 
 // manifestStep returns the step of the checkpoint in dir, or -1 when there
@@ -301,39 +347,21 @@ func TestInterrupt(t *testing.T) {
 	ckpt := filepath.Join(dir, "ckpt")
 
 	cmd := exec.Command(bin, append(args, "-checkpoint", ckpt, "-save", filepath.Join(dir, "never.safetensors"))...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stdout)
-	var out strings.Builder
-	for sc.Scan() {
-		out.WriteString(sc.Text() + "\n")
-		if strings.HasPrefix(sc.Text(), "epoch   1/") {
-			if err := cmd.Process.Signal(os.Interrupt); err != nil {
-				t.Fatal(err)
-			}
-			break
+	stdout, stderr, err := runUntil(t, cmd, "epoch   1/", func() {
+		if err := cmd.Process.Signal(os.Interrupt); err != nil {
+			t.Fatal(err)
 		}
-	}
-	rest, _ := io.ReadAll(stdout)
-	out.Write(rest)
-	err = cmd.Wait()
+	})
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
-		t.Fatalf("exit %v after SIGINT, want status 1\nstdout:\n%s\nstderr:\n%s", err, out.String(), stderr.String())
+		t.Fatalf("exit %v after SIGINT, want status 1\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
 	}
 	const total = epochs * 44
 	step := manifestStep(ckpt)
 	if step < 44 || step >= total {
-		t.Fatalf("checkpoint at step %d after SIGINT in epoch 2, want one in [44, %d)\nstderr:\n%s", step, total, stderr.String())
+		t.Fatalf("checkpoint at step %d after SIGINT in epoch 2, want one in [44, %d)\nstderr:\n%s", step, total, stderr)
 	}
 	want := fmt.Sprintf("kiln train: interrupted at step %d; checkpoint saved in %s", step, ckpt)
-	if got := oneLine(t, stderr.String()); got != want {
+	if got := oneLine(t, stderr); got != want {
 		t.Errorf("stderr %q, want %q", got, want)
 	}
 	entries, _ := os.ReadDir(ckpt)
@@ -381,36 +409,21 @@ func TestSaveFallback(t *testing.T) {
 	save := filepath.Join(outDir, "p.safetensors")
 	cmd := exec.Command(bin, "train", model, "-data", "digits", "-epochs", "3", "-workers", "1", "-save", save)
 	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		if strings.HasPrefix(sc.Text(), "epoch   1/") {
-			if err := os.RemoveAll(outDir); err != nil {
-				t.Fatal(err)
-			}
-			break
+	_, stderr, err := runUntil(t, cmd, "epoch   1/", func() {
+		if err := os.RemoveAll(outDir); err != nil {
+			t.Fatal(err)
 		}
-	}
-	io.Copy(io.Discard, stdout)
-	err = cmd.Wait()
+	})
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
-		t.Fatalf("exit %v, want status 1\nstderr:\n%s", err, stderr.String())
+		t.Fatalf("exit %v, want status 1\nstderr:\n%s", err, stderr)
 	}
 	entries, _ := os.ReadDir(tmp)
 	if len(entries) != 1 {
-		t.Fatalf("%d files in TMPDIR, want the fallback\nstderr:\n%s", len(entries), stderr.String())
+		t.Fatalf("%d files in TMPDIR, want the fallback\nstderr:\n%s", len(entries), stderr)
 	}
 	fallback := filepath.Join(tmp, entries[0].Name())
 	want := "kiln train: -save " + save + ": no such file or directory; wrote the trained params to " + fallback + " instead"
-	if got := oneLine(t, stderr.String()); got != want {
+	if got := oneLine(t, stderr); got != want {
 		t.Errorf("stderr %q, want %q", got, want)
 	}
 	ts, _, err := safetensors.ReadFile(fallback)
