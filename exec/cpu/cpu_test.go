@@ -143,7 +143,8 @@ func TestResetRepeatsInitialValues(t *testing.T) {
 	if string(wa.Data) == string(wc.Data) {
 		t.Error("different seeds gave the same params")
 	}
-	limit := math.Sqrt(6.0 / 6.0) // glorot for [3,3]
+	const fanIn, fanOut = 3, 3 // glorot for [3,3]
+	limit := math.Sqrt(6.0 / (fanIn + fanOut))
 	for _, v := range kernels.Float64s(wa) {
 		if math.Abs(v) > limit || v == 0 {
 			t.Errorf("glorot value %v outside (0, %v]", v, limit)
