@@ -331,9 +331,15 @@ func (g *Graph) Permute(order []ID) error {
 		remap[id] = ID(pos)
 	}
 	vals := make([]Value, n)
+	total := 0
+	for _, v := range g.Values {
+		total += len(v.Args)
+	}
+	all := make([]ID, total) // every value's new arguments, in one allocation
 	for pos, id := range order {
 		v := g.Values[id]
-		args := make([]ID, len(v.Args))
+		args := all[:len(v.Args):len(v.Args)]
+		all = all[len(v.Args):]
 		for j, a := range v.Args {
 			if remap[a] >= ID(pos) {
 				return fmt.Errorf("permute: %s would come before its argument %s", g.NameOf(id), g.NameOf(a))

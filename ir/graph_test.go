@@ -35,6 +35,13 @@ func TestPermute(t *testing.T) {
 	if id, _ := g.Lookup("a"); id != 2 {
 		t.Errorf("Lookup(a) = %d after Permute, want 2", id)
 	}
+	// Permute writes the new arguments into one array; a value's must
+	// still grow without overwriting the next one's.
+	g.Values[2].Args = append(g.Values[2].Args, 0)
+	if c := g.Values[3].Args; len(c) != 2 || c[0] != 2 || c[1] != 1 {
+		t.Errorf("appending to %%a's arguments changed %%c's to %v", c)
+	}
+	g.Values[2].Args = g.Values[2].Args[:1]
 	if err := g.Permute([]ir.ID{0, 3, 1, 2}); err == nil {
 		t.Error("Permute accepted an order that uses c before its arguments")
 	}
