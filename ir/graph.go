@@ -121,13 +121,6 @@ func (g *Graph) Grow(n int) { g.Values = slices.Grow(g.Values, n) }
 func (g *Graph) Append(v Value) ID {
 	g.ensureNames()
 	id := ID(len(g.Values))
-	if len(g.Values) == cap(g.Values) {
-		// Double, where append grows a large slice by only a quarter: the
-		// passes append hundreds of thousands of values to graphs cloned
-		// or permuted at their exact length, and each growth copies them
-		// all.
-		g.Values = slices.Grow(g.Values, len(g.Values)+16)
-	}
 	g.Values = append(g.Values, v)
 	g.names[v.Name] = id
 	return id
