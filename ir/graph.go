@@ -323,7 +323,9 @@ func (g *Graph) Permute(order []ID) error {
 		}
 		remap[id] = ID(pos)
 	}
-	vals := make([]Value, n)
+	// Room for an eighth more: passes permute, then append a few values in
+	// their next round, which would otherwise copy them all.
+	vals := make([]Value, n, n+n/8)
 	total := 0
 	for _, v := range g.Values {
 		total += len(v.Args)
