@@ -1,6 +1,9 @@
 package ir
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+)
 
 // Emitter appends ops to a graph for gradient rules and passes. It keeps the
 // first error and turns every later call into a no-op, so a rule reads as
@@ -30,7 +33,7 @@ func (e *Emitter) Op(op Op, attrs Attrs, args ...ID) ID {
 	}
 	name := ""
 	if e.Prefix != "" {
-		name = e.G.UniqueName(fmt.Sprintf("%s%d", e.Prefix, len(e.G.Values)))
+		name = e.G.UniqueName(e.Prefix + strconv.Itoa(len(e.G.Values)))
 	}
 	id, err := e.G.Add(name, op, attrs, args...)
 	if err != nil {

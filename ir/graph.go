@@ -112,6 +112,10 @@ func (g *Graph) UniqueName(name string) string {
 	}
 }
 
+// Grow makes room for n more values, so that the next n appends do not
+// copy the graph's values.
+func (g *Graph) Grow(n int) { g.Values = slices.Grow(g.Values, n) }
+
 // Append adds v at the end of the graph without any checking and returns its
 // id. Its name must be unique. Most callers want Add, which infers the type.
 func (g *Graph) Append(v Value) ID {
@@ -324,10 +328,18 @@ func (g *Graph) Permute(order []ID) error {
 		}
 		remap[id] = ID(pos)
 	}
-	vals := make([]Value, n)
+	// Room for an eighth more: passes permute, then append a few values in
+	// their next round, which would otherwise copy them all.
+	vals := make([]Value, n, n+n/8)
+	total := 0
+	for _, v := range g.Values {
+		total += len(v.Args)
+	}
+	all := make([]ID, total) // every value's new arguments, in one allocation
 	for pos, id := range order {
 		v := g.Values[id]
-		args := make([]ID, len(v.Args))
+		args := all[:len(v.Args):len(v.Args)]
+		all = all[len(v.Args):]
 		for j, a := range v.Args {
 			if remap[a] >= ID(pos) {
 				return fmt.Errorf("permute: %s would come before its argument %s", g.NameOf(id), g.NameOf(a))

@@ -1,6 +1,7 @@
 package ir_test
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/kilnml/kiln/ir"
@@ -34,6 +35,13 @@ func TestPermute(t *testing.T) {
 	if id, _ := g.Lookup("a"); id != 2 {
 		t.Errorf("Lookup(a) = %d after Permute, want 2", id)
 	}
+	// Permute writes the new arguments into one array; a value's must
+	// still grow without overwriting the next one's.
+	g.Values[2].Args = append(g.Values[2].Args, 0)
+	if c := g.Values[3].Args; len(c) != 2 || c[0] != 2 || c[1] != 1 {
+		t.Errorf("appending to %%a's arguments changed %%c's to %v", c)
+	}
+	g.Values[2].Args = g.Values[2].Args[:1]
 	if err := g.Permute([]ir.ID{0, 3, 1, 2}); err == nil {
 		t.Error("Permute accepted an order that uses c before its arguments")
 	}
@@ -57,5 +65,29 @@ func TestRetainDropsMarks(t *testing.T) {
 	}
 	if len(c.Recompute) != 2 {
 		t.Errorf("the clone lost its marks: %v", c.Recompute)
+	}
+}
+
+// TestGrow checks that Grow makes room for the values a pass is about to
+// append, so that appending them copies none: the optimizer appends
+// hundreds of thousands of values to a graph cloned at its exact length.
+func TestGrow(t *testing.T) {
+	for _, n := range []int{1, 100, 5000} {
+		g := &ir.Graph{Name: "g"}
+		for i := range n {
+			g.Append(ir.Value{Name: "v" + strconv.Itoa(i), Op: ir.OpConst})
+		}
+		g = g.Clone()
+		g.Grow(10 * n)
+		c := cap(g.Values)
+		if c < n+10*n {
+			t.Errorf("Grow(%d) on %d values: room for %d", 10*n, n, c)
+		}
+		for i := range 10 * n {
+			g.Append(ir.Value{Name: "w" + strconv.Itoa(i), Op: ir.OpConst})
+		}
+		if cap(g.Values) != c || g.Values[n].Name != "w0" || g.Values[n-1].Name != "v"+strconv.Itoa(n-1) {
+			t.Errorf("appends after Grow reallocated or lost values: room %d, was %d", cap(g.Values), c)
+		}
 	}
 }

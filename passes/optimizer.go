@@ -71,6 +71,7 @@ func Optimize(g *ir.Graph, c OptimizerConfig) error {
 		return fmt.Errorf("the graph has no gradients; run autodiff first")
 	}
 	first := ir.ID(len(g.Values)) // the update's values come after this
+	g.Grow(30*len(g.Grads) + 8)   // at most 29 values a param, 8 for Adam's powers
 	e := ir.NewEmitter(g, "u")
 	var stateErr error
 	state := func(name string, t ir.Type, init float64) ir.ID {

@@ -3,6 +3,7 @@ package passes
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/kilnml/kiln/ir"
@@ -320,7 +321,7 @@ func (s *simplifier) insert(op ir.Op, attrs ir.Attrs, args ...ir.ID) ir.ID {
 		s.fail("simplify: inserting %s before %s: %v", op, g.NameOf(s.cur), err)
 		return ir.NoID
 	}
-	id := g.Append(ir.Value{Name: g.UniqueName(fmt.Sprintf("s%d", len(g.Values))), Type: t, Op: op, Args: append([]ir.ID(nil), args...), Attrs: canon})
+	id := g.Append(ir.Value{Name: g.UniqueName("s" + strconv.Itoa(len(g.Values))), Type: t, Op: op, Args: append([]ir.ID(nil), args...), Attrs: canon})
 	s.repl = append(s.repl, id)
 	s.output = append(s.output, false)
 	s.gradUpd = append(s.gradUpd, false)

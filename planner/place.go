@@ -368,18 +368,19 @@ func (l spanSet) firstEndingAbove(x int64) int {
 }
 
 // occupancy holds the memory taken by the placed blocks over time, for the
-// gap search: a segment tree over the steps. A block's span goes into own
-// at each canonical node of its live range (the O(log n) nodes that
-// partition it) and into sub at those nodes and every node above them, as
-// unions (spanSet). The memory taken during steps [start, end] is then the
-// union of sub at the canonical nodes of [start, end] (blocks inside them)
-// and of own at every node above or at the steps start and end (blocks
-// covering one of those nodes, which contains start or end): O(log n) sets,
-// far fewer spans than the blocks they hold where neighbours in memory
-// merge.
+// gap search: two segment trees over the steps, whose nodes hold unions of
+// spans (spanSet). A block's span goes into own at each canonical node of
+// its live range (the O(log n) nodes that partition it), and into begin at
+// the leaf of its first step and every node above it. A block is live at
+// some step of [start, end] when it is live at start, or begins in
+// [start+1, end]; those live at start are in own at exactly one node above
+// or at the leaf start, those beginning later in begin at exactly one
+// canonical node of [start+1, end]. So the memory taken during [start, end]
+// is the union of O(log n) sets in which every block overlapping the range
+// appears once, and neighbours in memory merge.
 type occupancy struct {
 	n    int       // leaves: a power of two, at least the steps
-	sets []spanSet // sub of node x at x, own at 2n + x (nodes from 1)
+	sets []spanSet // begin of node x at x, own at 2n + x (nodes from 1)
 }
 
 func newOccupancy(steps int) *occupancy {
@@ -390,8 +391,8 @@ func newOccupancy(steps int) *occupancy {
 	return &occupancy{n: n, sets: make([]spanSet, 4*n)}
 }
 
-func (o *occupancy) sub(x int) int { return x }
-func (o *occupancy) own(x int) int { return 2*o.n + x }
+func (o *occupancy) begin(x int) int { return x }
+func (o *occupancy) own(x int) int   { return 2*o.n + x }
 
 // reset empties the tree, keeping its memory.
 func (o *occupancy) reset() {
@@ -402,25 +403,18 @@ func (o *occupancy) reset() {
 
 // insert records s as taken during steps [start, end].
 func (o *occupancy) insert(start, end int, s span) {
-	// Every node above a canonical node lies above start or end, so sub
-	// gains s on the way up from both. (It may also gain s at nodes below a
-	// canonical one: the block covers those, so it does overlap every range
-	// that includes them.) A node's sub holds its children's, so once one
-	// holds s already, so do all above it.
-	for x := (start + o.n) / 2; x >= 1 && o.sets[o.sub(x)].add(s); x /= 2 {
-	}
-	for y := (end + o.n) / 2; y >= 1 && o.sets[o.sub(y)].add(s); y /= 2 {
+	// A node's begin holds its children's, so once one holds s already,
+	// so do all above it.
+	for x := start + o.n; x >= 1 && o.sets[o.begin(x)].add(s); x /= 2 {
 	}
 	for l, r := start+o.n, end+1+o.n; l < r; l, r = l/2, r/2 {
 		if l&1 == 1 {
 			o.sets[o.own(l)].add(s)
-			o.sets[o.sub(l)].add(s)
 			l++
 		}
 		if r&1 == 1 {
 			r--
 			o.sets[o.own(r)].add(s)
-			o.sets[o.sub(r)].add(s)
 		}
 	}
 }
@@ -433,20 +427,17 @@ func (o *occupancy) overlapping(start, end int, f func(set int)) {
 			f(i)
 		}
 	}
-	for l, r := start+o.n, end+1+o.n; l < r; l, r = l/2, r/2 {
+	for x := start + o.n; x >= 1; x /= 2 {
+		use(o.own(x))
+	}
+	for l, r := start+1+o.n, end+1+o.n; l < r; l, r = l/2, r/2 {
 		if l&1 == 1 {
-			use(o.sub(l))
+			use(o.begin(l))
 			l++
 		}
 		if r&1 == 1 {
 			r--
-			use(o.sub(r))
-		}
-	}
-	for x, y := start+o.n, end+o.n; x >= 1; x, y = x/2, y/2 {
-		use(o.own(x))
-		if y != x {
-			use(o.own(y))
+			use(o.begin(r))
 		}
 	}
 }

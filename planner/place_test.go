@@ -101,3 +101,40 @@ func TestBestFitMatchesNaive(t *testing.T) {
 		}
 	}
 }
+
+// TestOccupancyVisitsEachBlockOnce checks the property that keeps the gap
+// search linear in the blocks it meets: the sets overlapping returns for a
+// range hold every block live at some step of it exactly once, and no other
+// block. (Blocks are apart in memory here, so no spans merge.)
+func TestOccupancyVisitsEachBlockOnce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for iter := range 100 {
+		steps := 1 + rng.IntN(200)
+		bs := make([]block, 1+rng.IntN(150))
+		occ := newOccupancy(steps)
+		for k := range bs {
+			s := rng.IntN(steps)
+			bs[k] = block{start: s, end: min(steps-1, s+rng.IntN(1+rng.IntN(steps)))}
+			occ.insert(bs[k].start, bs[k].end, span{int64(2 * k), int64(2*k + 1)})
+		}
+		for range 20 {
+			start := rng.IntN(steps)
+			end := min(steps-1, start+rng.IntN(steps))
+			seen := make([]int, len(bs))
+			occ.overlapping(start, end, func(set int) {
+				for _, s := range occ.sets[set] {
+					seen[s.lo/2]++
+				}
+			})
+			for k, b := range bs {
+				want := 0
+				if b.start <= end && b.end >= start {
+					want = 1
+				}
+				if seen[k] != want {
+					t.Fatalf("iteration %d: block %d live over [%d, %d] is in %d of the sets for [%d, %d], want %d", iter, k, b.start, b.end, seen[k], start, end, want)
+				}
+			}
+		}
+	}
+}

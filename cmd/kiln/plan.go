@@ -46,9 +46,11 @@ func runPlan(args []string, stdout io.Writer) error {
 	if report != nil {
 		fmt.Fprint(stdout, report)
 	}
-	out := p.Format()
+	var out string
 	if *reportFlag {
 		out = p.Report()
+	} else {
+		out = p.Format()
 	}
 	_, err = io.WriteString(stdout, out)
 	return err
