@@ -1,0 +1,118 @@
+#!/usr/bin/python3
+"""Writes the ONNX import fixtures under tests/testdata/onnx/.
+
+Each model is exported by torch.onnx.export at opset 17 in training mode,
+without constant folding, with its loss inside the forward, so the first
+output is the loss. Beside MODEL.onnx go MODEL.inputs.safetensors (the graph
+inputs) and MODEL.expected.safetensors: PyTorch's loss, grad/NAME for every
+param (named as the ONNX initializer) and sgd_losses, the losses of SGD
+steps (lr 0.1) from the exported weights on the same batch.
+
+Rerun with /usr/bin/python3 tests/onnx/export.py from the repository root;
+the output is deterministic (fixed seeds, one thread). CI only reads the
+committed files.
+"""
+import json
+import os
+import struct
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testdata", "onnx")
+SGD_STEPS = 3
+SGD_LR = 0.1
+
+torch.set_num_threads(1)
+
+
+def write_safetensors(path, tensors):
+    """Writes a dict name -> numpy array as safetensors (sorted by name)."""
+    dtypes = {np.dtype("float32"): "F32", np.dtype("float64"): "F64",
+              np.dtype("int64"): "I64", np.dtype("int32"): "I32"}
+    header, blobs, off = {}, [], 0
+    for name in sorted(tensors):
+        a = np.ascontiguousarray(tensors[name])
+        b = a.astype(a.dtype.newbyteorder("<")).tobytes()
+        header[name] = {"dtype": dtypes[a.dtype], "shape": list(a.shape), "data_offsets": [off, off + len(b)]}
+        blobs.append(b)
+        off += len(b)
+    h = json.dumps(header, separators=(",", ":")).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)))
+        f.write(h)
+        for b in blobs:
+            f.write(b)
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(64, 32)
+        self.fc2 = nn.Linear(32, 10)
+        self.loss = nn.CrossEntropyLoss()
+
+    def forward(self, x, labels):
+        h = torch.relu(self.fc1(x))
+        return self.loss(self.fc2(h), labels)
+
+
+class CNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 4, 3, padding=1)
+        self.pool1 = nn.MaxPool2d(2)
+        self.conv2 = nn.Conv2d(4, 8, 3, padding=1)
+        self.pool2 = nn.AvgPool2d(2)
+        self.flatten = nn.Flatten()
+        self.fc = nn.Linear(8 * 2 * 2, 10)
+
+    def forward(self, x, labels):
+        h = self.pool1(torch.relu(self.conv1(x)))
+        h = self.pool2(torch.tanh(self.conv2(h)))
+        logits = self.fc(self.flatten(h))
+        return nn.functional.nll_loss(torch.log_softmax(logits, dim=1), labels)
+
+
+def fixture(name, model, x, labels):
+    model.train()
+    names = [n for n, _ in model.named_parameters()]
+    path = os.path.join(OUT, name + ".onnx")
+    torch.onnx.export(model, (x, labels), path, opset_version=17,
+                      training=torch.onnx.TrainingMode.TRAINING,
+                      do_constant_folding=False,
+                      input_names=["x", "labels"], output_names=["loss"])
+    write_safetensors(os.path.join(OUT, name + ".inputs.safetensors"),
+                      {"x": x.numpy(), "labels": labels.numpy()})
+    expected = {}
+    loss = model(x, labels)
+    model.zero_grad()
+    loss.backward()
+    expected["loss"] = loss.detach().numpy().reshape(())
+    for n, p in model.named_parameters():
+        expected["grad/" + n] = p.grad.numpy().copy()
+    opt = torch.optim.SGD(model.parameters(), lr=SGD_LR)
+    losses = []
+    for _ in range(SGD_STEPS):
+        opt.zero_grad()
+        l = model(x, labels)
+        l.backward()
+        opt.step()
+        losses.append(l.item())
+    expected["sgd_losses"] = np.array(losses, dtype=np.float32)
+    write_safetensors(os.path.join(OUT, name + ".expected.safetensors"), expected)
+    print(name, "loss", float(expected["loss"]), "params", names)
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    torch.manual_seed(0)
+    fixture("mlp", MLP(), torch.randn(8, 64), torch.randint(0, 10, (8,)))
+    torch.manual_seed(1)
+    fixture("cnn", CNN(), torch.randn(4, 1, 8, 8), torch.randint(0, 10, (4,)))
+
+
+if __name__ == "__main__":
+    main()
