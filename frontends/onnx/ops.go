@@ -58,6 +58,11 @@ func init() {
 	}
 }
 
+// MaxFolded is the largest number of elements of a constant that import
+// computes (ConstantOfShape): shape arithmetic is small, and a larger
+// constant belongs in an initializer.
+const MaxFolded = 1 << 20
+
 // attribute helpers
 
 func attr(n *onnxpb.NodeProto, name string) *onnxpb.AttributeProto {
@@ -862,7 +867,7 @@ func emitGather(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	if err != nil {
 		return nil, err
 	}
-	ids := idx.ints()
+	ids := append([]int64(nil), idx.ints()...)
 	for k, i := range ids {
 		if i < 0 {
 			i += int64(shape[axis])
@@ -1096,6 +1101,9 @@ func emitConstantOfShape(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	}
 	out := &tensor{dt: fill.dt, shape: []int(t.Shape)}
 	k := t.Shape.NumElements()
+	if k > MaxFolded {
+		return nil, fmt.Errorf("a constant of shape %v has %d elements; constants computed at import are limited to %d (onnx.MaxFolded)", t.Shape, k, MaxFolded)
+	}
 	if out.dt.IsFloat() {
 		out.f = make([]float64, k)
 		for j := range out.f {

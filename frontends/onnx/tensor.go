@@ -124,6 +124,9 @@ func checkedType(code int32, dims []int64) (ir.Type, error) {
 // readTensor decodes a TensorProto from its typed fields, raw_data or an
 // external data file in im.dir.
 func (im *importer) readTensor(tp *onnxpb.TensorProto) (*tensor, error) {
+	if tp == nil {
+		return nil, errors.New("a tensor attribute holds no tensor")
+	}
 	if err := ir.CheckName("tensor", tp.GetName()); err != nil {
 		return nil, err
 	}
