@@ -128,7 +128,11 @@ func TestBadModels(t *testing.T) {
 		{"missing initializer", tinyModel(raw(), func(m *onnxpb.ModelProto) { m.Graph.Initializer = nil }), `input "w" is neither a graph input, an initializer nor an earlier node's output`},
 		{"absurd size", tinyModel(func() *onnxpb.TensorProto { w := raw(); w.Dims = []int64{1 << 30, 1 << 30, 1 << 30}; return w }(), nil), "w"},
 		{"short raw_data", tinyModel(func() *onnxpb.TensorProto { w := raw(); w.RawData = w.RawData[:5]; return w }(), nil), "expected 24 bytes of data for f32[3,2], found 5"},
-		{"unsupported dtype", tinyModel(func() *onnxpb.TensorProto { w := raw(); w.DataType = proto.Int32(int32(onnxpb.TensorProto_FLOAT16)); return w }(), nil), "dtype FLOAT16 is not supported"},
+		{"unsupported dtype", tinyModel(func() *onnxpb.TensorProto {
+			w := raw()
+			w.DataType = proto.Int32(int32(onnxpb.TensorProto_FLOAT16))
+			return w
+		}(), nil), "dtype FLOAT16 is not supported"},
 		{"external outside", tinyModel(ext("../secret.bin"), nil), `external data location "../secret.bin" leaves the model's folder`},
 		{"external absolute", tinyModel(ext("/etc/passwd"), nil), `leaves the model's folder`},
 		{"external missing", tinyModel(ext("none.bin"), nil), "none.bin"},
