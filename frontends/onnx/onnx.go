@@ -100,6 +100,9 @@ type val struct {
 	c     *tensor
 	param bool // an initializer of a float dtype: becomes a param when used as a kiln value
 	name  string
+	// missing, when set, says why the value is not available: an output
+	// of a node that kiln does not compute.
+	missing string
 }
 
 type importer struct {
@@ -157,7 +160,11 @@ func (im *importer) run(gp *onnxpb.GraphProto) error {
 				continue
 			}
 			if i >= len(outs) || outs[i] == nil {
-				return fmt.Errorf("node %q (%s): output %d (%q) is not supported", ir.Excerpt(n.GetName()), n.GetOpType(), i, ir.Excerpt(o))
+				// An output kiln does not compute (Dropout's mask, the running
+				// statistics of a training BatchNormalization) is an error
+				// only where a node or the graph uses it.
+				im.env[o] = &val{id: ir.NoID, name: o, missing: fmt.Sprintf("output %d of node %q (%s) is not supported", i, ir.Excerpt(n.GetName()), n.GetOpType())}
+				continue
 			}
 			outs[i].name = o
 			im.env[o] = outs[i]
@@ -256,6 +263,9 @@ func (im *importer) sanitize(s string) string {
 func (im *importer) value(v *val, asParam bool) (ir.ID, error) {
 	if v.id != ir.NoID {
 		return v.id, nil
+	}
+	if v.missing != "" {
+		return ir.NoID, errors.New(v.missing)
 	}
 	if v.c == nil {
 		return ir.NoID, fmt.Errorf("value %q has no value", ir.Excerpt(v.name))

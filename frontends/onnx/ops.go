@@ -28,6 +28,10 @@ func init() {
 		"Relu":    {unary(ir.OpRelu), "relu"},
 		"Sigmoid": {unary(ir.OpSigmoid), "sigmoid"},
 		"Tanh":    {unary(ir.OpTanh), "tanh"},
+		"Log":     {unary(ir.OpLog), "log"},
+		"Exp":     {unary(ir.OpExp), "exp"},
+		"Sqrt":    {unary(ir.OpSqrt), "sqrt"},
+		"Neg":     {unary(ir.OpNeg), "neg"},
 		"Identity": {func(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 			v, err := im.in(n, 0)
 			return []*val{v}, err
@@ -45,7 +49,7 @@ func init() {
 		"GlobalAveragePool":         {emitGlobalAveragePool, "mean over the spatial axes, keepdims"},
 		"Pad":                       {emitPad, "pad {pads, value}; mode constant only; pads (and constant_value) from constant inputs at opset >= 11, attributes before; no axes input"},
 		"BatchNormalization":        {emitBatchNorm, "training_mode=1 (opset >= 14): batch_norm with the batch's statistics (the running statistics are not updated); otherwise the inference form (x - mean) / sqrt(var + eps) * scale + B with the running statistics as constants"},
-		"Dropout":                   {emitDropout, "the input when not training (training_mode input absent or false, or opset < 12 inference); in training mode dropout {p=ratio} (kiln's own random stream); no mask output"},
+		"Dropout":                   {emitDropout, "the input when not training (training_mode input absent or false; before opset 12 always) or when ratio is 0; in training mode dropout {p=ratio} (kiln's own random stream, not PyTorch's); the mask output is not computed"},
 		"SoftmaxCrossEntropyLoss":   {emitSCE, "softmax_cross_entropy {reduction} on scores [N,C] and labels [N]; no weights; ignore_index must lie outside [0, C) (kiln refuses labels outside [0, C)); the log_prob output is log_softmax"},
 		"NegativeLogLikelihoodLoss": {emitNLL, "nll_loss {reduction} on [N,C] and labels [N]; no weights; ignore_index as SoftmaxCrossEntropyLoss"},
 		"Constant":                  {emitConstant, "folded: value (a tensor), value_float(s) or value_int(s)"},
@@ -120,6 +124,9 @@ func (im *importer) in(n *onnxpb.NodeProto, k int) (*val, error) {
 	v, ok := im.env[n.Input[k]]
 	if !ok {
 		return nil, fmt.Errorf("input %q is neither a graph input, an initializer nor an earlier node's output", ir.Excerpt(n.Input[k]))
+	}
+	if v.missing != "" {
+		return nil, errors.New(v.missing)
 	}
 	return v, nil
 }
@@ -627,15 +634,9 @@ func emitBatchNorm(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 		if err != nil {
 			return nil, err
 		}
-		// The running mean and variance outputs are not computed.
+		// The running mean and variance outputs are not computed (an error
+		// where they are used).
 		return one(im.add(ir.OpBatchNorm, ir.MakeAttrs("eps", ir.Float(eps)), x, w, b))
-	}
-	if len(n.Output) > 1 {
-		for _, o := range n.Output[1:] {
-			if o != "" {
-				return nil, errors.New("the statistics outputs of the training form (before opset 14) are not supported")
-			}
-		}
 	}
 	r := len(im.shapeOf(x))
 	if r < 2 {
@@ -699,9 +700,6 @@ func emitBatchNorm(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 }
 
 func emitDropout(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
-	if len(n.Output) > 1 && n.Output[1] != "" {
-		return nil, errors.New("the mask output is not supported")
-	}
 	x, err := im.in(n, 0)
 	if err != nil {
 		return nil, err

@@ -76,6 +76,30 @@ class CNN(nn.Module):
         return nn.functional.nll_loss(torch.log_softmax(logits, dim=1), labels)
 
 
+class Mixed(nn.Module):
+    """Ops the MLP and CNN do not reach: training-mode BatchNorm, global
+    pooling, a view built from the input's shape, MatMul, Softmax, Log and
+    NegativeLogLikelihoodLoss."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 4, 3, padding=1, bias=False)  # BatchNorm cancels a bias
+        self.bn = nn.BatchNorm2d(4)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.drop = nn.Dropout(p=0.0)
+        self.W = nn.Parameter(torch.randn(4, 10) * 0.5)
+        self.b = nn.Parameter(torch.zeros(10))
+
+    def forward(self, x, labels):
+        h = torch.sigmoid(self.bn(self.conv(x))) * 2 - 1
+        g = self.pool(h)
+        g = g.view(g.size(0), -1)
+        logits = torch.matmul(self.drop(g), self.W) / 2 + self.b
+        logits = logits.transpose(0, 1).transpose(0, 1)
+        p = torch.softmax(logits, dim=1)
+        return nn.functional.nll_loss(torch.log(p), labels)
+
+
 def fixture(name, model, x, labels):
     model.train()
     names = [n for n, _ in model.named_parameters()]
@@ -112,6 +136,8 @@ def main():
     fixture("mlp", MLP(), torch.randn(8, 64), torch.randint(0, 10, (8,)))
     torch.manual_seed(1)
     fixture("cnn", CNN(), torch.randn(4, 1, 8, 8), torch.randint(0, 10, (4,)))
+    torch.manual_seed(2)
+    fixture("mixed", Mixed(), torch.randn(4, 1, 8, 8), torch.randint(0, 10, (4,)))
 
 
 if __name__ == "__main__":
