@@ -33,7 +33,7 @@ func readNamed(t *testing.T, path string) map[string]safetensors.Tensor {
 // gradient against PyTorch's (f32: rtol 1e-4).
 func TestGradONNX(t *testing.T) {
 	t.Parallel()
-	for _, name := range []string{"mlp", "cnn", "mixed"} {
+	for _, name := range []string{"mlp", "cnn", "mixed", "shapes"} {
 		t.Run(name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "out.safetensors")
 			runKiln(t, "grad", onnxFixture(name+".onnx"), "-inputs", onnxFixture(name+".inputs.safetensors"), "-out", out).want(t, 0)

@@ -14,7 +14,7 @@ import (
 )
 
 // fixtures are the models tests/onnx/export.py writes with PyTorch.
-var fixtures = []string{"mlp", "cnn", "mixed"}
+var fixtures = []string{"mlp", "cnn", "mixed", "shapes"}
 
 func fixture(name string) string {
 	return filepath.Join("..", "..", "tests", "testdata", "onnx", name)

@@ -100,6 +100,25 @@ class Mixed(nn.Module):
         return nn.functional.nll_loss(torch.log(p), labels)
 
 
+class Shapes(nn.Module):
+    """Shape arithmetic that import folds (Shape, Gather, Unsqueeze, Concat,
+    ConstantOfShape), movement ops on graph values and LogSoftmax with
+    NegativeLogLikelihoodLoss."""
+
+    def __init__(self):
+        super().__init__()
+        self.W = nn.Parameter(torch.randn(12, 10) * 0.3)
+        self.b = nn.Parameter(torch.zeros(10))
+
+    def forward(self, x, labels):
+        n = torch._shape_as_tensor(x)[0]
+        y = x.reshape(n, 2, 3).transpose(1, 2)
+        y = y.unsqueeze(1).squeeze(1)
+        y = torch.cat([y, torch.zeros_like(y) + 0.5], dim=2)
+        h = torch.tanh(torch.flatten(y, 1) @ self.W + self.b)
+        return nn.functional.nll_loss(torch.log_softmax(h, dim=1) - 0.0, labels)
+
+
 def fixture(name, model, x, labels):
     model.train()
     names = [n for n, _ in model.named_parameters()]
@@ -138,6 +157,8 @@ def main():
     fixture("cnn", CNN(), torch.randn(4, 1, 8, 8), torch.randint(0, 10, (4,)))
     torch.manual_seed(2)
     fixture("mixed", Mixed(), torch.randn(4, 1, 8, 8), torch.randint(0, 10, (4,)))
+    torch.manual_seed(3)
+    fixture("shapes", Shapes(), torch.randn(4, 6), torch.randint(0, 10, (4,)))
 
 
 if __name__ == "__main__":
