@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -182,10 +183,16 @@ func (im *importer) run(gp *onnxpb.GraphProto) error {
 		if err != nil {
 			return fmt.Errorf("output %q: %w", ir.Excerpt(o.GetName()), err)
 		}
-		if im.g.Value(id).Op != ir.OpInput && im.g.Value(id).Op != ir.OpParam {
-			if err := im.g.Rename(id, im.sanitize(o.GetName())); err != nil {
+		if op := im.g.Value(id).Op; op == ir.OpInput || op == ir.OpParam || op == ir.OpConst || slices.Contains(im.g.Outputs, id) {
+			// An output that is an input, a param, a constant or another
+			// output (through Identity) gets a value of its own to carry
+			// its name: a reshape to its own shape.
+			if id, err = im.g.Add("", ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(im.shapeOf(id)...)), id); err != nil {
 				return fmt.Errorf("output %q: %w", ir.Excerpt(o.GetName()), err)
 			}
+		}
+		if err := im.g.Rename(id, im.sanitize(o.GetName())); err != nil {
+			return fmt.Errorf("output %q: %w", ir.Excerpt(o.GetName()), err)
 		}
 		im.g.Outputs = append(im.g.Outputs, id)
 	}
