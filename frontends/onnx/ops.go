@@ -55,8 +55,8 @@ func init() {
 		"Constant":                  {emitConstant, "folded: value (a tensor), value_float(s) or value_int(s)"},
 		"Shape":                     {emitShape, "folded: the static shape as i64, with start/end (opset >= 15)"},
 		"Gather":                    {emitGather, "folded on constants; on a kiln value with constant indices, index_select {axis} (a scalar index drops the axis)"},
-		"Unsqueeze":                 {emitUnsqueeze, "unsqueeze {axes}; axes an attribute before opset 13, a constant input from 13; folded on constants"},
-		"Squeeze":                   {emitSqueeze, "squeeze {axes}; axes an attribute before opset 13, a constant input from 13 (absent: every axis of size 1); folded on constants"},
+		"Unsqueeze":                 {emitUnsqueeze, "reshape (unsqueeze); axes an attribute before opset 13, a constant input from 13; folded on constants"},
+		"Squeeze":                   {emitSqueeze, "reshape (squeeze); axes an attribute before opset 13, a constant input from 13 (absent: every axis of size 1); folded on constants"},
 		"Concat":                    {emitConcat, "concat {axis}; folded when every input is a constant"},
 		"ConstantOfShape":           {emitConstantOfShape, "folded: a constant of the constant shape input, filled with value (default f32 0)"},
 	}
