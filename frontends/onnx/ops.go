@@ -60,6 +60,9 @@ func init() {
 		"Concat":                    {emitConcat, "concat {axis}; folded when every input is a constant"},
 		"ConstantOfShape":           {emitConstantOfShape, "folded: a constant of the constant shape input, filled with value (default f32 0)"},
 	}
+	for k, r := range moreOps() {
+		Ops[k] = r
+	}
 }
 
 // MaxFolded is the largest number of elements of a constant that import
