@@ -60,7 +60,7 @@ func init() {
 		"Concat":                    {emitConcat, "concat {axis}; folded when every input is a constant"},
 		"ConstantOfShape":           {emitConstantOfShape, "folded: a constant of the constant shape input, filled with value (default f32 0)"},
 	}
-	for k, r := range moreOps() {
+	for k, r := range mergeRows(moreOps(), shapeOps()) {
 		Ops[k] = r
 	}
 }
