@@ -41,9 +41,20 @@ type Model struct {
 	Opset int
 }
 
+// Options are the choices of an import.
+type Options struct {
+	// Shapes gives the static shape of graph inputs by ONNX name; it is
+	// needed for an input with a symbolic dim (a batch size exported as
+	// dynamic), and must agree with every static dim the model states.
+	Shapes map[string][]int
+}
+
 // Import reads the ONNX model file at path. External data files are read
 // from path's folder. Every error names path.
-func Import(path string) (*Model, error) {
+func Import(path string) (*Model, error) { return Options{}.Import(path) }
+
+// Import reads the ONNX model file at path with the options o.
+func (o Options) Import(path string) (*Model, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, err
@@ -55,7 +66,7 @@ func Import(path string) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := Decode(data, filepath.Dir(path))
+	m, err := o.Decode(data, filepath.Dir(path))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -64,7 +75,10 @@ func Import(path string) (*Model, error) {
 
 // Decode imports a serialized ONNX ModelProto. dir is the folder external
 // data files are read from ("" refuses external data).
-func Decode(data []byte, dir string) (*Model, error) {
+func Decode(data []byte, dir string) (*Model, error) { return Options{}.Decode(data, dir) }
+
+// Decode imports a serialized ONNX ModelProto with the options o.
+func (o Options) Decode(data []byte, dir string) (*Model, error) {
 	var mp onnxpb.ModelProto
 	if err := proto.Unmarshal(data, &mp); err != nil {
 		return nil, fmt.Errorf("not an ONNX model (a truncated or damaged file?): %v", err)
@@ -87,7 +101,7 @@ func Decode(data []byte, dir string) (*Model, error) {
 	if opset < MinOpset || opset > MaxOpset {
 		return nil, fmt.Errorf("opset %d is not supported (kiln reads opsets %d to %d)", opset, MinOpset, MaxOpset)
 	}
-	im := &importer{opset: opset, dir: dir, env: map[string]*val{}, names: map[string]string{}}
+	im := &importer{opset: opset, dir: dir, env: map[string]*val{}, names: map[string]string{}, opts: o}
 	if err := im.run(mp.Graph); err != nil {
 		return nil, err
 	}
@@ -114,6 +128,7 @@ type importer struct {
 	names  map[string]string // sanitized name -> ONNX name
 	params []safetensors.Tensor
 	node   *onnxpb.NodeProto
+	opts   Options
 }
 
 func (im *importer) run(gp *onnxpb.GraphProto) error {
@@ -139,7 +154,7 @@ func (im *importer) run(gp *onnxpb.GraphProto) error {
 		if inits[in.GetName()] {
 			continue
 		}
-		t, err := valueType(in)
+		t, err := valueType(in, im.opts.Shapes[in.GetName()])
 		if err != nil {
 			return fmt.Errorf("input %q: %w", ir.Excerpt(in.GetName()), err)
 		}
@@ -169,6 +184,11 @@ func (im *importer) run(gp *onnxpb.GraphProto) error {
 			}
 			outs[i].name = o
 			im.env[o] = outs[i]
+		}
+	}
+	for name := range im.opts.Shapes {
+		if v, ok := im.env[name]; !ok || v.id == ir.NoID || im.g.Value(v.id).Op != ir.OpInput {
+			return fmt.Errorf("a shape is given for %q, which is not a graph input", ir.Excerpt(name))
 		}
 	}
 	if len(gp.Output) == 0 {

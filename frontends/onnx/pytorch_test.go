@@ -14,7 +14,22 @@ import (
 )
 
 // fixtures are the models tests/onnx/export.py writes with PyTorch.
-var fixtures = []string{"mlp", "cnn", "mixed", "shapes"}
+var fixtures = []string{"mlp", "cnn", "mixed", "shapes", "dynamic"}
+
+// fixtureShapes are the static shapes of the inputs of the fixtures
+// exported with a symbolic batch dim.
+var fixtureShapes = map[string]map[string][]int{
+	"dynamic": {"x": {4, 1, 8, 8}, "labels": {4}},
+}
+
+func importFixture(t *testing.T, name string) *onnx.Model {
+	t.Helper()
+	m, err := onnx.Options{Shapes: fixtureShapes[name]}.Import(fixture(name + ".onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
 
 func fixture(name string) string {
 	return filepath.Join("..", "..", "tests", "testdata", "onnx", name)
@@ -72,10 +87,7 @@ func close(got, want, rtol, atol float64) bool {
 func TestPyTorchGrad(t *testing.T) {
 	for _, name := range fixtures {
 		t.Run(name, func(t *testing.T) {
-			m, err := onnx.Import(fixture(name + ".onnx"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			m := importFixture(t, name)
 			want := readTensors(t, fixture(name+".expected.safetensors"))
 			x := newExecutor(t, name, m, kiln.Options{Grad: true})
 			if err := x.Step(context.Background()); err != nil {
@@ -124,10 +136,7 @@ func TestPyTorchGrad(t *testing.T) {
 func TestPyTorchSGD(t *testing.T) {
 	for _, name := range fixtures {
 		t.Run(name, func(t *testing.T) {
-			m, err := onnx.Import(fixture(name + ".onnx"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			m := importFixture(t, name)
 			want := floats(readTensors(t, fixture(name+".expected.safetensors"))["sgd_losses"])
 			opt, err := passes.DefaultOptimizer("sgd")
 			if err != nil {
@@ -148,5 +157,25 @@ func TestPyTorchSGD(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSymbolicDims checks that an input with a symbolic dim needs a shape,
+// and that a given shape must agree with the model's static dims.
+func TestSymbolicDims(t *testing.T) {
+	path := fixture("dynamic.onnx")
+	for _, tc := range []struct {
+		shapes map[string][]int
+		want   string
+	}{
+		{nil, `input "x": dim 0 is symbolic ("batch"); give the input a static shape`},
+		{map[string][]int{"x": {4, 1, 8, 9}, "labels": {4}}, `input "x": the shape given has 9 at dim 3, the model states 8`},
+		{map[string][]int{"x": {4, 8, 8}, "labels": {4}}, `input "x": the shape given has rank 3, the model's has rank 4`},
+		{map[string][]int{"x": {4, 1, 8, 8}, "labels": {4}, "fc.weight": {10, 72}}, `a shape is given for "fc.weight", which is not a graph input`},
+	} {
+		_, err := onnx.Options{Shapes: tc.shapes}.Import(path)
+		if err == nil || err.Error() != path+": "+tc.want {
+			t.Errorf("shapes %v: error %v, want %s: %s", tc.shapes, err, path, tc.want)
+		}
 	}
 }

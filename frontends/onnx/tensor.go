@@ -272,21 +272,37 @@ func (im *importer) external(tp *onnxpb.TensorProto, want int) ([]byte, error) {
 	return buf, nil
 }
 
-// valueType returns the static kiln type of a graph input.
-func valueType(vi *onnxpb.ValueInfoProto) (ir.Type, error) {
+// valueType returns the static kiln type of a graph input; given, when
+// not nil, is its shape from Options.Shapes.
+func valueType(vi *onnxpb.ValueInfoProto, given []int) (ir.Type, error) {
 	tt := vi.GetType().GetTensorType()
 	if tt == nil {
 		return ir.Type{}, errors.New("only tensor inputs are supported")
 	}
-	if tt.Shape == nil {
-		return ir.Type{}, errors.New("the input has no shape")
+	if tt.Shape == nil && given == nil {
+		return ir.Type{}, errors.New("the input has no shape; give it one")
 	}
-	dims := make([]int64, len(tt.Shape.Dim))
-	for k, d := range tt.Shape.Dim {
-		if p := d.GetDimParam(); p != "" || d.Value == nil {
-			return ir.Type{}, fmt.Errorf("dim %d is symbolic (%q); only static shapes are supported", k, ir.Excerpt(p))
+	var dims []int64
+	if given != nil {
+		if tt.Shape != nil && len(tt.Shape.Dim) != len(given) {
+			return ir.Type{}, fmt.Errorf("the shape given has rank %d, the model's has rank %d", len(given), len(tt.Shape.Dim))
 		}
-		dims[k] = d.GetDimValue()
+		for _, d := range given {
+			dims = append(dims, int64(d))
+		}
+	}
+	if tt.Shape != nil {
+		for k, d := range tt.Shape.Dim {
+			symbolic := d.GetDimParam() != "" || d.Value == nil
+			switch {
+			case given == nil && symbolic:
+				return ir.Type{}, fmt.Errorf("dim %d is symbolic (%q); give the input a static shape", k, ir.Excerpt(d.GetDimParam()))
+			case given == nil:
+				dims = append(dims, d.GetDimValue())
+			case !symbolic && d.GetDimValue() != dims[k]:
+				return ir.Type{}, fmt.Errorf("the shape given has %d at dim %d, the model states %d", dims[k], k, d.GetDimValue())
+			}
+		}
 	}
 	return checkedType(tt.GetElemType(), dims)
 }

@@ -119,14 +119,30 @@ class Shapes(nn.Module):
         return nn.functional.nll_loss(torch.log_softmax(h, dim=1) - 0.0, labels)
 
 
-def fixture(name, model, x, labels):
+class Dynamic(nn.Module):
+    """Exported with a symbolic batch dim, so x.view(x.size(0), -1) becomes
+    Shape, Gather, Unsqueeze, Concat and Reshape; import takes the batch
+    size from onnx.Options.Shapes."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 2, 3)
+        self.fc = nn.Linear(2 * 6 * 6, 10)
+
+    def forward(self, x, labels):
+        h = torch.relu(self.conv(x))
+        return nn.functional.cross_entropy(self.fc(h.view(h.size(0), -1)), labels)
+
+
+def fixture(name, model, x, labels, dynamic_axes=None):
     model.train()
     names = [n for n, _ in model.named_parameters()]
     path = os.path.join(OUT, name + ".onnx")
     torch.onnx.export(model, (x, labels), path, opset_version=17,
                       training=torch.onnx.TrainingMode.TRAINING,
                       do_constant_folding=False,
-                      input_names=["x", "labels"], output_names=["loss"])
+                      input_names=["x", "labels"], output_names=["loss"],
+                      dynamic_axes=dynamic_axes)
     write_safetensors(os.path.join(OUT, name + ".inputs.safetensors"),
                       {"x": x.numpy(), "labels": labels.numpy()})
     expected = {}
@@ -159,6 +175,9 @@ def main():
     fixture("mixed", Mixed(), torch.randn(4, 1, 8, 8), torch.randint(0, 10, (4,)))
     torch.manual_seed(3)
     fixture("shapes", Shapes(), torch.randn(4, 6), torch.randint(0, 10, (4,)))
+    torch.manual_seed(4)
+    fixture("dynamic", Dynamic(), torch.randn(4, 1, 8, 8), torch.randint(0, 10, (4,)),
+            dynamic_axes={"x": {0: "batch"}, "labels": {0: "batch"}})
 
 
 if __name__ == "__main__":
