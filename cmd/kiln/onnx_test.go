@@ -105,3 +105,26 @@ func TestBadONNX(t *testing.T) {
 	r.want(t, 1)
 	containsAll(t, "stderr", oneLine(t, r.stderr), bad, "not an ONNX model")
 }
+
+// TestTrainONNX checks that kiln train starts from the ONNX initializers:
+// with a learning rate too small to move an f32, the saved params are the
+// initializers bit for bit.
+func TestTrainONNX(t *testing.T) {
+	t.Parallel()
+	model := onnxFixture("mlp.onnx")
+	saved := filepath.Join(t.TempDir(), "p.safetensors")
+	runKiln(t, "train", model, "-data", "digits", "-epochs", "1", "-optimizer", "sgd", "-lr", "1e-30", "-save", saved).want(t, 0)
+	g, err := loadGraph(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := readNamed(t, saved)
+	if len(got) != len(modelParams[g]) {
+		t.Fatalf("saved %d params, the model has %d", len(got), len(modelParams[g]))
+	}
+	for _, p := range modelParams[g] {
+		if !bytes.Equal(got[p.Name].Data, p.Data) {
+			t.Errorf("param %q does not start from its ONNX initializer", p.Name)
+		}
+	}
+}
