@@ -247,3 +247,17 @@ func TestBatchNormStatisticsAreNotParams(t *testing.T) {
 		t.Errorf("params %v, want [s b]", names)
 	}
 }
+
+// TestDropoutTraining checks that Dropout in training mode becomes kiln's
+// dropout with p = ratio.
+func TestDropoutTraining(t *testing.T) {
+	m, _, _ := forward(t, 17, []int64{3}, []*onnxpb.TensorProto{f32s("r", nil, 0.25), boolScalar("tm", true)},
+		node("Dropout", []string{"x", "r", "tm"}, []string{"y"}))
+	ids := m.Graph.IDsOf(ir.OpDropout)
+	if len(ids) != 1 {
+		t.Fatalf("%d dropout ops, want 1", len(ids))
+	}
+	if p := m.Graph.Value(ids[0]).Attrs.Float("p", 0); p != 0.25 {
+		t.Errorf("dropout p = %g, want 0.25", p)
+	}
+}
