@@ -9,6 +9,7 @@ import (
 	"github.com/kilnml/kiln"
 	"github.com/kilnml/kiln/frontends/onnx"
 	"github.com/kilnml/kiln/frontends/safetensors"
+	"github.com/kilnml/kiln/internal/gputest"
 	"github.com/kilnml/kiln/kernels"
 	"github.com/kilnml/kiln/passes"
 )
@@ -60,7 +61,7 @@ func newExecutor(t *testing.T, name string, m *onnx.Model, opts kiln.Options) ki
 	if err != nil {
 		t.Fatalf("compile: %v", err)
 	}
-	x, err := kiln.NewExecutor(p, kiln.ExecOptions{})
+	x, err := kiln.NewExecutor(p, kiln.ExecOptions{Device: opts.Device})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,12 +85,20 @@ func close(got, want, rtol, atol float64) bool {
 
 // TestPyTorchGrad checks that the loss and every param's gradient of each
 // imported fixture equal PyTorch's (f32: rtol 1e-4).
-func TestPyTorchGrad(t *testing.T) {
+func TestPyTorchGrad(t *testing.T) { checkPyTorchGrad(t, "cpu") }
+
+// TestPyTorchGradGPU is TestPyTorchGrad on the GPU (WebGPU; f32).
+func TestPyTorchGradGPU(t *testing.T) {
+	gputest.Need(t)
+	checkPyTorchGrad(t, "gpu")
+}
+
+func checkPyTorchGrad(t *testing.T, device string) {
 	for _, name := range fixtures {
 		t.Run(name, func(t *testing.T) {
 			m := importFixture(t, name)
 			want := readTensors(t, fixture(name+".expected.safetensors"))
-			x := newExecutor(t, name, m, kiln.Options{Grad: true})
+			x := newExecutor(t, name, m, kiln.Options{Grad: true, Device: device})
 			if err := x.Step(context.Background()); err != nil {
 				t.Fatal(err)
 			}
