@@ -1,6 +1,6 @@
 // Package onnx imports ONNX models as kiln graphs: the graph inputs that are
-// not initializers become inputs, the float initializers that reach a kiln
-// op become params with the initializer's values as their initial values,
+// not initializers become inputs, the float initializers that reach the
+// first output (the loss) through differentiable kiln ops become params with the initializer's values as their initial values,
 // and shape arithmetic on constants is folded at import so the result is a
 // static graph. The ops it translates, and their rules, are in the table
 // Ops; docs/ONNX.md lists them.
@@ -101,7 +101,7 @@ func (o Options) Decode(data []byte, dir string) (*Model, error) {
 	if opset < MinOpset || opset > MaxOpset {
 		return nil, fmt.Errorf("opset %d is not supported (kiln reads opsets %d to %d)", opset, MinOpset, MaxOpset)
 	}
-	im := &importer{opset: opset, dir: dir, env: map[string]*val{}, names: map[string]string{}, opts: o}
+	im := &importer{opset: opset, dir: dir, env: map[string]*val{}, names: map[string]string{}, opts: o, paramConst: map[ir.ID]*tensor{}}
 	if err := im.run(mp.Graph); err != nil {
 		return nil, err
 	}
@@ -129,6 +129,8 @@ type importer struct {
 	params []safetensors.Tensor
 	node   *onnxpb.NodeProto
 	opts   Options
+	// paramConst holds each param's initializer, for demoteParams.
+	paramConst map[ir.ID]*tensor
 }
 
 func (im *importer) run(gp *onnxpb.GraphProto) error {
@@ -216,10 +218,43 @@ func (im *importer) run(gp *onnxpb.GraphProto) error {
 		}
 		im.g.Outputs = append(im.g.Outputs, id)
 	}
+	im.demoteParams()
 	if err := ir.Check(im.g); err != nil {
 		return err
 	}
 	return nil
+}
+
+// demoteParams turns the params without a differentiable path to the first
+// output (the loss) into constants: only what the loss depends on trains.
+func (im *importer) demoteParams() {
+	reach := make([]bool, len(im.g.Values))
+	stack := []ir.ID{im.g.Outputs[0]}
+	for len(stack) > 0 {
+		id := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if reach[id] {
+			continue
+		}
+		reach[id] = true
+		v := im.g.Value(id)
+		if v.Op.Differentiable() {
+			stack = append(stack, v.Args...)
+		}
+	}
+	kept := im.params[:0]
+	for _, p := range im.params {
+		id, _ := im.g.Lookup(p.Name)
+		if reach[id] {
+			kept = append(kept, p)
+			continue
+		}
+		c := im.paramConst[id]
+		v := im.g.Value(id)
+		v.Op = ir.OpConst
+		v.Attrs = ir.MakeAttrs("dtype", ir.String(c.dt.String()), "shape", ir.Ints(c.shape...), "value", ir.Floats(c.floats()...))
+	}
+	im.params = kept
 }
 
 // unsupported returns one error line per op type that the table lacks, or
@@ -305,6 +340,7 @@ func (im *importer) value(v *val, asParam bool) (ir.ID, error) {
 			return ir.NoID, err
 		}
 		im.params = append(im.params, safetensors.Tensor{Name: name, Type: t, Data: v.c.bytes()})
+		im.paramConst[id] = v.c
 		v.id = id
 		return id, nil
 	}

@@ -261,3 +261,31 @@ func TestDropoutTraining(t *testing.T) {
 		t.Errorf("dropout p = %g, want 0.25", p)
 	}
 }
+
+// TestNames checks that ONNX names outside .kir's syntax are mapped to it
+// and that names mapping to one get distinct suffixes.
+func TestNames(t *testing.T) {
+	im := &importer{names: map[string]string{}}
+	for _, tc := range []struct{ in, want string }{
+		{"fc1.weight", "fc1.weight"},
+		{"/fc1/Gemm_output_0", "_fc1_Gemm_output_0"},
+		{"onnx::Gemm_5", "onnx__Gemm_5"},
+		{"a:b", "a_b"},
+		{"a/b", "a_b_1"},
+		{"a:b", "a_b"},
+		{"", "v"},
+	} {
+		if got := im.sanitize(tc.in); got != tc.want {
+			t.Errorf("sanitize(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestOtherDomainNode checks that a node of another domain is reported as
+// unsupported with its domain.
+func TestOtherDomainNode(t *testing.T) {
+	err := unsupported([]*onnxpb.NodeProto{{Name: proto.String("q"), OpType: proto.String("Relu"), Domain: proto.String("com.microsoft")}})
+	if err == nil || err.Error() != `unsupported op com.microsoft.Relu: 1 node(s), the first "q"` {
+		t.Errorf("error %v", err)
+	}
+}

@@ -191,3 +191,34 @@ func FuzzDecode(f *testing.F) {
 		Decode(data, "")
 	})
 }
+
+// TestParamsReachTheLoss checks that a float initializer without a
+// differentiable path to the first output is a constant, not a param.
+func TestParamsReachTheLoss(t *testing.T) {
+	w := wTensor()
+	w.RawData = wRaw()
+	data := tinyModel(w, func(m *onnxpb.ModelProto) {
+		u := wTensor()
+		u.Name = proto.String("u")
+		u.FloatData = wValues
+		m.Graph.Initializer = append(m.Graph.Initializer, u)
+		m.Graph.Node = append(m.Graph.Node,
+			&onnxpb.NodeProto{OpType: proto.String("MatMul"), Input: []string{"x", "u"}, Output: []string{"z"}},
+			&onnxpb.NodeProto{OpType: proto.String("ReduceSum"), Input: []string{"y"}, Output: []string{"l"}})
+		m.Graph.Output = []*onnxpb.ValueInfoProto{{Name: proto.String("l")}, {Name: proto.String("z")}}
+	})
+	m, err := Decode(data, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Params) != 1 || m.Params[0].Name != "w" {
+		t.Fatalf("params %v, want only w", m.Params)
+	}
+	if ps := m.Graph.Params(); len(ps) != 1 {
+		t.Errorf("the graph has %d params, want 1", len(ps))
+	}
+	id, ok := m.Graph.Lookup("u")
+	if !ok || m.Graph.Value(id).Op != ir.OpConst {
+		t.Errorf("u is not a constant")
+	}
+}
