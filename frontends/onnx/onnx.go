@@ -1,9 +1,10 @@
 // Package onnx imports ONNX models as kiln graphs: the graph inputs that are
-// not initializers become inputs, the float initializers that reach the
-// first output (the loss) through differentiable kiln ops become params with the initializer's values as their initial values,
-// and shape arithmetic on constants is folded at import so the result is a
-// static graph. The ops it translates, and their rules, are in the table
-// Ops; docs/ONNX.md lists them.
+// not initializers become inputs; the float initializers that reach the
+// first output (the loss) through differentiable kiln ops become params,
+// with the initializers' values as their initial values; shape arithmetic
+// on constants is folded at import, so the result is a static graph. The
+// ops it translates, and their rules, are in the table Ops; docs/ONNX.md
+// lists them.
 package onnx
 
 import (
