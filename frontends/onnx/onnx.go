@@ -146,7 +146,7 @@ func (im *importer) run(gp *onnxpb.GraphProto) error {
 	}
 	inits := map[string]bool{}
 	for _, t := range gp.Initializer {
-		c, err := im.readTensor(t)
+		c, err := im.readTensor(t, true)
 		if err != nil {
 			return fmt.Errorf("initializer %q: %w", ir.Excerpt(t.GetName()), err)
 		}

@@ -229,6 +229,8 @@ func binaryOp(op ir.Op) func(*importer, *onnxpb.NodeProto) ([]*val, error) {
 // foldBinary computes a op b on constants of one dtype, either of which may
 // be a single element.
 func foldBinary(op ir.Op, a, b *tensor) (*tensor, error) {
+	a.load()
+	b.load()
 	if a.dt != b.dt {
 		return nil, fmt.Errorf("operands of different dtypes %s and %s", a.dt, b.dt)
 	}
@@ -802,7 +804,7 @@ func emitConstant(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	switch a.GetName() {
 	case "value":
 		var err error
-		if c, err = im.readTensor(a.GetT()); err != nil {
+		if c, err = im.readTensor(a.GetT(), false); err != nil {
 			return nil, err
 		}
 	case "value_float":
@@ -880,6 +882,7 @@ func emitGather(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	}
 	if data.c != nil && !data.param && len(idx.shape) <= 1 {
 		// Folded: the result has shape data[:axis] + idx.shape + data[axis+1:].
+		data.c.load()
 		outer, inner := prod(shape[:axis]), prod(shape[axis+1:])
 		out := &tensor{dt: data.c.dt, shape: append(append(append([]int(nil), shape[:axis]...), idx.shape...), shape[axis+1:]...)}
 		for o := range outer {
@@ -937,6 +940,7 @@ func (im *importer) axesIn(n *onnxpb.NodeProto) ([]int, bool, error) {
 }
 
 func reshapeConst(c *tensor, shape []int) *tensor {
+	c.load()
 	return &tensor{dt: c.dt, shape: shape, f: c.f, i: c.i}
 }
 
@@ -1049,6 +1053,7 @@ func emitConcat(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 		outer := prod(s0[:axis])
 		total := 0
 		for _, v := range vs {
+			v.c.load()
 			s := v.c.shape
 			if v.c.dt != out.dt || len(s) != len(s0) {
 				return nil, errors.New("inputs of different dtypes or ranks")
@@ -1089,7 +1094,7 @@ func emitConstantOfShape(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	dims := c.ints()
 	fill := &tensor{dt: ir.F32, shape: []int{1}, f: []float64{0}}
 	if a := attr(n, "value"); a != nil {
-		if fill, err = im.readTensor(a.GetT()); err != nil {
+		if fill, err = im.readTensor(a.GetT(), false); err != nil {
 			return nil, err
 		}
 		if fill.n() != 1 {

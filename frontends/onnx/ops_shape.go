@@ -124,6 +124,7 @@ func emitSlice(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 // sliceConst slices a constant along one axis (start <= end already
 // clamped; an empty range gives a zero-size axis).
 func sliceConst(c *tensor, sp sliceSpec) *tensor {
+	c.load()
 	outer, d, inner := prod(c.shape[:sp.axis]), c.shape[sp.axis], prod(c.shape[sp.axis+1:])
 	var idx []int
 	for i := sp.start; i < sp.end; i += sp.step {
@@ -185,6 +186,7 @@ func emitExpand(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 
 // broadcastConst repeats c to shape (NumPy rules).
 func broadcastConst(c *tensor, shape ir.Shape) *tensor {
+	c.load()
 	r := len(shape)
 	in := make([]int, r)
 	for k := range in {
@@ -243,6 +245,7 @@ func emitCast(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 // castConst converts a constant as ONNX's Cast does (floats to integers
 // truncate toward zero; nonzero is true).
 func castConst(c *tensor, to ir.DType) *tensor {
+	c.load()
 	out := &tensor{dt: to, shape: c.shape}
 	if to.IsFloat() {
 		out.f = make([]float64, c.n())

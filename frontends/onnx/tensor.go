@@ -17,22 +17,38 @@ import (
 // tensor is a constant known at import: an initializer, a Constant node or
 // the result of folded shape arithmetic. Floats are held in f, integers and
 // bools in i (0 or 1).
+//
+// A float initializer stored as raw bytes (raw_data or an external file)
+// keeps them in raw and decodes them into f only when read as a constant,
+// so a param's values are never held twice: Model.Params shares raw.
 type tensor struct {
 	dt    ir.DType
 	shape []int
 	f     []float64
 	i     []int64
+	raw   []byte
 }
 
 func (t *tensor) n() int {
+	if t.raw != nil && t.f == nil && t.i == nil {
+		return len(t.raw) / t.dt.Size()
+	}
 	if t.dt.IsFloat() {
 		return len(t.f)
 	}
 	return len(t.i)
 }
 
+// load decodes raw into f or i, once.
+func (t *tensor) load() {
+	if t.raw != nil && t.f == nil && t.i == nil {
+		t.fromLE(t.raw, t.n())
+	}
+}
+
 // floats returns the elements as float64 (integers above 2^53 round).
 func (t *tensor) floats() []float64 {
+	t.load()
 	if t.dt.IsFloat() {
 		return t.f
 	}
@@ -45,6 +61,7 @@ func (t *tensor) floats() []float64 {
 
 // ints returns the elements as int64 (floats truncate).
 func (t *tensor) ints() []int64 {
+	t.load()
 	if !t.dt.IsFloat() {
 		return t.i
 	}
@@ -57,6 +74,9 @@ func (t *tensor) ints() []int64 {
 
 // bytes returns the elements little-endian in t's dtype.
 func (t *tensor) bytes() []byte {
+	if t.raw != nil {
+		return t.raw
+	}
 	sz := t.dt.Size()
 	out := make([]byte, sz*t.n())
 	for k := 0; k < t.n(); k++ {
@@ -122,8 +142,9 @@ func checkedType(code int32, dims []int64) (ir.Type, error) {
 }
 
 // readTensor decodes a TensorProto from its typed fields, raw_data or an
-// external data file in im.dir.
-func (im *importer) readTensor(tp *onnxpb.TensorProto) (*tensor, error) {
+// external data file in im.dir. With lazy, raw float data stays raw until
+// it is read as a constant (see tensor).
+func (im *importer) readTensor(tp *onnxpb.TensorProto, lazy bool) (*tensor, error) {
 	if tp == nil {
 		return nil, errors.New("a tensor attribute holds no tensor")
 	}
@@ -148,6 +169,13 @@ func (im *importer) readTensor(tp *onnxpb.TensorProto) (*tensor, error) {
 	if raw != nil || tp.GetDataLocation() == onnxpb.TensorProto_EXTERNAL {
 		if len(raw) != typ.Bytes() {
 			return nil, fmt.Errorf("expected %d bytes of data for %s, found %d", typ.Bytes(), typ, len(raw))
+		}
+		if lazy && typ.DType.IsFloat() {
+			if raw == nil {
+				raw = []byte{}
+			}
+			t.raw = raw
+			return t, nil
 		}
 		return t.fromLE(raw, n), nil
 	}
