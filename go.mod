@@ -7,6 +7,7 @@ require (
 	github.com/google/go-cmp v0.7.0
 	gonum.org/v1/gonum v0.17.0
 	gonum.org/v1/plot v0.17.0
+	google.golang.org/protobuf v1.36.12
 )
 
 require (

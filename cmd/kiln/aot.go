@@ -68,6 +68,9 @@ func runCompile(args []string, stdout io.Writer) error {
 		return err
 	}
 	defer t.Close()
+	if err := setModelParams(t, g); err != nil {
+		return err
+	}
 	f := &planner.File{
 		Plans: map[string]*planner.Plan{planner.TrainPlan: t.Plan, planner.EvalPlan: t.EvalPlan},
 		Meta: map[string]string{
@@ -85,9 +88,11 @@ func runCompile(args []string, stdout io.Writer) error {
 			f.Meta[strings.TrimPrefix(k, "-")] = v
 		}
 	}
-	if *initPath != "" {
-		if err := loadParams(t, *initPath); err != nil {
-			return err
+	if *initPath != "" || len(modelParams[g]) > 0 {
+		if *initPath != "" {
+			if err := loadParams(t, *initPath); err != nil {
+				return err
+			}
 		}
 		for _, i := range t.Plan.Params {
 			b := t.Plan.Buffers[i]

@@ -4,29 +4,62 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/kilnml/kiln"
 	"github.com/kilnml/kiln/checkpoint"
+	"github.com/kilnml/kiln/frontends/onnx"
+	"github.com/kilnml/kiln/frontends/safetensors"
 	"github.com/kilnml/kiln/internal/sysmem"
 	"github.com/kilnml/kiln/ir"
+	"github.com/kilnml/kiln/kernels"
 	"github.com/kilnml/kiln/passes"
 )
 
-// loadGraph reads and parses a .kir file. A file larger than the memory
-// available is refused before it is read.
+// loadGraph reads and parses a .kir file, or imports an ONNX model (a
+// FILE.onnx), whose initializers become the initial values of its params
+// (see modelParams). A file larger than the memory available is refused
+// before it is read.
 func loadGraph(path string) (*ir.Graph, error) {
 	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
 		if err := sysmem.Check("file", fi.Size()); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 	}
+	if strings.EqualFold(filepath.Ext(path), ".onnx") {
+		m, err := onnx.Import(path)
+		if err != nil {
+			return nil, err
+		}
+		modelParams[m.Graph] = m.Params
+		return m.Graph, nil
+	}
 	src, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
 	return ir.Parse(path, src)
+}
+
+// modelParams holds the initial param values that a model file carries (an
+// ONNX model's initializers), by the graph loadGraph returned; a .kir model
+// carries none. They are set before -init, -resume or -inputs, which
+// override them.
+var modelParams = map[*ir.Graph][]safetensors.Tensor{}
+
+// setModelParams sets the params of t to the initial values g's model file
+// carries.
+func setModelParams(t *kiln.Trainer, g *ir.Graph) error {
+	x := t.Executor()
+	for _, p := range modelParams[g] {
+		if err := x.Set(p.Name, kernels.Tensor{Type: p.Type, Data: p.Data}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // optimizerFlags are the flags that choose the optimizer update.

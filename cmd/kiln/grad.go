@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -62,6 +63,9 @@ func runGrad(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// Params the model file gives values (ONNX initializers) may be left
+	// out of -inputs.
+	tensors = append(slices.Clone(modelParams[g]), tensors...)
 	if err := feedAll(x, p, tensors, *inPath, path); err != nil {
 		return err
 	}

@@ -653,6 +653,9 @@ func runTrain(args []string, stdout io.Writer) error {
 		return err
 	}
 	defer t.Close()
+	if err := setModelParams(t, g); err != nil {
+		return err
+	}
 	data, dataName, err := lf.data(t.Signature(), len(pos) == 0)
 	if err != nil {
 		return err

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"bytes"
+	"math"
+	"path/filepath"
+	"testing"
+
+	"github.com/kilnml/kiln/frontends/safetensors"
+	"github.com/kilnml/kiln/planner"
+)
+
+// onnxFixture is a file tests/onnx/export.py writes with PyTorch.
+func onnxFixture(name string) string {
+	return filepath.Join("..", "..", "tests", "testdata", "onnx", name)
+}
+
+func readNamed(t *testing.T, path string) map[string]safetensors.Tensor {
+	t.Helper()
+	ts, _, err := safetensors.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]safetensors.Tensor{}
+	for _, x := range ts {
+		m[x.Name] = x
+	}
+	return m
+}
+
+// TestGradONNX runs kiln grad on the PyTorch fixtures, with the params'
+// values taken from the ONNX initializers, and checks the loss and every
+// gradient against PyTorch's (f32: rtol 1e-4).
+func TestGradONNX(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"mlp", "cnn", "mixed", "shapes"} {
+		t.Run(name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "out.safetensors")
+			runKiln(t, "grad", onnxFixture(name+".onnx"), "-inputs", onnxFixture(name+".inputs.safetensors"), "-out", out).want(t, 0)
+			got := readNamed(t, out)
+			want := readNamed(t, onnxFixture(name+".expected.safetensors"))
+			n := 0
+			for k, w := range want {
+				if k == "sgd_losses" {
+					continue
+				}
+				g, ok := got[k]
+				if !ok {
+					t.Errorf("kiln grad wrote no %q", k)
+					continue
+				}
+				gv, wv := g.Float64s(), w.Float64s()
+				if len(gv) != len(wv) {
+					t.Fatalf("%s: %d values, PyTorch %d", k, len(gv), len(wv))
+				}
+				for i := range wv {
+					if math.Abs(gv[i]-wv[i]) > 1e-7+1e-4*math.Abs(wv[i]) {
+						t.Errorf("%s[%d] = %.7g, PyTorch %.7g", k, i, gv[i], wv[i])
+						break
+					}
+				}
+				n++
+			}
+			if n != len(got) {
+				t.Errorf("kiln grad wrote %d tensors, PyTorch's file has %d", len(got), n)
+			}
+		})
+	}
+}
+
+// TestCompileONNX checks that kiln compile stores the ONNX initializers as
+// the plan file's initial params.
+func TestCompileONNX(t *testing.T) {
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "mlp.kplan")
+	runKiln(t, "compile", onnxFixture("mlp.onnx"), "-o", out).want(t, 0)
+	f, err := planner.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := loadGraph(onnxFixture("mlp.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]byte{}
+	for _, p := range modelParams[m] {
+		want[p.Name] = p.Data
+	}
+	if len(f.Params) != 4 || len(want) != 4 {
+		t.Fatalf("the plan file has %d params, the model %d; want 4", len(f.Params), len(want))
+	}
+	for _, p := range f.Params {
+		if !bytes.Equal(p.Data, want[p.Name]) {
+			t.Errorf("param %q of the plan file differs from the ONNX initializer", p.Name)
+		}
+	}
+}
+
+// TestBadONNX checks that a damaged ONNX model gets one line naming the
+// file and exit status 1.
+func TestBadONNX(t *testing.T) {
+	t.Parallel()
+	bad := writeFile(t, "bad.onnx", "\x0a\xff\xff\xff")
+	r := runKiln(t, "dump", bad)
+	r.want(t, 1)
+	containsAll(t, "stderr", oneLine(t, r.stderr), bad, "not an ONNX model")
+}
+
+// TestTrainONNX checks that kiln train starts from the ONNX initializers:
+// with a learning rate too small to move an f32, the saved params are the
+// initializers bit for bit.
+func TestTrainONNX(t *testing.T) {
+	t.Parallel()
+	model := onnxFixture("mlp.onnx")
+	saved := filepath.Join(t.TempDir(), "p.safetensors")
+	runKiln(t, "train", model, "-data", "digits", "-epochs", "1", "-optimizer", "sgd", "-lr", "1e-30", "-save", saved).want(t, 0)
+	g, err := loadGraph(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := readNamed(t, saved)
+	if len(got) != len(modelParams[g]) {
+		t.Fatalf("saved %d params, the model has %d", len(got), len(modelParams[g]))
+	}
+	for _, p := range modelParams[g] {
+		if !bytes.Equal(got[p.Name].Data, p.Data) {
+			t.Errorf("param %q does not start from its ONNX initializer", p.Name)
+		}
+	}
+}

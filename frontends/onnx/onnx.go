@@ -1,0 +1,362 @@
+// Package onnx imports ONNX models as kiln graphs: the graph inputs that are
+// not initializers become inputs; the float initializers that reach the
+// first output (the loss) through differentiable kiln ops become params,
+// with the initializers' values as their initial values; shape arithmetic
+// on constants is folded at import, so the result is a static graph. The
+// ops it translates, and their rules, are in the table Ops; docs/ONNX.md
+// lists them.
+package onnx
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/kilnml/kiln/frontends/onnx/onnxpb"
+	"github.com/kilnml/kiln/frontends/safetensors"
+	"github.com/kilnml/kiln/ir"
+	"google.golang.org/protobuf/proto"
+)
+
+// MinOpset and MaxOpset bound the default-domain opset versions Import reads.
+const (
+	MinOpset = 7
+	MaxOpset = 21
+)
+
+// Model is an imported ONNX model.
+type Model struct {
+	// Graph is the kiln graph; its first output is the model's first output
+	// (the loss when the model was exported with one).
+	Graph *ir.Graph
+	// Params holds the initial value of every param of Graph, taken from the
+	// model's initializers, in the order of Graph.Params(); they are what kiln
+	// train -init and Executor.Set take.
+	Params []safetensors.Tensor
+	// Opset is the model's default-domain opset version.
+	Opset int
+}
+
+// Options are the choices of an import.
+type Options struct {
+	// Shapes gives the static shape of graph inputs by ONNX name; it is
+	// needed for an input with a symbolic dim (a batch size exported as
+	// dynamic), and must agree with every static dim the model states.
+	Shapes map[string][]int
+}
+
+// Import reads the ONNX model file at path. External data files are read
+// from path's folder. Every error names path.
+func Import(path string) (*Model, error) { return Options{}.Import(path) }
+
+// Import reads the ONNX model file at path with the options o.
+func (o Options) Import(path string) (*Model, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if fi.Size() > ir.MaxTensorBytes {
+		return nil, fmt.Errorf("%s: the file is %d bytes, larger than kiln reads (%d)", path, fi.Size(), int64(ir.MaxTensorBytes))
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	m, err := o.Decode(data, filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return m, nil
+}
+
+// Decode imports a serialized ONNX ModelProto. dir is the folder external
+// data files are read from ("" refuses external data).
+func Decode(data []byte, dir string) (*Model, error) { return Options{}.Decode(data, dir) }
+
+// Decode imports a serialized ONNX ModelProto with the options o.
+func (o Options) Decode(data []byte, dir string) (*Model, error) {
+	var mp onnxpb.ModelProto
+	if err := proto.Unmarshal(data, &mp); err != nil {
+		return nil, fmt.Errorf("not an ONNX model (a truncated or damaged file?): %v", err)
+	}
+	if mp.Graph == nil {
+		return nil, errors.New("not an ONNX model: it has no graph")
+	}
+	opset := -1
+	for _, o := range mp.OpsetImport {
+		switch o.GetDomain() {
+		case "", "ai.onnx":
+			opset = int(o.GetVersion())
+		default:
+			return nil, fmt.Errorf("opset domain %q is not supported (only the default ONNX domain is)", ir.Excerpt(o.GetDomain()))
+		}
+	}
+	if opset < 0 {
+		return nil, errors.New("the model imports no opset of the default ONNX domain")
+	}
+	if opset < MinOpset || opset > MaxOpset {
+		return nil, fmt.Errorf("opset %d is not supported (kiln reads opsets %d to %d)", opset, MinOpset, MaxOpset)
+	}
+	im := &importer{opset: opset, dir: dir, env: map[string]*val{}, names: map[string]string{}, opts: o, paramConst: map[ir.ID]*tensor{}}
+	if err := im.run(mp.Graph); err != nil {
+		return nil, err
+	}
+	return &Model{Graph: im.g, Params: im.params, Opset: opset}, nil
+}
+
+// val is an ONNX value during import: a kiln value, a constant known at
+// import (c), or both once the constant was given a kiln value.
+type val struct {
+	id    ir.ID
+	c     *tensor
+	param bool // an initializer of a float dtype: becomes a param when used as a kiln value
+	name  string
+	// missing, when set, says why the value is not available: an output
+	// of a node that kiln does not compute.
+	missing string
+}
+
+type importer struct {
+	opset  int
+	dir    string
+	g      *ir.Graph
+	env    map[string]*val
+	names  map[string]string // sanitized name -> ONNX name
+	params []safetensors.Tensor
+	node   *onnxpb.NodeProto
+	opts   Options
+	// paramConst holds each param's initializer, for demoteParams.
+	paramConst map[ir.ID]*tensor
+}
+
+func (im *importer) run(gp *onnxpb.GraphProto) error {
+	name := kirName(gp.GetName())
+	if name == "" {
+		name = "onnx"
+	}
+	im.g = ir.New(name)
+	// Unsupported ops are reported all at once, before anything else.
+	if err := unsupported(gp.Node); err != nil {
+		return err
+	}
+	inits := map[string]bool{}
+	for _, t := range gp.Initializer {
+		c, err := im.readTensor(t, true)
+		if err != nil {
+			return fmt.Errorf("initializer %q: %w", ir.Excerpt(t.GetName()), err)
+		}
+		inits[t.GetName()] = true
+		im.env[t.GetName()] = &val{id: ir.NoID, c: c, param: c.dt.IsFloat(), name: t.GetName()}
+	}
+	for _, in := range gp.Input {
+		if inits[in.GetName()] {
+			continue
+		}
+		t, err := valueType(in, im.opts.Shapes[in.GetName()])
+		if err != nil {
+			return fmt.Errorf("input %q: %w", ir.Excerpt(in.GetName()), err)
+		}
+		id, err := im.g.Leaf(ir.OpInput, im.sanitize(in.GetName()), t, nil)
+		if err != nil {
+			return fmt.Errorf("input %q: %w", ir.Excerpt(in.GetName()), err)
+		}
+		im.env[in.GetName()] = &val{id: id, name: in.GetName()}
+	}
+	for _, n := range gp.Node {
+		im.node = n
+		rule := Ops[n.GetOpType()]
+		outs, err := rule.Emit(im, n)
+		if err != nil {
+			return fmt.Errorf("node %q (%s): %w", ir.Excerpt(n.GetName()), n.GetOpType(), err)
+		}
+		for i, o := range n.Output {
+			if o == "" {
+				continue
+			}
+			if i >= len(outs) || outs[i] == nil {
+				// An output kiln does not compute (Dropout's mask, the running
+				// statistics of a training BatchNormalization) is an error
+				// only where a node or the graph uses it.
+				im.env[o] = &val{id: ir.NoID, name: o, missing: fmt.Sprintf("output %d of node %q (%s) is not supported", i, ir.Excerpt(n.GetName()), n.GetOpType())}
+				continue
+			}
+			outs[i].name = o
+			im.env[o] = outs[i]
+		}
+	}
+	for name := range im.opts.Shapes {
+		if v, ok := im.env[name]; !ok || v.id == ir.NoID || im.g.Value(v.id).Op != ir.OpInput {
+			return fmt.Errorf("a shape is given for %q, which is not a graph input", ir.Excerpt(name))
+		}
+	}
+	if len(gp.Output) == 0 {
+		return errors.New("the graph has no outputs")
+	}
+	for _, o := range gp.Output {
+		v, ok := im.env[o.GetName()]
+		if !ok {
+			return fmt.Errorf("output %q is not computed by any node", ir.Excerpt(o.GetName()))
+		}
+		id, err := im.value(v, true)
+		if err != nil {
+			return fmt.Errorf("output %q: %w", ir.Excerpt(o.GetName()), err)
+		}
+		if op := im.g.Value(id).Op; op == ir.OpInput || op == ir.OpParam || op == ir.OpConst || slices.Contains(im.g.Outputs, id) {
+			// An output that is an input, a param, a constant or another
+			// output (through Identity) gets a value of its own to carry
+			// its name: a reshape to its own shape.
+			if id, err = im.g.Add("", ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(im.shapeOf(id)...)), id); err != nil {
+				return fmt.Errorf("output %q: %w", ir.Excerpt(o.GetName()), err)
+			}
+		}
+		if err := im.g.Rename(id, im.sanitize(o.GetName())); err != nil {
+			return fmt.Errorf("output %q: %w", ir.Excerpt(o.GetName()), err)
+		}
+		im.g.Outputs = append(im.g.Outputs, id)
+	}
+	im.demoteParams()
+	if err := ir.Check(im.g); err != nil {
+		return err
+	}
+	return nil
+}
+
+// demoteParams turns the params without a differentiable path to the first
+// output (the loss) into constants: only what the loss depends on trains.
+func (im *importer) demoteParams() {
+	reach := make([]bool, len(im.g.Values))
+	stack := []ir.ID{im.g.Outputs[0]}
+	for len(stack) > 0 {
+		id := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if reach[id] {
+			continue
+		}
+		reach[id] = true
+		v := im.g.Value(id)
+		if v.Op.Differentiable() {
+			stack = append(stack, v.Args...)
+		}
+	}
+	kept := im.params[:0]
+	for _, p := range im.params {
+		id, _ := im.g.Lookup(p.Name)
+		if reach[id] {
+			kept = append(kept, p)
+			continue
+		}
+		c := im.paramConst[id]
+		v := im.g.Value(id)
+		v.Op = ir.OpConst
+		v.Attrs = ir.MakeAttrs("dtype", ir.String(c.dt.String()), "shape", ir.Ints(c.shape...), "value", ir.Floats(c.floats()...))
+	}
+	im.params = kept
+}
+
+// unsupported returns one error line per op type that the table lacks, or
+// whose domain is not the default one, with its count and first node.
+func unsupported(nodes []*onnxpb.NodeProto) error {
+	type miss struct {
+		count int
+		first string
+	}
+	missing := map[string]*miss{}
+	for _, n := range nodes {
+		key := n.GetOpType()
+		if d := n.GetDomain(); d != "" && d != "ai.onnx" {
+			key = d + "." + key
+		} else if _, ok := Ops[key]; ok {
+			continue
+		}
+		if m, ok := missing[key]; ok {
+			m.count++
+		} else {
+			missing[key] = &miss{1, n.GetName()}
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(missing))
+	for k := range missing {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	lines := make([]string, len(keys))
+	for i, k := range keys {
+		lines[i] = fmt.Sprintf("unsupported op %s: %d node(s), the first %q", ir.Excerpt(k), missing[k].count, ir.Excerpt(missing[k].first))
+	}
+	return errors.New(strings.Join(lines, "\n"))
+}
+
+var badNameChar = regexp.MustCompile(`[^A-Za-z0-9_.]`)
+
+// kirName maps an ONNX name to .kir's name syntax: every character other
+// than a letter, digit, '_' or '.' becomes '_', and a leading '_' run left by
+// a leading '/' (PyTorch's "/fc1/Gemm_output_0") is kept as is.
+func kirName(s string) string { return badNameChar.ReplaceAllString(s, "_") }
+
+// sanitize returns the kiln name of ONNX name s, unique in the graph: s
+// itself when it is valid .kir, else kirName(s) with a numeric suffix when
+// two ONNX names map to one.
+func (im *importer) sanitize(s string) string {
+	k := kirName(s)
+	if k == "" {
+		k = "v"
+	}
+	base := k
+	for i := 1; ; i++ {
+		prev, ok := im.names[k]
+		if !ok || prev == s {
+			break
+		}
+		k = fmt.Sprintf("%s_%d", base, i)
+	}
+	im.names[k] = s
+	return k
+}
+
+// value returns v as a kiln value: a constant becomes a param (a float
+// initializer, when asParam) or a const op.
+func (im *importer) value(v *val, asParam bool) (ir.ID, error) {
+	if v.id != ir.NoID {
+		return v.id, nil
+	}
+	if v.missing != "" {
+		return ir.NoID, errors.New(v.missing)
+	}
+	if v.c == nil {
+		return ir.NoID, fmt.Errorf("value %q has no value", ir.Excerpt(v.name))
+	}
+	if v.param && asParam {
+		t := ir.Type{DType: v.c.dt, Shape: ir.Shape(v.c.shape).Clone()}
+		name := im.sanitize(v.name)
+		id, err := im.g.Leaf(ir.OpParam, name, t, nil)
+		if err != nil {
+			return ir.NoID, err
+		}
+		im.params = append(im.params, safetensors.Tensor{Name: name, Type: t, Data: v.c.bytes()})
+		im.paramConst[id] = v.c
+		v.id = id
+		return id, nil
+	}
+	id, err := im.constOp(v.c)
+	if err != nil {
+		return ir.NoID, err
+	}
+	if !v.param {
+		v.id = id
+	}
+	return id, nil
+}
+
+func (im *importer) constOp(c *tensor) (ir.ID, error) {
+	vals := c.floats()
+	attrs := ir.MakeAttrs("dtype", ir.String(c.dt.String()), "shape", ir.Ints(c.shape...), "value", ir.Floats(vals...))
+	return im.g.Add("", ir.OpConst, attrs)
+}

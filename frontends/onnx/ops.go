@@ -1,0 +1,1139 @@
+package onnx
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/kilnml/kiln/frontends/onnx/onnxpb"
+	"github.com/kilnml/kiln/ir"
+)
+
+// Rule translates one ONNX op type: Emit makes the kiln ops (or a folded
+// constant) for a node; Doc states the attribute rules and opset differences.
+type Rule struct {
+	Emit func(im *importer, n *onnxpb.NodeProto) ([]*val, error)
+	Doc  string
+}
+
+// Ops is the translation table from ONNX op type (default domain) to kiln
+// ops. docs/ONNX.md's op table is checked against it by a test.
+var Ops map[string]Rule
+
+func init() {
+	Ops = map[string]Rule{
+		"Add":     {binaryOp(ir.OpAdd), "add, NumPy broadcasting; folded when both inputs are constants"},
+		"Sub":     {binaryOp(ir.OpSub), "sub, NumPy broadcasting; folded when both inputs are constants"},
+		"Mul":     {binaryOp(ir.OpMul), "mul, NumPy broadcasting; folded when both inputs are constants"},
+		"Div":     {binaryOp(ir.OpDiv), "div, NumPy broadcasting; folded when both inputs are constants (integers truncate)"},
+		"Relu":    {unary(ir.OpRelu), "relu"},
+		"Sigmoid": {unary(ir.OpSigmoid), "sigmoid"},
+		"Tanh":    {unary(ir.OpTanh), "tanh"},
+		"Log":     {unary(ir.OpLog), "log"},
+		"Exp":     {unary(ir.OpExp), "exp"},
+		"Sqrt":    {unary(ir.OpSqrt), "sqrt"},
+		"Neg":     {unary(ir.OpNeg), "neg"},
+		"Identity": {func(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+			v, err := im.in(n, 0)
+			return []*val{v}, err
+		}, "the input itself"},
+		"MatMul":                    {emitMatMul, "matmul (NumPy semantics)"},
+		"Gemm":                      {emitGemm, "matmul {transpose_a=transA, transpose_b=transB}, times alpha, plus beta*C broadcast"},
+		"Softmax":                   {softmax(ir.OpSoftmax), "softmax {axis}; opset >= 13: along axis (default -1); before 13: over the flattened axes from axis on (default 1), through reshapes"},
+		"LogSoftmax":                {softmax(ir.OpLogSoftmax), "log_softmax {axis}; axis semantics as Softmax"},
+		"Flatten":                   {emitFlatten, "reshape to [prod(dims before axis), prod(dims from axis)]; axis default 1, negative counts from the end"},
+		"Reshape":                   {emitReshape, "reshape to the constant shape input (opset >= 5; 0 copies the input's dim unless allowzero=1, -1 is inferred)"},
+		"Transpose":                 {emitTranspose, "transpose {perm}; perm default reverses the axes"},
+		"Conv":                      {emitConv, "conv1d/conv2d {stride, padding, dilation, groups}; auto_pad NOTSET only, pads equal at both ends, kernel_shape checked against the weight"},
+		"MaxPool":                   {pool(ir.OpMaxPool2d), "max_pool2d {kernel, stride, padding, dilation}; 2-D, ceil_mode 0, auto_pad NOTSET, symmetric pads, no Indices output; strides default 1 as in ONNX"},
+		"AveragePool":               {pool(ir.OpAvgPool2d), "avg_pool2d {kernel, stride, padding, count_include_pad}; 2-D, ceil_mode 0, auto_pad NOTSET, symmetric pads; count_include_pad default 0 as in ONNX"},
+		"GlobalAveragePool":         {emitGlobalAveragePool, "mean over the spatial axes, keepdims"},
+		"Pad":                       {emitPad, "pad {pads, value}; mode constant only; pads (and constant_value) from constant inputs at opset >= 11, attributes before; no axes input"},
+		"BatchNormalization":        {emitBatchNorm, "training_mode=1 (opset >= 14): batch_norm with the batch's statistics (the running statistics are not updated); otherwise the inference form (x - mean) / sqrt(var + eps) * scale + B with the running statistics as constants"},
+		"Dropout":                   {emitDropout, "the input when not training (training_mode input absent or false; before opset 12 always) or when ratio is 0; in training mode dropout {p=ratio} (kiln's own random stream, not PyTorch's); the mask output is not computed"},
+		"SoftmaxCrossEntropyLoss":   {emitSCE, "softmax_cross_entropy {reduction} on scores [N,C] and labels [N]; no weights; ignore_index must lie outside [0, C) (kiln refuses labels outside [0, C)); the log_prob output is log_softmax"},
+		"NegativeLogLikelihoodLoss": {emitNLL, "nll_loss {reduction} on [N,C] and labels [N]; no weights; ignore_index as SoftmaxCrossEntropyLoss"},
+		"Constant":                  {emitConstant, "folded: value (a tensor), value_float(s) or value_int(s)"},
+		"Shape":                     {emitShape, "folded: the static shape as i64, with start/end (opset >= 15)"},
+		"Gather":                    {emitGather, "folded on constants; on a kiln value with constant indices, index_select {axis} (a scalar index drops the axis)"},
+		"Unsqueeze":                 {emitUnsqueeze, "reshape (unsqueeze); axes an attribute before opset 13, a constant input from 13; folded on constants"},
+		"Squeeze":                   {emitSqueeze, "reshape (squeeze); axes an attribute before opset 13, a constant input from 13 (absent: every axis of size 1); folded on constants"},
+		"Concat":                    {emitConcat, "concat {axis}; folded when every input is a constant"},
+		"ConstantOfShape":           {emitConstantOfShape, "folded: a constant of the constant shape input, filled with value (default f32 0)"},
+	}
+	for k, r := range mergeRows(moreOps(), shapeOps()) {
+		Ops[k] = r
+	}
+}
+
+// MaxFolded is the largest number of elements of a constant that import
+// computes (ConstantOfShape): shape arithmetic is small, and a larger
+// constant belongs in an initializer.
+const MaxFolded = 1 << 20
+
+// attribute helpers
+
+func attr(n *onnxpb.NodeProto, name string) *onnxpb.AttributeProto {
+	for _, a := range n.Attribute {
+		if a.GetName() == name {
+			return a
+		}
+	}
+	return nil
+}
+
+func attrInt(n *onnxpb.NodeProto, name string, def int64) int64 {
+	if a := attr(n, name); a != nil {
+		return a.GetI()
+	}
+	return def
+}
+
+func attrFloat(n *onnxpb.NodeProto, name string, def float64) float64 {
+	if a := attr(n, name); a != nil {
+		return float64(a.GetF())
+	}
+	return def
+}
+
+func attrString(n *onnxpb.NodeProto, name, def string) string {
+	if a := attr(n, name); a != nil {
+		return string(a.GetS())
+	}
+	return def
+}
+
+func attrInts(n *onnxpb.NodeProto, name string) ([]int, bool) {
+	a := attr(n, name)
+	if a == nil {
+		return nil, false
+	}
+	out := make([]int, len(a.Ints))
+	for k, x := range a.Ints {
+		if x < -ir.MaxTensorBytes || x > ir.MaxTensorBytes {
+			return nil, false
+		}
+		out[k] = int(x)
+	}
+	return out, true
+}
+
+// input access
+
+// in returns input k of n (an error when it is absent or unknown).
+func (im *importer) in(n *onnxpb.NodeProto, k int) (*val, error) {
+	if k >= len(n.Input) || n.Input[k] == "" {
+		return nil, fmt.Errorf("input %d is missing", k)
+	}
+	v, ok := im.env[n.Input[k]]
+	if !ok {
+		return nil, fmt.Errorf("input %q is neither a graph input, an initializer nor an earlier node's output", ir.Excerpt(n.Input[k]))
+	}
+	if v.missing != "" {
+		return nil, errors.New(v.missing)
+	}
+	return v, nil
+}
+
+func has(n *onnxpb.NodeProto, k int) bool { return k < len(n.Input) && n.Input[k] != "" }
+
+// id returns input k as a kiln value (a float initializer becomes a param).
+func (im *importer) id(n *onnxpb.NodeProto, k int) (ir.ID, error) {
+	v, err := im.in(n, k)
+	if err != nil {
+		return ir.NoID, err
+	}
+	return im.value(v, true)
+}
+
+// constIn returns input k, which must be known at import.
+func (im *importer) constIn(n *onnxpb.NodeProto, k int) (*tensor, error) {
+	v, err := im.in(n, k)
+	if err != nil {
+		return nil, err
+	}
+	if v.c == nil {
+		return nil, fmt.Errorf("input %d (%q) must be a constant known at import (shape arithmetic on constants), but it is computed from graph inputs", k, ir.Excerpt(v.name))
+	}
+	return v.c, nil
+}
+
+func (im *importer) add(op ir.Op, attrs ir.Attrs, args ...ir.ID) (*val, error) {
+	id, err := im.g.Add("", op, attrs, args...)
+	if err != nil {
+		return nil, err
+	}
+	return &val{id: id}, nil
+}
+
+func one(v *val, err error) ([]*val, error) {
+	if err != nil {
+		return nil, err
+	}
+	return []*val{v}, nil
+}
+
+func (im *importer) shapeOf(id ir.ID) []int { return []int(im.g.Type(id).Shape) }
+
+// normAxis maps a possibly negative axis into [0, rank).
+func normAxis(axis, rank int) (int, error) {
+	if axis < -rank || axis >= rank {
+		return 0, fmt.Errorf("axis %d is out of range for rank %d", axis, rank)
+	}
+	if axis < 0 {
+		axis += rank
+	}
+	return axis, nil
+}
+
+// emitters
+
+func unary(op ir.Op) func(*importer, *onnxpb.NodeProto) ([]*val, error) {
+	return func(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+		x, err := im.id(n, 0)
+		if err != nil {
+			return nil, err
+		}
+		return one(im.add(op, nil, x))
+	}
+}
+
+func binaryOp(op ir.Op) func(*importer, *onnxpb.NodeProto) ([]*val, error) {
+	return func(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+		a, err := im.in(n, 0)
+		if err != nil {
+			return nil, err
+		}
+		b, err := im.in(n, 1)
+		if err != nil {
+			return nil, err
+		}
+		if a.c != nil && b.c != nil && !a.param && !b.param {
+			c, err := foldBinary(op, a.c, b.c)
+			if err != nil {
+				return nil, err
+			}
+			return []*val{{id: ir.NoID, c: c}}, nil
+		}
+		x, err := im.value(a, true)
+		if err != nil {
+			return nil, err
+		}
+		y, err := im.value(b, true)
+		if err != nil {
+			return nil, err
+		}
+		return one(im.add(op, nil, x, y))
+	}
+}
+
+// foldBinary computes a op b on constants of one dtype, either of which may
+// be a single element.
+func foldBinary(op ir.Op, a, b *tensor) (*tensor, error) {
+	a.load()
+	b.load()
+	if a.dt != b.dt {
+		return nil, fmt.Errorf("operands of different dtypes %s and %s", a.dt, b.dt)
+	}
+	na, nb := a.n(), b.n()
+	shape := a.shape
+	if na != nb {
+		switch {
+		case nb == 1:
+		case na == 1:
+			shape = b.shape
+		default:
+			return nil, fmt.Errorf("folding broadcasts other than with one element is not supported (%v and %v)", a.shape, b.shape)
+		}
+	}
+	n := max(na, nb)
+	out := &tensor{dt: a.dt, shape: append([]int(nil), shape...)}
+	if a.dt.IsFloat() {
+		out.f = make([]float64, n)
+		for k := range n {
+			x, y := a.f[k%na], b.f[k%nb]
+			switch op {
+			case ir.OpAdd:
+				out.f[k] = x + y
+			case ir.OpSub:
+				out.f[k] = x - y
+			case ir.OpMul:
+				out.f[k] = x * y
+			case ir.OpDiv:
+				out.f[k] = x / y
+			}
+		}
+		return out, nil
+	}
+	out.i = make([]int64, n)
+	for k := range n {
+		x, y := a.i[k%na], b.i[k%nb]
+		switch op {
+		case ir.OpAdd:
+			out.i[k] = x + y
+		case ir.OpSub:
+			out.i[k] = x - y
+		case ir.OpMul:
+			out.i[k] = x * y
+		case ir.OpDiv:
+			if y == 0 {
+				return nil, errors.New("integer division by zero in folded constants")
+			}
+			out.i[k] = x / y
+		}
+	}
+	return out, nil
+}
+
+func emitMatMul(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	a, err := im.id(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	b, err := im.id(n, 1)
+	if err != nil {
+		return nil, err
+	}
+	return one(im.add(ir.OpMatmul, nil, a, b))
+}
+
+func (im *importer) scale(x ir.ID, s float64) (ir.ID, error) {
+	if s == 1 {
+		return x, nil
+	}
+	c, err := im.constOp(&tensor{dt: im.g.Type(x).DType, shape: []int{}, f: []float64{s}})
+	if err != nil {
+		return ir.NoID, err
+	}
+	return im.g.Add("", ir.OpMul, nil, x, c)
+}
+
+func emitGemm(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	a, err := im.id(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	b, err := im.id(n, 1)
+	if err != nil {
+		return nil, err
+	}
+	attrs := ir.MakeAttrs("transpose_a", ir.BoolAttr(attrInt(n, "transA", 0) != 0), "transpose_b", ir.BoolAttr(attrInt(n, "transB", 0) != 0))
+	y, err := im.g.Add("", ir.OpMatmul, attrs, a, b)
+	if err != nil {
+		return nil, err
+	}
+	if y, err = im.scale(y, attrFloat(n, "alpha", 1)); err != nil {
+		return nil, err
+	}
+	if has(n, 2) {
+		c, err := im.id(n, 2)
+		if err != nil {
+			return nil, err
+		}
+		if c, err = im.scale(c, attrFloat(n, "beta", 1)); err != nil {
+			return nil, err
+		}
+		if y, err = im.g.Add("", ir.OpAdd, nil, y, c); err != nil {
+			return nil, err
+		}
+	}
+	return []*val{{id: y}}, nil
+}
+
+func prod(s []int) int {
+	p := 1
+	for _, d := range s {
+		p *= d
+	}
+	return p
+}
+
+func softmax(op ir.Op) func(*importer, *onnxpb.NodeProto) ([]*val, error) {
+	return func(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+		x, err := im.id(n, 0)
+		if err != nil {
+			return nil, err
+		}
+		shape := im.shapeOf(x)
+		if im.opset >= 13 {
+			axis, err := normAxis(int(attrInt(n, "axis", -1)), len(shape))
+			if err != nil {
+				return nil, err
+			}
+			return one(im.add(op, ir.MakeAttrs("axis", ir.Int(axis)), x))
+		}
+		axis, err := normAxis(int(attrInt(n, "axis", 1)), len(shape))
+		if err != nil {
+			return nil, err
+		}
+		flat, err := im.g.Add("", ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(prod(shape[:axis]), prod(shape[axis:]))), x)
+		if err != nil {
+			return nil, err
+		}
+		y, err := im.g.Add("", op, ir.MakeAttrs("axis", ir.Int(1)), flat)
+		if err != nil {
+			return nil, err
+		}
+		return one(im.add(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(shape...)), y))
+	}
+}
+
+func emitFlatten(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	x, err := im.id(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	shape := im.shapeOf(x)
+	axis := int(attrInt(n, "axis", 1))
+	if axis != len(shape) {
+		if axis, err = normAxis(axis, len(shape)); err != nil {
+			return nil, err
+		}
+	}
+	return one(im.add(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(prod(shape[:axis]), prod(shape[axis:]))), x))
+}
+
+func emitReshape(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	x, err := im.id(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	var want []int64
+	if im.opset < 5 {
+		s, _ := attrInts(n, "shape")
+		for _, d := range s {
+			want = append(want, int64(d))
+		}
+	} else {
+		c, err := im.constIn(n, 1)
+		if err != nil {
+			return nil, err
+		}
+		want = c.ints()
+	}
+	in := im.shapeOf(x)
+	allowZero := attrInt(n, "allowzero", 0) != 0
+	shape := make([]int, len(want))
+	infer := -1
+	for k, d := range want {
+		switch {
+		case d == 0 && !allowZero:
+			if k >= len(in) {
+				return nil, fmt.Errorf("shape %v copies dim %d, but the input has rank %d", want, k, len(in))
+			}
+			shape[k] = in[k]
+		case d == -1 && infer < 0:
+			infer = k
+		case d < 0 || d > ir.MaxTensorBytes:
+			return nil, fmt.Errorf("shape %v has an invalid dim %d", want, d)
+		default:
+			shape[k] = int(d)
+		}
+	}
+	if infer >= 0 {
+		shape[infer] = 1
+		rest := prod(shape)
+		if rest == 0 || prod(in)%rest != 0 {
+			return nil, fmt.Errorf("cannot infer the -1 dim of shape %v for input shape %v", want, in)
+		}
+		shape[infer] = prod(in) / rest
+	}
+	return one(im.add(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(shape...)), x))
+}
+
+func emitTranspose(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	x, err := im.id(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	perm, ok := attrInts(n, "perm")
+	if !ok {
+		r := len(im.shapeOf(x))
+		perm = make([]int, r)
+		for k := range perm {
+			perm[k] = r - 1 - k
+		}
+	}
+	return one(im.add(ir.OpTranspose, ir.MakeAttrs("perm", ir.Ints(perm...)), x))
+}
+
+// spatial returns the kiln padding of ONNX pads [b1.., e1..] for d spatial
+// axes, which must be equal at both ends.
+func spatial(n *onnxpb.NodeProto, d int) ([]int, error) {
+	if ap := attrString(n, "auto_pad", "NOTSET"); ap != "NOTSET" {
+		return nil, fmt.Errorf("auto_pad %q is not supported (only NOTSET with explicit pads)", ir.Excerpt(ap))
+	}
+	pads, ok := attrInts(n, "pads")
+	if !ok {
+		return make([]int, d), nil
+	}
+	if len(pads) != 2*d {
+		return nil, fmt.Errorf("expected %d pads, found %d", 2*d, len(pads))
+	}
+	for k := range d {
+		if pads[k] != pads[k+d] {
+			return nil, fmt.Errorf("pads %v differ at the two ends of axis %d; only symmetric padding is supported", pads, k)
+		}
+	}
+	return pads[:d], nil
+}
+
+func intsOr(n *onnxpb.NodeProto, name string, d, def int) []int {
+	if v, ok := attrInts(n, name); ok {
+		return v
+	}
+	out := make([]int, d)
+	for k := range out {
+		out[k] = def
+	}
+	return out
+}
+
+func emitConv(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	x, err := im.id(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	w, err := im.id(n, 1)
+	if err != nil {
+		return nil, err
+	}
+	ws := im.shapeOf(w)
+	d := len(ws) - 2
+	var op ir.Op
+	switch d {
+	case 1:
+		op = ir.OpConv1d
+	case 2:
+		op = ir.OpConv2d
+	default:
+		return nil, fmt.Errorf("%d-D convolution is not supported (1-D and 2-D are)", d)
+	}
+	if ks, ok := attrInts(n, "kernel_shape"); ok && !ir.Shape(ks).Equal(ir.Shape(ws[2:])) {
+		return nil, fmt.Errorf("kernel_shape %v does not match the weight's shape %v", ks, ws)
+	}
+	pad, err := spatial(n, d)
+	if err != nil {
+		return nil, err
+	}
+	attrs := ir.MakeAttrs("stride", ir.Ints(intsOr(n, "strides", d, 1)...), "padding", ir.Ints(pad...),
+		"dilation", ir.Ints(intsOr(n, "dilations", d, 1)...), "groups", ir.Int(int(attrInt(n, "group", 1))))
+	args := []ir.ID{x, w}
+	if has(n, 2) {
+		b, err := im.id(n, 2)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, b)
+	}
+	return one(im.add(op, attrs, args...))
+}
+
+func pool(op ir.Op) func(*importer, *onnxpb.NodeProto) ([]*val, error) {
+	return func(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+		x, err := im.id(n, 0)
+		if err != nil {
+			return nil, err
+		}
+		if len(n.Output) > 1 && n.Output[1] != "" {
+			return nil, errors.New("the Indices output is not supported")
+		}
+		kernel, ok := attrInts(n, "kernel_shape")
+		if !ok || len(kernel) != 2 {
+			return nil, fmt.Errorf("expected a 2-D kernel_shape, found %v", kernel)
+		}
+		if attrInt(n, "ceil_mode", 0) != 0 {
+			return nil, errors.New("ceil_mode 1 is not supported")
+		}
+		pad, err := spatial(n, 2)
+		if err != nil {
+			return nil, err
+		}
+		attrs := ir.MakeAttrs("kernel", ir.Ints(kernel...), "stride", ir.Ints(intsOr(n, "strides", 2, 1)...), "padding", ir.Ints(pad...))
+		if op == ir.OpMaxPool2d {
+			if attrInt(n, "storage_order", 0) != 0 {
+				return nil, errors.New("storage_order 1 is not supported")
+			}
+			attrs = attrs.With("dilation", ir.Ints(intsOr(n, "dilations", 2, 1)...))
+		} else {
+			attrs = attrs.With("count_include_pad", ir.BoolAttr(attrInt(n, "count_include_pad", 0) != 0))
+		}
+		return one(im.add(op, attrs, x))
+	}
+}
+
+func emitGlobalAveragePool(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	x, err := im.id(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	r := len(im.shapeOf(x))
+	if r < 3 {
+		return nil, fmt.Errorf("expected an input of rank >= 3, found rank %d", r)
+	}
+	axes := make([]int, 0, r-2)
+	for k := 2; k < r; k++ {
+		axes = append(axes, k)
+	}
+	return one(im.add(ir.OpMean, ir.MakeAttrs("axes", ir.Ints(axes...), "keepdims", ir.BoolAttr(true)), x))
+}
+
+func emitPad(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	x, err := im.id(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	if m := attrString(n, "mode", "constant"); m != "constant" {
+		return nil, fmt.Errorf("mode %q is not supported (only constant)", ir.Excerpt(m))
+	}
+	var pads []int
+	value := 0.0
+	if im.opset < 11 {
+		pads, _ = attrInts(n, "pads")
+		value = attrFloat(n, "value", 0)
+	} else {
+		if has(n, 3) {
+			return nil, errors.New("the axes input is not supported")
+		}
+		c, err := im.constIn(n, 1)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range c.ints() {
+			pads = append(pads, int(p))
+		}
+		if has(n, 2) {
+			v, err := im.constIn(n, 2)
+			if err != nil {
+				return nil, err
+			}
+			if v.n() > 0 {
+				value = v.floats()[0]
+			}
+		}
+	}
+	r := len(im.shapeOf(x))
+	if len(pads) != 2*r {
+		return nil, fmt.Errorf("expected %d pads for rank %d, found %d", 2*r, r, len(pads))
+	}
+	// ONNX: [b_0 .. b_r-1, e_0 .. e_r-1]; kiln: pairs from the last axis.
+	kp := make([]int, 0, 2*r)
+	for k := r - 1; k >= 0; k-- {
+		kp = append(kp, pads[k], pads[k+r])
+	}
+	return one(im.add(ir.OpPad, ir.MakeAttrs("pads", ir.Ints(kp...), "value", ir.Float(value)), x))
+}
+
+func emitBatchNorm(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	x, err := im.id(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	eps := attrFloat(n, "epsilon", 1e-5)
+	training := im.opset >= 14 && attrInt(n, "training_mode", 0) != 0
+	if training {
+		w, err := im.id(n, 1)
+		if err != nil {
+			return nil, err
+		}
+		b, err := im.id(n, 2)
+		if err != nil {
+			return nil, err
+		}
+		// The running mean and variance outputs are not computed (an error
+		// where they are used).
+		return one(im.add(ir.OpBatchNorm, ir.MakeAttrs("eps", ir.Float(eps)), x, w, b))
+	}
+	r := len(im.shapeOf(x))
+	if r < 2 {
+		return nil, fmt.Errorf("expected an input of rank >= 2, found rank %d", r)
+	}
+	// Per-channel vectors broadcast as [C, 1, ..., 1].
+	chan_ := func(k int, asParam bool) (ir.ID, error) {
+		v, err := im.in(n, k)
+		if err != nil {
+			return ir.NoID, err
+		}
+		id, err := im.value(v, asParam)
+		if err != nil {
+			return ir.NoID, err
+		}
+		s := append([]int{im.shapeOf(id)[0]}, make([]int, r-2)...)
+		for j := 1; j < len(s); j++ {
+			s[j] = 1
+		}
+		return im.g.Add("", ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(s...)), id)
+	}
+	scale, err := chan_(1, true)
+	if err != nil {
+		return nil, err
+	}
+	bias, err := chan_(2, true)
+	if err != nil {
+		return nil, err
+	}
+	mean, err := chan_(3, false)
+	if err != nil {
+		return nil, err
+	}
+	vr, err := chan_(4, false)
+	if err != nil {
+		return nil, err
+	}
+	epsC, err := im.constOp(&tensor{dt: im.g.Type(x).DType, shape: []int{}, f: []float64{eps}})
+	if err != nil {
+		return nil, err
+	}
+	d, err := im.g.Add("", ir.OpSub, nil, x, mean)
+	if err != nil {
+		return nil, err
+	}
+	ve, err := im.g.Add("", ir.OpAdd, nil, vr, epsC)
+	if err != nil {
+		return nil, err
+	}
+	rs, err := im.g.Add("", ir.OpRsqrt, nil, ve)
+	if err != nil {
+		return nil, err
+	}
+	if d, err = im.g.Add("", ir.OpMul, nil, d, rs); err != nil {
+		return nil, err
+	}
+	if d, err = im.g.Add("", ir.OpMul, nil, d, scale); err != nil {
+		return nil, err
+	}
+	return one(im.add(ir.OpAdd, nil, d, bias))
+}
+
+func emitDropout(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	x, err := im.in(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	ratio := attrFloat(n, "ratio", 0.5)
+	training := false
+	if im.opset >= 12 {
+		if has(n, 1) {
+			c, err := im.constIn(n, 1)
+			if err != nil {
+				return nil, err
+			}
+			if c.n() > 0 {
+				ratio = c.floats()[0]
+			}
+		}
+		if has(n, 2) {
+			c, err := im.constIn(n, 2)
+			if err != nil {
+				return nil, err
+			}
+			training = c.n() > 0 && c.floats()[0] != 0
+		}
+	}
+	if !training || ratio == 0 {
+		return []*val{x}, nil
+	}
+	id, err := im.value(x, true)
+	if err != nil {
+		return nil, err
+	}
+	return one(im.add(ir.OpDropout, ir.MakeAttrs("p", ir.Float(ratio)), id))
+}
+
+func lossArgs(im *importer, n *onnxpb.NodeProto) (ir.ID, ir.ID, ir.Attrs, error) {
+	if has(n, 2) {
+		return ir.NoID, ir.NoID, nil, errors.New("class weights are not supported")
+	}
+	x, err := im.id(n, 0)
+	if err != nil {
+		return ir.NoID, ir.NoID, nil, err
+	}
+	l, err := im.id(n, 1)
+	if err != nil {
+		return ir.NoID, ir.NoID, nil, err
+	}
+	xs := im.shapeOf(x)
+	if len(xs) != 2 {
+		return ir.NoID, ir.NoID, nil, fmt.Errorf("expected scores of rank 2 [N,C], found %v", xs)
+	}
+	if a := attr(n, "ignore_index"); a != nil && a.GetI() >= 0 && a.GetI() < int64(xs[1]) {
+		return ir.NoID, ir.NoID, nil, fmt.Errorf("ignore_index %d is a class (in [0, %d)); skipping labels is not supported", a.GetI(), xs[1])
+	}
+	red := attrString(n, "reduction", "mean")
+	switch red {
+	case "mean", "sum", "none":
+	default:
+		return ir.NoID, ir.NoID, nil, fmt.Errorf("unknown reduction %q", ir.Excerpt(red))
+	}
+	return x, l, ir.MakeAttrs("reduction", ir.String(red)), nil
+}
+
+func emitSCE(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	x, l, attrs, err := lossArgs(im, n)
+	if err != nil {
+		return nil, err
+	}
+	loss, err := im.add(ir.OpSoftmaxCrossEntropy, attrs, x, l)
+	if err != nil {
+		return nil, err
+	}
+	outs := []*val{loss}
+	if len(n.Output) > 1 && n.Output[1] != "" {
+		lp, err := im.add(ir.OpLogSoftmax, ir.MakeAttrs("axis", ir.Int(1)), x)
+		if err != nil {
+			return nil, err
+		}
+		outs = append(outs, lp)
+	}
+	return outs, nil
+}
+
+func emitNLL(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	x, l, attrs, err := lossArgs(im, n)
+	if err != nil {
+		return nil, err
+	}
+	return one(im.add(ir.OpNLLLoss, attrs, x, l))
+}
+
+func emitConstant(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	if len(n.Attribute) != 1 {
+		return nil, fmt.Errorf("expected exactly one value attribute, found %d", len(n.Attribute))
+	}
+	a := n.Attribute[0]
+	var c *tensor
+	switch a.GetName() {
+	case "value":
+		var err error
+		if c, err = im.readTensor(a.GetT(), false); err != nil {
+			return nil, err
+		}
+	case "value_float":
+		c = &tensor{dt: ir.F32, shape: []int{}, f: []float64{float64(a.GetF())}}
+	case "value_floats":
+		c = &tensor{dt: ir.F32, shape: []int{len(a.Floats)}}
+		for _, x := range a.Floats {
+			c.f = append(c.f, float64(x))
+		}
+	case "value_int":
+		c = &tensor{dt: ir.I64, shape: []int{}, i: []int64{a.GetI()}}
+	case "value_ints":
+		c = &tensor{dt: ir.I64, shape: []int{len(a.Ints)}, i: append([]int64(nil), a.Ints...)}
+	default:
+		return nil, fmt.Errorf("attribute %q is not supported", ir.Excerpt(a.GetName()))
+	}
+	return []*val{{id: ir.NoID, c: c}}, nil
+}
+
+// shapeOfVal returns the static shape of a value.
+func (im *importer) shapeOfVal(v *val) []int {
+	if v.id != ir.NoID {
+		return im.shapeOf(v.id)
+	}
+	return v.c.shape
+}
+
+func emitShape(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	v, err := im.in(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	s := im.shapeOfVal(v)
+	r := len(s)
+	start, end := 0, r
+	if im.opset >= 15 {
+		clamp := func(x int64) int {
+			if x < 0 {
+				x += int64(r)
+			}
+			return int(min(max(x, 0), int64(r)))
+		}
+		start, end = clamp(attrInt(n, "start", 0)), clamp(attrInt(n, "end", int64(r)))
+	}
+	c := &tensor{dt: ir.I64, shape: []int{max(end-start, 0)}}
+	for k := start; k < end; k++ {
+		c.i = append(c.i, int64(s[k]))
+	}
+	return []*val{{id: ir.NoID, c: c}}, nil
+}
+
+func emitGather(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	data, err := im.in(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	idx, err := im.constIn(n, 1)
+	if err != nil {
+		return nil, err
+	}
+	shape := im.shapeOfVal(data)
+	axis, err := normAxis(int(attrInt(n, "axis", 0)), len(shape))
+	if err != nil {
+		return nil, err
+	}
+	ids := append([]int64(nil), idx.ints()...)
+	for k, i := range ids {
+		if i < 0 {
+			i += int64(shape[axis])
+		}
+		if i < 0 || i >= int64(shape[axis]) {
+			return nil, fmt.Errorf("index %d is out of range for axis %d of size %d", idx.ints()[k], axis, shape[axis])
+		}
+		ids[k] = i
+	}
+	if data.c != nil && !data.param && len(idx.shape) <= 1 {
+		// Folded: the result has shape data[:axis] + idx.shape + data[axis+1:].
+		data.c.load()
+		outer, inner := prod(shape[:axis]), prod(shape[axis+1:])
+		out := &tensor{dt: data.c.dt, shape: append(append(append([]int(nil), shape[:axis]...), idx.shape...), shape[axis+1:]...)}
+		for o := range outer {
+			for _, i := range ids {
+				base := (o*shape[axis] + int(i)) * inner
+				if out.dt.IsFloat() {
+					out.f = append(out.f, data.c.f[base:base+inner]...)
+				} else {
+					out.i = append(out.i, data.c.i[base:base+inner]...)
+				}
+			}
+		}
+		return []*val{{id: ir.NoID, c: out}}, nil
+	}
+	if len(idx.shape) > 1 {
+		return nil, fmt.Errorf("indices of rank %d are not supported (rank 0 and 1 are)", len(idx.shape))
+	}
+	x, err := im.value(data, true)
+	if err != nil {
+		return nil, err
+	}
+	ic, err := im.constOp(&tensor{dt: ir.I64, shape: []int{len(ids)}, i: ids})
+	if err != nil {
+		return nil, err
+	}
+	y, err := im.g.Add("", ir.OpIndexSelect, ir.MakeAttrs("axis", ir.Int(axis)), x, ic)
+	if err != nil {
+		return nil, err
+	}
+	if len(idx.shape) == 0 {
+		return one(im.add(ir.OpSqueeze, ir.MakeAttrs("axes", ir.Ints(axis)), y))
+	}
+	return []*val{{id: y}}, nil
+}
+
+// axesIn returns the axes of Squeeze/Unsqueeze: an attribute before opset
+// 13, the optional constant input 1 from 13.
+func (im *importer) axesIn(n *onnxpb.NodeProto) ([]int, bool, error) {
+	if im.opset < 13 {
+		a, ok := attrInts(n, "axes")
+		return a, ok, nil
+	}
+	if !has(n, 1) {
+		return nil, false, nil
+	}
+	c, err := im.constIn(n, 1)
+	if err != nil {
+		return nil, false, err
+	}
+	out := make([]int, c.n())
+	for k, x := range c.ints() {
+		out[k] = int(x)
+	}
+	return out, true, nil
+}
+
+func reshapeConst(c *tensor, shape []int) *tensor {
+	c.load()
+	return &tensor{dt: c.dt, shape: shape, f: c.f, i: c.i}
+}
+
+func emitUnsqueeze(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	v, err := im.in(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	axes, ok, err := im.axesIn(n)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, errors.New("axes are required")
+	}
+	s := im.shapeOfVal(v)
+	r := len(s) + len(axes)
+	out := make([]int, r)
+	set := make([]bool, r)
+	for _, a := range axes {
+		a, err := normAxis(a, r)
+		if err != nil {
+			return nil, err
+		}
+		if set[a] {
+			return nil, fmt.Errorf("axis %d is repeated", a)
+		}
+		set[a], out[a] = true, 1
+	}
+	j := 0
+	for k := range out {
+		if !set[k] {
+			out[k] = s[j]
+			j++
+		}
+	}
+	if v.c != nil && !v.param {
+		return []*val{{id: ir.NoID, c: reshapeConst(v.c, out)}}, nil
+	}
+	x, err := im.value(v, true)
+	if err != nil {
+		return nil, err
+	}
+	return one(im.add(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(out...)), x))
+}
+
+func emitSqueeze(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	v, err := im.in(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	axes, ok, err := im.axesIn(n)
+	if err != nil {
+		return nil, err
+	}
+	s := im.shapeOfVal(v)
+	drop := make([]bool, len(s))
+	if !ok {
+		for k, d := range s {
+			drop[k] = d == 1
+		}
+	}
+	for _, a := range axes {
+		a, err := normAxis(a, len(s))
+		if err != nil {
+			return nil, err
+		}
+		if s[a] != 1 {
+			return nil, fmt.Errorf("axis %d has size %d, not 1", a, s[a])
+		}
+		drop[a] = true
+	}
+	out := []int{}
+	for k, d := range s {
+		if !drop[k] {
+			out = append(out, d)
+		}
+	}
+	if v.c != nil && !v.param {
+		return []*val{{id: ir.NoID, c: reshapeConst(v.c, out)}}, nil
+	}
+	x, err := im.value(v, true)
+	if err != nil {
+		return nil, err
+	}
+	return one(im.add(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(out...)), x))
+}
+
+func emitConcat(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	vs := make([]*val, len(n.Input))
+	allConst := true
+	for k := range n.Input {
+		v, err := im.in(n, k)
+		if err != nil {
+			return nil, err
+		}
+		vs[k] = v
+		allConst = allConst && v.c != nil && !v.param
+	}
+	if len(vs) == 0 {
+		return nil, errors.New("no inputs")
+	}
+	s0 := im.shapeOfVal(vs[0])
+	axis, err := normAxis(int(attrInt(n, "axis", 0)), len(s0))
+	if err != nil {
+		return nil, err
+	}
+	if allConst {
+		out := &tensor{dt: vs[0].c.dt}
+		outer := prod(s0[:axis])
+		total := 0
+		for _, v := range vs {
+			v.c.load()
+			s := v.c.shape
+			if v.c.dt != out.dt || len(s) != len(s0) {
+				return nil, errors.New("inputs of different dtypes or ranks")
+			}
+			total += s[axis]
+		}
+		for o := range outer {
+			for _, v := range vs {
+				chunk := prod(v.c.shape[axis:])
+				if out.dt.IsFloat() {
+					out.f = append(out.f, v.c.f[o*chunk:(o+1)*chunk]...)
+				} else {
+					out.i = append(out.i, v.c.i[o*chunk:(o+1)*chunk]...)
+				}
+			}
+		}
+		out.shape = append([]int(nil), s0...)
+		out.shape[axis] = total
+		if out.n() != prod(out.shape) {
+			return nil, errors.New("inputs whose dims off the axis differ")
+		}
+		return []*val{{id: ir.NoID, c: out}}, nil
+	}
+	ids := make([]ir.ID, len(vs))
+	for k, v := range vs {
+		if ids[k], err = im.value(v, true); err != nil {
+			return nil, err
+		}
+	}
+	return one(im.add(ir.OpConcat, ir.MakeAttrs("axis", ir.Int(axis)), ids...))
+}
+
+func emitConstantOfShape(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	c, err := im.constIn(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	dims := c.ints()
+	fill := &tensor{dt: ir.F32, shape: []int{1}, f: []float64{0}}
+	if a := attr(n, "value"); a != nil {
+		if fill, err = im.readTensor(a.GetT(), false); err != nil {
+			return nil, err
+		}
+		if fill.n() != 1 {
+			return nil, fmt.Errorf("value has %d elements, expected 1", fill.n())
+		}
+	}
+	t, err := checkedType(int32(dtypeCode(fill.dt)), dims)
+	if err != nil {
+		return nil, err
+	}
+	out := &tensor{dt: fill.dt, shape: []int(t.Shape)}
+	k := t.Shape.NumElements()
+	if k > MaxFolded {
+		return nil, fmt.Errorf("a constant of shape %v has %d elements; constants computed at import are limited to %d (onnx.MaxFolded)", t.Shape, k, MaxFolded)
+	}
+	if out.dt.IsFloat() {
+		out.f = make([]float64, k)
+		for j := range out.f {
+			out.f[j] = fill.f[0]
+		}
+	} else {
+		out.i = make([]int64, k)
+		for j := range out.i {
+			out.i[j] = fill.i[0]
+		}
+	}
+	return []*val{{id: ir.NoID, c: out}}, nil
+}
+
+func dtypeCode(dt ir.DType) onnxpb.TensorProto_DataType {
+	switch dt {
+	case ir.F32:
+		return onnxpb.TensorProto_FLOAT
+	case ir.F64:
+		return onnxpb.TensorProto_DOUBLE
+	case ir.I32:
+		return onnxpb.TensorProto_INT32
+	case ir.I64:
+		return onnxpb.TensorProto_INT64
+	}
+	return onnxpb.TensorProto_BOOL
+}

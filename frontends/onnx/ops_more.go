@@ -1,0 +1,198 @@
+package onnx
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/kilnml/kiln/frontends/onnx/onnxpb"
+	"github.com/kilnml/kiln/ir"
+)
+
+// moreOps are the elementwise, comparison and reduction rows of Ops.
+func moreOps() map[string]Rule {
+	return map[string]Rule{
+		"Abs":            {unary(ir.OpAbs), "abs"},
+		"Reciprocal":     {unary(ir.OpReciprocal), "reciprocal"},
+		"Erf":            {unary(ir.OpErf), "erf"},
+		"Floor":          {unary(ir.OpFloor), "floor"},
+		"Ceil":           {unary(ir.OpCeil), "ceil"},
+		"Round":          {unary(ir.OpRound), "round (halves to even, as ONNX)"},
+		"Sin":            {unary(ir.OpSin), "sin"},
+		"Cos":            {unary(ir.OpCos), "cos"},
+		"Sign":           {unary(ir.OpSign), "sign"},
+		"Not":            {unary(ir.OpLogicalNot), "logical_not"},
+		"And":            {binaryOp(ir.OpLogicalAnd), "logical_and"},
+		"Or":             {binaryOp(ir.OpLogicalOr), "logical_or"},
+		"Equal":          {binaryOp(ir.OpEqual), "equal"},
+		"Greater":        {binaryOp(ir.OpGreater), "greater"},
+		"GreaterOrEqual": {binaryOp(ir.OpGreaterEqual), "greater_equal"},
+		"Less":           {binaryOp(ir.OpLess), "less"},
+		"LessOrEqual":    {binaryOp(ir.OpLessEqual), "less_equal"},
+		"Where":          {emitWhere, "where (cond bool; a and b of one dtype)"},
+		"Max":            {variadic(ir.OpMaximum), "maximum, folded left over the inputs"},
+		"Min":            {variadic(ir.OpMinimum), "minimum, folded left over the inputs"},
+		"LeakyRelu":      {withAlpha(ir.OpLeakyRelu, 0.01), "leaky_relu {alpha} (default 0.01)"},
+		"Elu":            {withAlpha(ir.OpElu, 1), "elu {alpha} (default 1)"},
+		"Softplus":       {unaryAttrs(ir.OpSoftplus, ir.MakeAttrs("beta", ir.Float(1), "threshold", ir.Float(20))), "softplus {beta=1, threshold=20} (x itself above 20, where log(1+e^x) rounds to x in f32)"},
+		"Gelu":           {emitGelu, "gelu {approximate} (opset 20; \"none\" or \"tanh\")"},
+		"Pow":            {emitPow, "pow {exponent} when the exponent is a one-element constant, else pow a, b (one dtype)"},
+		"Clip":           {emitClip, "clip {min, max}; attributes before opset 11, optional constant inputs from 11"},
+		"ReduceSum":      {reduce(ir.OpSum, 13), "sum {axes, keepdims}; axes an attribute before opset 13, a constant input from 13; keepdims default 1; no axes: every axis (noop_with_empty_axes=1: the input)"},
+		"ReduceMean":     {reduce(ir.OpMean, 18), "mean {axes, keepdims}; axes an input from opset 18, else as ReduceSum"},
+		"ReduceMax":      {reduce(ir.OpMax, 18), "max {axes, keepdims}; axes as ReduceMean"},
+		"ReduceMin":      {reduce(ir.OpMin, 18), "min {axes, keepdims}; axes as ReduceMean"},
+	}
+}
+
+func unaryAttrs(op ir.Op, attrs ir.Attrs) func(*importer, *onnxpb.NodeProto) ([]*val, error) {
+	return func(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+		x, err := im.id(n, 0)
+		if err != nil {
+			return nil, err
+		}
+		return one(im.add(op, attrs, x))
+	}
+}
+
+func withAlpha(op ir.Op, def float64) func(*importer, *onnxpb.NodeProto) ([]*val, error) {
+	return func(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+		return unaryAttrs(op, ir.MakeAttrs("alpha", ir.Float(attrFloat(n, "alpha", def))))(im, n)
+	}
+}
+
+func emitGelu(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	a := attrString(n, "approximate", "none")
+	if a != "none" && a != "tanh" {
+		return nil, fmt.Errorf("approximate %q is not supported (none or tanh)", ir.Excerpt(a))
+	}
+	return unaryAttrs(ir.OpGelu, ir.MakeAttrs("approximate", ir.String(a)))(im, n)
+}
+
+func emitWhere(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	args := make([]ir.ID, 3)
+	for k := range args {
+		id, err := im.id(n, k)
+		if err != nil {
+			return nil, err
+		}
+		args[k] = id
+	}
+	return one(im.add(ir.OpWhere, nil, args...))
+}
+
+func variadic(op ir.Op) func(*importer, *onnxpb.NodeProto) ([]*val, error) {
+	return func(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+		if len(n.Input) == 0 {
+			return nil, errors.New("no inputs")
+		}
+		acc, err := im.id(n, 0)
+		if err != nil {
+			return nil, err
+		}
+		for k := 1; k < len(n.Input); k++ {
+			y, err := im.id(n, k)
+			if err != nil {
+				return nil, err
+			}
+			if acc, err = im.g.Add("", op, nil, acc, y); err != nil {
+				return nil, err
+			}
+		}
+		return []*val{{id: acc}}, nil
+	}
+}
+
+func emitPow(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	x, err := im.id(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	e, err := im.in(n, 1)
+	if err != nil {
+		return nil, err
+	}
+	if e.c != nil && !e.param && e.c.n() == 1 {
+		return one(im.add(ir.OpPow, ir.MakeAttrs("exponent", ir.Float(e.c.floats()[0])), x))
+	}
+	y, err := im.value(e, true)
+	if err != nil {
+		return nil, err
+	}
+	return one(im.add(ir.OpPow, nil, x, y))
+}
+
+func emitClip(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	x, err := im.id(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	attrs := ir.Attrs(nil)
+	if im.opset < 11 {
+		if a := attr(n, "min"); a != nil {
+			attrs = attrs.With("min", ir.Float(float64(a.GetF())))
+		}
+		if a := attr(n, "max"); a != nil {
+			attrs = attrs.With("max", ir.Float(float64(a.GetF())))
+		}
+	} else {
+		for k, key := range []string{"min", "max"} {
+			if !has(n, k+1) {
+				continue
+			}
+			c, err := im.constIn(n, k+1)
+			if err != nil {
+				return nil, err
+			}
+			if c.n() != 1 {
+				return nil, fmt.Errorf("%s has %d elements, expected 1", key, c.n())
+			}
+			attrs = attrs.With(key, ir.Float(c.floats()[0]))
+		}
+	}
+	if attrs == nil {
+		return []*val{{id: x}}, nil
+	}
+	if lo, hi := attrs.Float("min", math.Inf(-1)), attrs.Float("max", math.Inf(1)); lo > hi {
+		return nil, fmt.Errorf("min %g is above max %g", lo, hi)
+	}
+	return one(im.add(ir.OpClip, attrs, x))
+}
+
+// reduce handles ReduceX, whose axes moved from an attribute to an input at
+// opset inputFrom.
+func reduce(op ir.Op, inputFrom int) func(*importer, *onnxpb.NodeProto) ([]*val, error) {
+	return func(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+		x, err := im.id(n, 0)
+		if err != nil {
+			return nil, err
+		}
+		var axes []int
+		if im.opset < inputFrom {
+			axes, _ = attrInts(n, "axes")
+		} else if has(n, 1) {
+			c, err := im.constIn(n, 1)
+			if err != nil {
+				return nil, err
+			}
+			for _, a := range c.ints() {
+				axes = append(axes, int(a))
+			}
+		}
+		r := len(im.shapeOf(x))
+		if len(axes) == 0 {
+			if attrInt(n, "noop_with_empty_axes", 0) != 0 {
+				return []*val{{id: x}}, nil
+			}
+			for k := range r {
+				axes = append(axes, k)
+			}
+		}
+		for k, a := range axes {
+			if axes[k], err = normAxis(a, r); err != nil {
+				return nil, err
+			}
+		}
+		return one(im.add(op, ir.MakeAttrs("axes", ir.Ints(axes...), "keepdims", ir.BoolAttr(attrInt(n, "keepdims", 1) != 0)), x))
+	}
+}

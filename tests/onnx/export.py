@@ -1,0 +1,184 @@
+#!/usr/bin/python3
+"""Writes the ONNX import fixtures under tests/testdata/onnx/.
+
+Each model is exported by torch.onnx.export at opset 17 in training mode,
+without constant folding, with its loss inside the forward, so the first
+output is the loss. Beside MODEL.onnx go MODEL.inputs.safetensors (the graph
+inputs) and MODEL.expected.safetensors: PyTorch's loss, grad/NAME for every
+param (named as the ONNX initializer) and sgd_losses, the losses of SGD
+steps (lr 0.1) from the exported weights on the same batch.
+
+Rerun with /usr/bin/python3 tests/onnx/export.py from the repository root;
+the output is deterministic (fixed seeds, one thread). CI only reads the
+committed files.
+"""
+import json
+import os
+import struct
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testdata", "onnx")
+SGD_STEPS = 3
+SGD_LR = 0.1
+
+torch.set_num_threads(1)
+
+
+def write_safetensors(path, tensors):
+    """Writes a dict name -> numpy array as safetensors (sorted by name)."""
+    dtypes = {np.dtype("float32"): "F32", np.dtype("float64"): "F64",
+              np.dtype("int64"): "I64", np.dtype("int32"): "I32"}
+    header, blobs, off = {}, [], 0
+    for name in sorted(tensors):
+        a = np.ascontiguousarray(tensors[name])
+        b = a.astype(a.dtype.newbyteorder("<")).tobytes()
+        header[name] = {"dtype": dtypes[a.dtype], "shape": list(a.shape), "data_offsets": [off, off + len(b)]}
+        blobs.append(b)
+        off += len(b)
+    h = json.dumps(header, separators=(",", ":")).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)))
+        f.write(h)
+        for b in blobs:
+            f.write(b)
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(64, 32)
+        self.fc2 = nn.Linear(32, 10)
+        self.loss = nn.CrossEntropyLoss()
+
+    def forward(self, x, labels):
+        h = torch.relu(self.fc1(x))
+        return self.loss(self.fc2(h), labels)
+
+
+class CNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 4, 3, padding=1)
+        self.pool1 = nn.MaxPool2d(2)
+        self.conv2 = nn.Conv2d(4, 8, 3, padding=1)
+        self.pool2 = nn.AvgPool2d(2)
+        self.flatten = nn.Flatten()
+        self.fc = nn.Linear(8 * 2 * 2, 10)
+
+    def forward(self, x, labels):
+        h = self.pool1(torch.relu(self.conv1(x)))
+        h = self.pool2(torch.tanh(self.conv2(h)))
+        logits = self.fc(self.flatten(h))
+        return nn.functional.nll_loss(torch.log_softmax(logits, dim=1), labels)
+
+
+class Mixed(nn.Module):
+    """Ops the MLP and CNN do not reach: training-mode BatchNorm, global
+    pooling, a view built from the input's shape, MatMul, Softmax, Log and
+    NegativeLogLikelihoodLoss."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 4, 3, padding=1, bias=False)  # BatchNorm cancels a bias
+        self.bn = nn.BatchNorm2d(4)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.drop = nn.Dropout(p=0.0)
+        self.W = nn.Parameter(torch.randn(4, 10) * 0.5)
+        self.b = nn.Parameter(torch.zeros(10))
+
+    def forward(self, x, labels):
+        h = torch.sigmoid(self.bn(self.conv(x))) * 2 - 1
+        g = self.pool(h)
+        g = g.view(g.size(0), -1)
+        logits = torch.matmul(self.drop(g), self.W) / 2 + self.b
+        logits = logits.transpose(0, 1).transpose(0, 1)
+        p = torch.softmax(logits, dim=1)
+        return nn.functional.nll_loss(torch.log(p), labels)
+
+
+class Shapes(nn.Module):
+    """Shape arithmetic that import folds (Shape, Gather, Unsqueeze, Concat,
+    ConstantOfShape), movement ops on graph values and LogSoftmax with
+    NegativeLogLikelihoodLoss."""
+
+    def __init__(self):
+        super().__init__()
+        self.W = nn.Parameter(torch.randn(12, 10) * 0.3)
+        self.b = nn.Parameter(torch.zeros(10))
+
+    def forward(self, x, labels):
+        n = torch._shape_as_tensor(x)[0]
+        y = x.reshape(n, 2, 3).transpose(1, 2)
+        y = y.unsqueeze(1).squeeze(1)
+        y = torch.cat([y, torch.zeros_like(y) + 0.5], dim=2)
+        h = torch.tanh(torch.flatten(y, 1) @ self.W + self.b)
+        return nn.functional.nll_loss(torch.log_softmax(h, dim=1) - 0.0, labels)
+
+
+class Dynamic(nn.Module):
+    """Exported with a symbolic batch dim, so x.view(x.size(0), -1) becomes
+    Shape, Gather, Unsqueeze, Concat and Reshape; import takes the batch
+    size from onnx.Options.Shapes."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 2, 3)
+        self.fc = nn.Linear(2 * 6 * 6, 10)
+
+    def forward(self, x, labels):
+        h = torch.relu(self.conv(x))
+        return nn.functional.cross_entropy(self.fc(h.view(h.size(0), -1)), labels)
+
+
+def fixture(name, model, x, labels, dynamic_axes=None):
+    model.train()
+    names = [n for n, _ in model.named_parameters()]
+    path = os.path.join(OUT, name + ".onnx")
+    torch.onnx.export(model, (x, labels), path, opset_version=17,
+                      training=torch.onnx.TrainingMode.TRAINING,
+                      do_constant_folding=False,
+                      input_names=["x", "labels"], output_names=["loss"],
+                      dynamic_axes=dynamic_axes)
+    write_safetensors(os.path.join(OUT, name + ".inputs.safetensors"),
+                      {"x": x.numpy(), "labels": labels.numpy()})
+    expected = {}
+    loss = model(x, labels)
+    model.zero_grad()
+    loss.backward()
+    expected["loss"] = loss.detach().numpy().reshape(())
+    for n, p in model.named_parameters():
+        expected["grad/" + n] = p.grad.numpy().copy()
+    opt = torch.optim.SGD(model.parameters(), lr=SGD_LR)
+    losses = []
+    for _ in range(SGD_STEPS):
+        opt.zero_grad()
+        l = model(x, labels)
+        l.backward()
+        opt.step()
+        losses.append(l.item())
+    expected["sgd_losses"] = np.array(losses, dtype=np.float32)
+    write_safetensors(os.path.join(OUT, name + ".expected.safetensors"), expected)
+    print(name, "loss", float(expected["loss"]), "params", names)
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    torch.manual_seed(0)
+    fixture("mlp", MLP(), torch.randn(8, 64), torch.randint(0, 10, (8,)))
+    torch.manual_seed(1)
+    fixture("cnn", CNN(), torch.randn(4, 1, 8, 8), torch.randint(0, 10, (4,)))
+    torch.manual_seed(2)
+    fixture("mixed", Mixed(), torch.randn(4, 1, 8, 8), torch.randint(0, 10, (4,)))
+    torch.manual_seed(3)
+    fixture("shapes", Shapes(), torch.randn(4, 6), torch.randint(0, 10, (4,)))
+    torch.manual_seed(4)
+    fixture("dynamic", Dynamic(), torch.randn(4, 1, 8, 8), torch.randint(0, 10, (4,)),
+            dynamic_axes={"x": {0: "batch"}, "labels": {0: "batch"}})
+
+
+if __name__ == "__main__":
+    main()
