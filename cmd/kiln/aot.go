@@ -48,7 +48,7 @@ func runCompile(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	g, opts, err := load(path, nil, *o0)
+	g, params, opts, err := load(path, nil, *o0)
 	if err != nil {
 		return err
 	}
@@ -68,7 +68,7 @@ func runCompile(args []string, stdout io.Writer) error {
 		return err
 	}
 	defer t.Close()
-	if err := setModelParams(t, g); err != nil {
+	if err := setModelParams(t, params); err != nil {
 		return err
 	}
 	f := &planner.File{
@@ -88,7 +88,7 @@ func runCompile(args []string, stdout io.Writer) error {
 			f.Meta[strings.TrimPrefix(k, "-")] = v
 		}
 	}
-	if *initPath != "" || len(modelParams[g]) > 0 {
+	if *initPath != "" || len(params) > 0 {
 		if *initPath != "" {
 			if err := loadParams(t, *initPath); err != nil {
 				return err

@@ -20,41 +20,36 @@ import (
 )
 
 // loadGraph reads and parses a .kir file, or imports an ONNX model (a
-// FILE.onnx), whose initializers become the initial values of its params
-// (see modelParams). A file larger than the memory available is refused
-// before it is read.
-func loadGraph(path string) (*ir.Graph, error) {
+// FILE.onnx), and returns the graph with the initial param values the file
+// carries (an ONNX model's initializers; none for .kir). A file larger than
+// the memory available is refused before it is read.
+func loadGraph(path string) (*ir.Graph, []safetensors.Tensor, error) {
 	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
 		if err := sysmem.Check("file", fi.Size()); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return nil, nil, fmt.Errorf("%s: %w", path, err)
 		}
 	}
 	if strings.EqualFold(filepath.Ext(path), ".onnx") {
 		m, err := onnx.Import(path)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		modelParams[m.Graph] = m.Params
-		return m.Graph, nil
+		return m.Graph, m.Params, nil
 	}
 	src, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return ir.Parse(path, src)
+	g, err := ir.Parse(path, src)
+	return g, nil, err
 }
 
-// modelParams holds the initial param values that a model file carries (an
-// ONNX model's initializers), by the graph loadGraph returned; a .kir model
-// carries none. They are set before -init, -resume or -inputs, which
-// override them.
-var modelParams = map[*ir.Graph][]safetensors.Tensor{}
-
-// setModelParams sets the params of t to the initial values g's model file
-// carries.
-func setModelParams(t *kiln.Trainer, g *ir.Graph) error {
+// setModelParams sets the params of t to the initial values its model file
+// carries (params, from loadGraph). They are set before -init, -resume or
+// -inputs, which override them.
+func setModelParams(t *kiln.Trainer, params []safetensors.Tensor) error {
 	x := t.Executor()
-	for _, p := range modelParams[g] {
+	for _, p := range params {
 		if err := x.Set(p.Name, kernels.Tensor{Type: p.Type, Data: p.Data}); err != nil {
 			return err
 		}
@@ -215,16 +210,16 @@ func (c *checkpointFlags) meta(m map[string]string, opts kiln.Options) {
 // compile options of commands that build a plan: the gradient is taken when
 // the graph has params, opt (if any) appends the update, and o0 turns the
 // optimizing passes off.
-func load(path string, opt *passes.OptimizerConfig, o0 bool) (*ir.Graph, kiln.Options, error) {
+func load(path string, opt *passes.OptimizerConfig, o0 bool) (*ir.Graph, []safetensors.Tensor, kiln.Options, error) {
 	dbg, err := debugSwitches()
 	if err != nil {
-		return nil, kiln.Options{}, err
+		return nil, nil, kiln.Options{}, err
 	}
-	g, err := loadGraph(path)
+	g, params, err := loadGraph(path)
 	if err != nil {
-		return nil, kiln.Options{}, err
+		return nil, nil, kiln.Options{}, err
 	}
-	return g, kiln.Options{Grad: len(g.Params()) > 0, Optimizer: opt, Debug: dbg, O0: o0}, nil
+	return g, params, kiln.Options{Grad: len(g.Params()) > 0, Optimizer: opt, Debug: dbg, O0: o0}, nil
 }
 
 func fail(path string, format string, args ...any) error {

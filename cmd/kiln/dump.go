@@ -46,7 +46,7 @@ func runDump(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	g, opts, err := load(path, opt, *o0)
+	g, _, opts, err := load(path, opt, *o0)
 	if err != nil {
 		return err
 	}

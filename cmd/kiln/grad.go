@@ -42,7 +42,7 @@ func runGrad(args []string, stdout io.Writer) error {
 	if err := checkFiles([]fileArg{{"FILE.kir", path}, {"-inputs", *inPath}}, []fileArg{{"-out", *outPath}}); err != nil {
 		return err
 	}
-	g, opts, err := load(path, nil, *o0)
+	g, params, opts, err := load(path, nil, *o0)
 	if err != nil {
 		return err
 	}
@@ -65,7 +65,7 @@ func runGrad(args []string, stdout io.Writer) error {
 	}
 	// Params the model file gives values (ONNX initializers) may be left
 	// out of -inputs.
-	tensors = append(slices.Clone(modelParams[g]), tensors...)
+	tensors = append(slices.Clone(params), tensors...)
 	if err := feedAll(x, p, tensors, *inPath, path); err != nil {
 		return err
 	}

@@ -41,7 +41,7 @@ func runGradcheck(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	g, opts, err := load(path, nil, *o0)
+	g, _, opts, err := load(path, nil, *o0)
 	if err != nil {
 		return err
 	}

@@ -78,12 +78,12 @@ func TestCompileONNX(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := loadGraph(onnxFixture("mlp.onnx"))
+	_, params, err := loadGraph(onnxFixture("mlp.onnx"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string][]byte{}
-	for _, p := range modelParams[m] {
+	for _, p := range params {
 		want[p.Name] = p.Data
 	}
 	if len(f.Params) != 4 || len(want) != 4 {
@@ -114,15 +114,15 @@ func TestTrainONNX(t *testing.T) {
 	model := onnxFixture("mlp.onnx")
 	saved := filepath.Join(t.TempDir(), "p.safetensors")
 	runKiln(t, "train", model, "-data", "digits", "-epochs", "1", "-optimizer", "sgd", "-lr", "1e-30", "-save", saved).want(t, 0)
-	g, err := loadGraph(model)
+	_, params, err := loadGraph(model)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := readNamed(t, saved)
-	if len(got) != len(modelParams[g]) {
-		t.Fatalf("saved %d params, the model has %d", len(got), len(modelParams[g]))
+	if len(got) != len(params) {
+		t.Fatalf("saved %d params, the model has %d", len(got), len(params))
 	}
-	for _, p := range modelParams[g] {
+	for _, p := range params {
 		if !bytes.Equal(got[p.Name].Data, p.Data) {
 			t.Errorf("param %q does not start from its ONNX initializer", p.Name)
 		}

@@ -281,7 +281,7 @@ func TestPlanReport(t *testing.T) {
 			}
 			p := compileLike(t, digitsMLP, tt.optimizer, 0)
 			if tt.o0 {
-				g, err := loadGraph(digitsMLP)
+				g, _, err := loadGraph(digitsMLP)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -344,7 +344,7 @@ func indexOfKir(args []string) int {
 // momentum.
 func compileLike(t *testing.T, path, kind string, momentum float64) *planner.Plan {
 	t.Helper()
-	g, err := loadGraph(path)
+	g, _, err := loadGraph(path)
 	if err != nil {
 		t.Fatal(err)
 	}

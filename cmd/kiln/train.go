@@ -613,7 +613,10 @@ func runTrain(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var g *ir.Graph
+	var (
+		g      *ir.Graph
+		params []safetensors.Tensor // the initial values the model file carries
+	)
 	switch len(pos) {
 	case 0:
 		if lf.dataPath != "" && lf.dataPath != digitsData {
@@ -629,7 +632,7 @@ func runTrain(args []string, stdout io.Writer) error {
 		if err := lf.checkFiles(fileArg{"MODEL.kir", pos[0]}); err != nil {
 			return err
 		}
-		if g, err = loadGraph(pos[0]); err != nil {
+		if g, params, err = loadGraph(pos[0]); err != nil {
 			return err
 		}
 		if lf.dataPath == "" && len(g.Inputs()) > 0 {
@@ -653,7 +656,7 @@ func runTrain(args []string, stdout io.Writer) error {
 		return err
 	}
 	defer t.Close()
-	if err := setModelParams(t, g); err != nil {
+	if err := setModelParams(t, params); err != nil {
 		return err
 	}
 	data, dataName, err := lf.data(t.Signature(), len(pos) == 0)
