@@ -154,17 +154,17 @@ func foldArith(op ir.Op, dt ir.DType, x, y float64) (float64, bool) {
 	switch dt {
 	case ir.F32:
 		var c float32
-		c, ok = foldIn(op, float32(x), float32(y), true)
+		c, ok = ir.Arith(op, float32(x), float32(y))
 		r = float64(c)
 	case ir.F64:
-		r, ok = foldIn(op, x, y, true)
+		r, ok = ir.Arith(op, x, y)
 	case ir.I32:
 		var c int32
-		c, ok = foldIn(op, int32(x), int32(y), false)
+		c, ok = ir.Arith(op, int32(x), int32(y))
 		r = float64(c)
 	case ir.I64:
 		var c int64
-		c, ok = foldIn(op, int64(x), int64(y), false)
+		c, ok = ir.Arith(op, int64(x), int64(y))
 		ok = ok && c <= 1<<53 && c >= -(1<<53)
 		r = float64(c)
 	}
@@ -172,31 +172,6 @@ func foldArith(op ir.Op, dt ir.DType, x, y float64) (float64, bool) {
 		return 0, false
 	}
 	return r, true
-}
-
-// foldIn computes op on a and b in the element type T, as the kernels do:
-// Go's arithmetic on T is IEEE (floats) or wrapping (integers). Division
-// and square root are folded for floats only.
-func foldIn[T float32 | float64 | int32 | int64](op ir.Op, a, b T, float bool) (T, bool) {
-	switch op {
-	case ir.OpAdd:
-		return a + b, true
-	case ir.OpSub:
-		return a - b, true
-	case ir.OpMul:
-		return a * b, true
-	case ir.OpNeg:
-		return -a, true
-	case ir.OpDiv:
-		if float {
-			return a / b, true
-		}
-	case ir.OpSqrt:
-		if float {
-			return T(math.Sqrt(float64(a))), true
-		}
-	}
-	return 0, false
 }
 
 // foldSource returns, for each element of a tensor of shape out, the flat

@@ -6,26 +6,12 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/kilnml/kiln/frontends/safetensors"
 	"github.com/kilnml/kiln/planner"
 )
 
 // onnxFixture is a file tests/onnx/export.py writes with PyTorch.
 func onnxFixture(name string) string {
 	return filepath.Join("..", "..", "tests", "testdata", "onnx", name)
-}
-
-func readNamed(t *testing.T, path string) map[string]safetensors.Tensor {
-	t.Helper()
-	ts, _, err := safetensors.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := map[string]safetensors.Tensor{}
-	for _, x := range ts {
-		m[x.Name] = x
-	}
-	return m
 }
 
 // TestGradONNX runs kiln grad on the PyTorch fixtures, with the params'
@@ -37,8 +23,8 @@ func TestGradONNX(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "out.safetensors")
 			runKiln(t, "grad", onnxFixture(name+".onnx"), "-inputs", onnxFixture(name+".inputs.safetensors"), "-out", out).want(t, 0)
-			got := readNamed(t, out)
-			want := readNamed(t, onnxFixture(name+".expected.safetensors"))
+			got := readTensors(t, out)
+			want := readTensors(t, onnxFixture(name+".expected.safetensors"))
 			n := 0
 			for k, w := range want {
 				if k == "sgd_losses" {
@@ -118,7 +104,7 @@ func TestTrainONNX(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := readNamed(t, saved)
+	got := readTensors(t, saved)
 	if len(got) != len(params) {
 		t.Fatalf("saved %d params, the model has %d", len(got), len(params))
 	}

@@ -207,7 +207,7 @@ func binaryOp(op ir.Op) func(*importer, *onnxpb.NodeProto) ([]*val, error) {
 		if err != nil {
 			return nil, err
 		}
-		if a.c != nil && b.c != nil && !a.param && !b.param {
+		if arith := op == ir.OpAdd || op == ir.OpSub || op == ir.OpMul || op == ir.OpDiv; arith && a.c != nil && b.c != nil && !a.param && !b.param {
 			c, err := foldBinary(op, a.c, b.c)
 			if err != nil {
 				return nil, err
@@ -226,8 +226,10 @@ func binaryOp(op ir.Op) func(*importer, *onnxpb.NodeProto) ([]*val, error) {
 	}
 }
 
-// foldBinary computes a op b on constants of one dtype, either of which may
-// be a single element.
+// foldBinary computes a op b, one of add, sub, mul and div, on constants of
+// one dtype, either of which may be a single element, through ir.Arith (so
+// an f32 constant is rounded as the kernel would); integer division
+// truncates, as ONNX's does.
 func foldBinary(op ir.Op, a, b *tensor) (*tensor, error) {
 	a.load()
 	b.load()
@@ -251,15 +253,11 @@ func foldBinary(op ir.Op, a, b *tensor) (*tensor, error) {
 		out.f = make([]float64, n)
 		for k := range n {
 			x, y := a.f[k%na], b.f[k%nb]
-			switch op {
-			case ir.OpAdd:
-				out.f[k] = x + y
-			case ir.OpSub:
-				out.f[k] = x - y
-			case ir.OpMul:
-				out.f[k] = x * y
-			case ir.OpDiv:
-				out.f[k] = x / y
+			if a.dt == ir.F32 {
+				r, _ := ir.Arith(op, float32(x), float32(y))
+				out.f[k] = float64(r)
+			} else {
+				out.f[k], _ = ir.Arith(op, x, y)
 			}
 		}
 		return out, nil
@@ -267,18 +265,16 @@ func foldBinary(op ir.Op, a, b *tensor) (*tensor, error) {
 	out.i = make([]int64, n)
 	for k := range n {
 		x, y := a.i[k%na], b.i[k%nb]
-		switch op {
-		case ir.OpAdd:
-			out.i[k] = x + y
-		case ir.OpSub:
-			out.i[k] = x - y
-		case ir.OpMul:
-			out.i[k] = x * y
-		case ir.OpDiv:
-			if y == 0 {
-				return nil, errors.New("integer division by zero in folded constants")
-			}
-			out.i[k] = x / y
+		switch {
+		case op != ir.OpDiv && a.dt == ir.I32:
+			r, _ := ir.Arith(op, int32(x), int32(y))
+			out.i[k] = int64(r)
+		case op != ir.OpDiv:
+			out.i[k], _ = ir.Arith(op, x, y)
+		case y == 0:
+			return nil, errors.New("integer division by zero in folded constants")
+		default:
+			out.i[k] = x / y // ONNX's integer Div truncates, as Go's does
 		}
 	}
 	return out, nil

@@ -174,6 +174,10 @@ func TestOpRules(t *testing.T) {
 		{"Dropout inference", 17, []int64{3}, []*onnxpb.TensorProto{f32s("r", nil, 0.5), boolScalar("tm", false)},
 			[]*onnxpb.NodeProto{node("Dropout", []string{"x", "r", "tm"}, []string{"y", "mask"})}, []float64{0, 1, 2}},
 		{"Identity", 17, []int64{2}, nil, []*onnxpb.NodeProto{node("Identity", []string{"x"}, []string{"y"})}, []float64{0, 1}},
+		// A comparison of two constants is computed, not folded to zeros.
+		{"Greater of constants", 17, []int64{2}, []*onnxpb.TensorProto{i64s("a", 1, 5), i64s("b", 3, 2), f32s("k", nil, 9)},
+			[]*onnxpb.NodeProto{node("Greater", []string{"a", "b"}, []string{"g"}), node("Where", []string{"g", "x", "k"}, []string{"y"})},
+			[]float64{9, 1}},
 		{"BatchNormalization inference", 15, []int64{1, 2, 1}, []*onnxpb.TensorProto{
 			f32s("s", []int64{2}, 2, 3), f32s("b", []int64{2}, 1, -1), f32s("m", []int64{2}, 1, 0), f32s("v", []int64{2}, 4, 1)},
 			[]*onnxpb.NodeProto{node("BatchNormalization", []string{"x", "s", "b", "m", "v"}, []string{"y"}, aFloat("epsilon", 0))},
