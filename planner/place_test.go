@@ -78,7 +78,7 @@ func TestBestFitMatchesNaive(t *testing.T) {
 		for run := range 2 { // twice: reset must leave nothing behind
 			occ.reset()
 			got := make([]int64, n)
-			top, ok := bestFit(bs, order, occ, floor, got, 0, 0, 0, noBar)
+			top, ok := bestFit(bs, order, occ, floor, got, 0, 0, 0, noBar, -1)
 			if !ok || top != wantTop || !slices.Equal(got, want) {
 				t.Fatalf("iteration %d, run %d: bestFit gives top %d (ok %v), offsets %v; want top %d, offsets %v", iter, run, top, ok, got, wantTop, want)
 			}
@@ -94,7 +94,7 @@ func TestBestFitMatchesNaive(t *testing.T) {
 		} {
 			occ.reset()
 			got := make([]int64, n)
-			top, ok := bestFit(bs, order, occ, floor, got, 0, 4, 0, c.limit)
+			top, ok := bestFit(bs, order, occ, floor, got, 0, 4, 0, c.limit, -1)
 			if ok != c.ok || ok && (top != wantTop || !slices.Equal(got, want)) {
 				t.Fatalf("iteration %d: against %+v bestFit gives top %d, ok %v; want top %d, ok %v", iter, c.limit, top, ok, wantTop, c.ok)
 			}
@@ -135,6 +135,39 @@ func TestOccupancyVisitsEachBlockOnce(t *testing.T) {
 					t.Fatalf("iteration %d: block %d live over [%d, %d] is in %d of the sets for [%d, %d], want %d", iter, k, b.start, b.end, seen[k], start, end, want)
 				}
 			}
+		}
+	}
+}
+
+// TestBestFitWorkBudget checks that bestFit gives up once its gap searches
+// have swept more spans than its work budget, and that a budget it stays
+// within changes nothing. The blocks have nested lifetimes, taken longest
+// first: each one's search sweeps the memory of all those placed before it,
+// the quadratic case sweepBudget is for.
+func TestBestFitWorkBudget(t *testing.T) {
+	const n = 64
+	bs := make([]block, n)
+	order := make([]int, n)
+	for k := range bs {
+		bs[k] = block{start: k, end: 2*n - 1 - k, size: Align}
+		order[k] = k
+	}
+	occ := newOccupancy(2 * n)
+	floor := make([]int64, 2*n)
+	want := make([]int64, n)
+	wantTop, ok := bestFit(bs, order, occ, floor, want, 0, 0, 0, noBar, -1)
+	if !ok || wantTop != n*Align {
+		t.Fatalf("without a budget: top %d, ok %v; want top %d, ok true", wantTop, ok, n*Align)
+	}
+	for _, c := range []struct {
+		work int
+		ok   bool
+	}{{0, false}, {n, false}, {n * n, true}} {
+		occ.reset()
+		got := make([]int64, n)
+		top, ok := bestFit(bs, order, occ, floor, got, 0, 0, 0, noBar, c.work)
+		if ok != c.ok || ok && (top != wantTop || !slices.Equal(got, want)) {
+			t.Errorf("work %d: top %d, ok %v; want ok %v (and top %d)", c.work, top, ok, c.ok, wantTop)
 		}
 	}
 }
