@@ -121,6 +121,11 @@ func (g *Graph) Grow(n int) { g.Values = slices.Grow(g.Values, n) }
 func (g *Graph) Append(v Value) ID {
 	g.ensureNames()
 	id := ID(len(g.Values))
+	if len(g.Values) == cap(g.Values) {
+		// Double: append grows a large slice by a quarter, and the passes
+		// that add to a graph of 100,000 values copied it dozens of times.
+		g.Grow(len(g.Values) + 16)
+	}
 	g.Values = append(g.Values, v)
 	g.names[v.Name] = id
 	return id
