@@ -466,6 +466,29 @@ func (p *Plan) inPlace() {
 	}
 }
 
+// checkIndices checks that every buffer index the plan holds (of its
+// outputs, gradients and steps) names one of its buffers, so that the rest
+// of Check may index with them.
+func (p *Plan) checkIndices() error {
+	n := len(p.Buffers)
+	for _, nm := range append(append([]Named(nil), p.Outputs...), p.Grads...) {
+		if nm.Buffer < 0 || nm.Buffer >= n {
+			return fmt.Errorf("%s names buffer %d of %d", nm.Name, nm.Buffer, n)
+		}
+	}
+	for s, st := range p.Steps {
+		if st.Out < 0 || st.Out >= n {
+			return fmt.Errorf("step %d writes buffer %d of %d", s, st.Out, n)
+		}
+		for _, a := range st.Args {
+			if a < 0 || a >= n {
+				return fmt.Errorf("step %d reads buffer %d of %d", s, a, n)
+			}
+		}
+	}
+	return nil
+}
+
 // Check proves the plan sound. With a graph, the plan does what the graph
 // says: a buffer per value of its name, type, role and
 // size; the graph's outputs and, outside a training step, gradients; one
@@ -484,6 +507,9 @@ func (p *Plan) inPlace() {
 // takes in place; with ChunkBytes, a multiple of Align that no buffer
 // straddles a multiple of; and LowerBound the most bytes live at any step.
 func (p *Plan) Check() error {
+	if err := p.checkIndices(); err != nil {
+		return err
+	}
 	if p.Graph != nil {
 		if err := p.checkGraph(); err != nil {
 			return err
@@ -498,11 +524,6 @@ func (p *Plan) Check() error {
 		return fmt.Errorf("arena of %d bytes", p.ArenaBytes)
 	}
 	var top int64 // the end of the highest buffer
-	for _, nm := range append(append([]Named(nil), p.Outputs...), p.Grads...) {
-		if nm.Buffer < 0 || nm.Buffer >= n {
-			return fmt.Errorf("%s names buffer %d of %d", nm.Name, nm.Buffer, n)
-		}
-	}
 	kept := p.keptBuffers()
 	for i := range p.Buffers {
 		b := &p.Buffers[i]
@@ -531,13 +552,7 @@ func (p *Plan) Check() error {
 		written[i] = p.Buffers[i].Role != Temp
 	}
 	for s, st := range p.Steps {
-		if st.Out < 0 || st.Out >= n {
-			return fmt.Errorf("step %d writes buffer %d of %d", s, st.Out, n)
-		}
 		for _, a := range st.Args {
-			if a < 0 || a >= n {
-				return fmt.Errorf("step %d reads buffer %d of %d", s, a, n)
-			}
 			b := &p.Buffers[a]
 			if !written[a] {
 				return fmt.Errorf("step %d reads %%%s before any step writes it", s, b.Name)

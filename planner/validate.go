@@ -16,7 +16,8 @@ import (
 // computed value, running the value's op on its arguments; and the
 // graph's updates each applied once, by a copy or in place, and by nothing
 // else: only the copy of an update writes a param or state, and no step
-// after it reads or writes the target.
+// after it reads or writes the target. The plan's buffer indices must have
+// passed checkIndices.
 func (p *Plan) checkGraph() error {
 	g := p.Graph
 	n := len(g.Values)
@@ -74,11 +75,7 @@ func (p *Plan) checkGraph() error {
 		}
 		for k, w := range l.want {
 			if got := l.got[k]; got != w {
-				name := "?"
-				if got.Buffer >= 0 && got.Buffer < n {
-					name = "%" + g.Values[got.Buffer].Name
-				}
-				return fmt.Errorf("%s %d (%s) is buffer %d (%s), the graph's %s %d is %%%s (buffer %d)", l.what, k, clip(got.Name), got.Buffer, name, l.what, k, g.Values[w.Buffer].Name, w.Buffer)
+				return fmt.Errorf("%s %d (%s) is buffer %d (%%%s), the graph's %s %d is %%%s (buffer %d)", l.what, k, clip(got.Name), got.Buffer, g.Values[got.Buffer].Name, l.what, k, g.Values[w.Buffer].Name, w.Buffer)
 			}
 		}
 	}
@@ -99,14 +96,6 @@ func (p *Plan) checkGraph() error {
 		copied[i] = -1
 	}
 	for s, st := range p.Steps {
-		if st.Out < 0 || st.Out >= n {
-			return fmt.Errorf("step %d writes buffer %d of %d", s, st.Out, n)
-		}
-		for _, a := range st.Args {
-			if a < 0 || a >= n {
-				return fmt.Errorf("step %d reads buffer %d of %d", s, a, n)
-			}
-		}
 		out := &p.Buffers[st.Out]
 		switch st.Kind {
 		case Kernel:
