@@ -64,7 +64,7 @@ func BenchmarkCompile10k(b *testing.B) {
 // (values before autodiff; the training step has about 2.1 times as many
 // after dce), to show how compile time grows with the graph.
 func BenchmarkCompileScale(b *testing.B) {
-	for _, n := range []int{10000, 20000, 40000, 80000} {
+	for _, n := range []int{10000, 20000, 40000, 80000, 100000} {
 		b.Run(fmt.Sprintf("values=%d", n), func(b *testing.B) {
 			g := benchDeepGraph(n)
 			opts := kiln.Options{Optimizer: benchAdam(b)}
