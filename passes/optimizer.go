@@ -86,11 +86,26 @@ func Optimize(g *ir.Graph, c OptimizerConfig) error {
 			g.Updates = append(g.Updates, ir.Update{Target: target, Value: value})
 		}
 	}
-	scalar := func(v float64, dt ir.DType) ir.ID { return e.Scalar(v, dt) }
+	// Constants and Adam's bias corrections are made once per dtype and
+	// shared by every param's update.
+	type scalarKey struct {
+		v  float64
+		dt ir.DType
+	}
+	scalars := map[scalarKey]ir.ID{}
+	scalar := func(v float64, dt ir.DType) ir.ID {
+		k := scalarKey{v, dt}
+		id, ok := scalars[k]
+		if !ok {
+			id = e.Scalar(v, dt)
+			scalars[k] = id
+		}
+		return id
+	}
 
 	// Adam's bias corrections use beta^t, kept as one state per dtype and
-	// multiplied by beta every step.
-	type pows struct{ b1, b2 ir.ID }
+	// multiplied by beta every step; c1 and c2 are 1 - beta^t.
+	type pows struct{ b1, b2, c1, c2 ir.ID }
 	adamPows := map[ir.DType]pows{}
 	for _, gp := range g.Grads {
 		p, grad := gp.Param, gp.Grad
@@ -119,7 +134,8 @@ func Optimize(g *ir.Graph, c OptimizerConfig) error {
 				scalarT := ir.Type{DType: dt, Shape: ir.Shape{}}
 				b1 := state("adam.beta1_power."+dt.String(), scalarT, 1)
 				b2 := state("adam.beta2_power."+dt.String(), scalarT, 1)
-				pw = pows{e.Op(ir.OpMul, nil, b1, scalar(c.Beta1, dt)), e.Op(ir.OpMul, nil, b2, scalar(c.Beta2, dt))}
+				pw.b1, pw.b2 = e.Op(ir.OpMul, nil, b1, scalar(c.Beta1, dt)), e.Op(ir.OpMul, nil, b2, scalar(c.Beta2, dt))
+				pw.c1, pw.c2 = e.Op(ir.OpSub, nil, scalar(1, dt), pw.b1), e.Op(ir.OpSub, nil, scalar(1, dt), pw.b2)
 				update(b1, pw.b1)
 				update(b2, pw.b2)
 				adamPows[dt] = pw
@@ -131,10 +147,9 @@ func Optimize(g *ir.Graph, c OptimizerConfig) error {
 				e.Op(ir.OpMul, nil, e.Op(ir.OpMul, nil, grad, grad), scalar(1-c.Beta2, dt)))
 			update(m, m1)
 			update(v, v1)
-			one := scalar(1, dt)
 			// step = lr * (m1 / (1 - b1^t)) / (sqrt(v1 / (1 - b2^t)) + eps)
-			mhat := e.Op(ir.OpDiv, nil, m1, e.Op(ir.OpSub, nil, one, pw.b1))
-			vhat := e.Op(ir.OpDiv, nil, v1, e.Op(ir.OpSub, nil, one, pw.b2))
+			mhat := e.Op(ir.OpDiv, nil, m1, pw.c1)
+			vhat := e.Op(ir.OpDiv, nil, v1, pw.c2)
 			denom := e.Op(ir.OpAdd, nil, e.Op(ir.OpSqrt, nil, vhat), scalar(c.Eps, dt))
 			next = e.Op(ir.OpSub, nil, p, e.Op(ir.OpMul, nil, e.Op(ir.OpDiv, nil, mhat, denom), scalar(c.LR, dt)))
 		}
