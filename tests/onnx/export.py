@@ -134,6 +134,62 @@ class Dynamic(nn.Module):
         return nn.functional.cross_entropy(self.fc(h.view(h.size(0), -1)), labels)
 
 
+class MLP64(nn.Module):
+    """The MLP in float64: params, inputs, loss and gradients are all double."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(16, 12)
+        self.fc2 = nn.Linear(12, 5)
+
+    def forward(self, x, labels):
+        return nn.functional.cross_entropy(self.fc2(torch.tanh(self.fc1(x))), labels)
+
+
+class BasicBlock(nn.Module):
+    """A ResNet basic block that halves the resolution: two 3x3 convs with
+    training-mode BatchNorm, and a strided 1x1 conv with BatchNorm as the
+    shortcut (torchvision's downsample), then a pooled linear head."""
+
+    def __init__(self, cin=4, cout=8):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride=2, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.downsample = nn.Sequential(nn.Conv2d(cin, cout, 1, stride=2, bias=False), nn.BatchNorm2d(cout))
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(cout, 10)
+
+    def forward(self, x, labels):
+        out = torch.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        out = torch.relu(out + self.downsample(x))
+        logits = self.fc(torch.flatten(self.pool(out), 1))
+        return nn.functional.cross_entropy(logits, labels)
+
+
+class DepthwiseSeparable(nn.Module):
+    """A MobileNet block: a depthwise 3x3 conv (groups = channels), BatchNorm,
+    ReLU6 (exported as Clip with constant min and max), a pointwise 1x1 conv,
+    BatchNorm, ReLU6, then a pooled linear head."""
+
+    def __init__(self, cin=4, cout=8):
+        super().__init__()
+        self.dw = nn.Conv2d(cin, cin, 3, padding=1, groups=cin, bias=False)
+        self.bn1 = nn.BatchNorm2d(cin)
+        self.pw = nn.Conv2d(cin, cout, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.act = nn.ReLU6()
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(cout, 10)
+
+    def forward(self, x, labels):
+        h = self.act(self.bn1(self.dw(x)))
+        h = self.act(self.bn2(self.pw(h)))
+        return nn.functional.cross_entropy(self.fc(torch.flatten(self.pool(h), 1)), labels)
+
+
 def fixture(name, model, x, labels, dynamic_axes=None):
     model.train()
     names = [n for n, _ in model.named_parameters()]
@@ -160,7 +216,7 @@ def fixture(name, model, x, labels, dynamic_axes=None):
         l.backward()
         opt.step()
         losses.append(l.item())
-    expected["sgd_losses"] = np.array(losses, dtype=np.float32)
+    expected["sgd_losses"] = np.array(losses, dtype=expected["loss"].dtype)
     write_safetensors(os.path.join(OUT, name + ".expected.safetensors"), expected)
     print(name, "loss", float(expected["loss"]), "params", names)
 
@@ -178,6 +234,12 @@ def main():
     torch.manual_seed(4)
     fixture("dynamic", Dynamic(), torch.randn(4, 1, 8, 8), torch.randint(0, 10, (4,)),
             dynamic_axes={"x": {0: "batch"}, "labels": {0: "batch"}})
+    torch.manual_seed(5)
+    fixture("mlp64", MLP64().double(), torch.randn(6, 16, dtype=torch.float64), torch.randint(0, 5, (6,)))
+    torch.manual_seed(6)
+    fixture("resnet_block", BasicBlock(), torch.randn(4, 4, 8, 8), torch.randint(0, 10, (4,)))
+    torch.manual_seed(7)
+    fixture("mobilenet_block", DepthwiseSeparable(), torch.randn(4, 4, 8, 8), torch.randint(0, 10, (4,)))
 
 
 if __name__ == "__main__":
