@@ -41,7 +41,7 @@ func init() {
 		"Softmax":                   {softmax(ir.OpSoftmax), "softmax {axis}; opset >= 13: along axis (default -1); before 13: over the flattened axes from axis on (default 1), through reshapes"},
 		"LogSoftmax":                {softmax(ir.OpLogSoftmax), "log_softmax {axis}; axis semantics as Softmax"},
 		"Flatten":                   {emitFlatten, "reshape to [prod(dims before axis), prod(dims from axis)]; axis default 1, negative counts from the end"},
-		"Reshape":                   {emitReshape, "reshape to the constant shape input (opset >= 5; 0 copies the input's dim unless allowzero=1, -1 is inferred)"},
+		"Reshape":                   {emitReshape, "reshape to the constant shape input (opset >= 5; 0 copies the input's dim unless allowzero=1, -1 is inferred); folded on constants"},
 		"Transpose":                 {emitTranspose, "transpose {perm}; perm default reverses the axes"},
 		"Conv":                      {emitConv, "conv1d/conv2d {stride, padding, dilation, groups}; auto_pad NOTSET only, pads equal at both ends, kernel_shape checked against the weight"},
 		"MaxPool":                   {pool(ir.OpMaxPool2d), "max_pool2d {kernel, stride, padding, dilation}; 2-D, ceil_mode 0, auto_pad NOTSET, symmetric pads, no Indices output; strides default 1 as in ONNX"},
@@ -59,6 +59,10 @@ func init() {
 		"Squeeze":                   {emitSqueeze, "reshape (squeeze); axes an attribute before opset 13, a constant input from 13 (absent: every axis of size 1); folded on constants"},
 		"Concat":                    {emitConcat, "concat {axis}; folded when every input is a constant"},
 		"ConstantOfShape":           {emitConstantOfShape, "folded: a constant of the constant shape input, filled with value (default f32 0)"},
+		// recurrent ops, unrolled over time (ops_recurrent.go)
+		"RNN":  {emitRecurrent(cellRNN), recurrentDoc(cellRNN)},
+		"GRU":  {emitRecurrent(cellGRU), recurrentDoc(cellGRU)},
+		"LSTM": {emitRecurrent(cellLSTM), recurrentDoc(cellLSTM)},
 	}
 	for k, r := range mergeRows(moreOps(), shapeOps()) {
 		Ops[k] = r
@@ -389,7 +393,7 @@ func emitFlatten(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 }
 
 func emitReshape(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
-	x, err := im.id(n, 0)
+	v, err := im.in(n, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -406,7 +410,7 @@ func emitReshape(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 		}
 		want = c.ints()
 	}
-	in := im.shapeOf(x)
+	in := im.shapeOfVal(v)
 	allowZero := attrInt(n, "allowzero", 0) != 0
 	shape := make([]int, len(want))
 	infer := -1
@@ -432,6 +436,16 @@ func emitReshape(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 			return nil, fmt.Errorf("cannot infer the -1 dim of shape %v for input shape %v", want, in)
 		}
 		shape[infer] = prod(in) / rest
+	}
+	if prod(shape) != prod(in) {
+		return nil, fmt.Errorf("cannot reshape %v to %v", in, shape)
+	}
+	if isConst(v) {
+		return []*val{{id: ir.NoID, c: reshapeConst(v.c, shape)}}, nil
+	}
+	x, err := im.value(v, true)
+	if err != nil {
+		return nil, err
 	}
 	return one(im.add(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(shape...)), x))
 }

@@ -190,6 +190,37 @@ class DepthwiseSeparable(nn.Module):
         return nn.functional.cross_entropy(self.fc(torch.flatten(self.pool(h), 1)), labels)
 
 
+class LSTMNet(nn.Module):
+    """A two-layer nn.LSTM over batch-first sequences (exported as two LSTM
+    nodes between Transposes, the weights re-ordered by Slice and Concat),
+    classified from the last step's output."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(5, 6, num_layers=2, batch_first=True)
+        self.fc = nn.Linear(6, 4)
+
+    def forward(self, x, labels):
+        out, _ = self.lstm(x)
+        return nn.functional.cross_entropy(self.fc(out[:, -1]), labels)
+
+
+class GRUNet(nn.Module):
+    """A bidirectional nn.GRU over batch-first sequences (linear_before_reset
+    as PyTorch computes it) from a learned initial state expanded over the
+    batch, classified from the mean over time."""
+
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(5, 6, batch_first=True, bidirectional=True)
+        self.h0 = nn.Parameter(torch.randn(2, 1, 6) * 0.1)
+        self.fc = nn.Linear(12, 4)
+
+    def forward(self, x, labels):
+        out, _ = self.gru(x, self.h0.expand(2, x.size(0), 6).contiguous())
+        return nn.functional.cross_entropy(self.fc(out.mean(1)), labels)
+
+
 def fixture(name, model, x, labels, dynamic_axes=None):
     model.train()
     names = [n for n, _ in model.named_parameters()]
@@ -240,6 +271,10 @@ def main():
     fixture("resnet_block", BasicBlock(), torch.randn(4, 4, 8, 8), torch.randint(0, 10, (4,)))
     torch.manual_seed(7)
     fixture("mobilenet_block", DepthwiseSeparable(), torch.randn(4, 4, 8, 8), torch.randint(0, 10, (4,)))
+    torch.manual_seed(8)
+    fixture("lstm", LSTMNet(), torch.randn(3, 7, 5), torch.randint(0, 4, (3,)))
+    torch.manual_seed(9)
+    fixture("gru", GRUNet(), torch.randn(3, 7, 5), torch.randint(0, 4, (3,)))
 
 
 if __name__ == "__main__":
