@@ -54,7 +54,7 @@ func init() {
 		"NegativeLogLikelihoodLoss": {emitNLL, "nll_loss {reduction} on [N,C] and labels [N]; no weights; ignore_index as SoftmaxCrossEntropyLoss"},
 		"Constant":                  {emitConstant, "folded: value (a tensor), value_float(s) or value_int(s)"},
 		"Shape":                     {emitShape, "folded: the static shape as i64, with start/end (opset >= 15)"},
-		"Gather":                    {emitGather, "folded on constants; on a kiln value with constant indices, index_select {axis} (a scalar index drops the axis)"},
+		"Gather":                    {emitGather, "folded on constants; on a kiln value with constant indices, index_select {axis} (a scalar index drops the axis); with computed indices, embedding for a rank-2 table along axis 0, else index_select for indices of rank <= 1"},
 		"Unsqueeze":                 {emitUnsqueeze, "reshape (unsqueeze); axes an attribute before opset 13, a constant input from 13; folded on constants"},
 		"Squeeze":                   {emitSqueeze, "reshape (squeeze); axes an attribute before opset 13, a constant input from 13 (absent: every axis of size 1); folded on constants"},
 		"Concat":                    {emitConcat, "concat {axis}; folded when every input is a constant"},
@@ -63,6 +63,8 @@ func init() {
 		"RNN":  {emitRecurrent(cellRNN), recurrentDoc(cellRNN)},
 		"GRU":  {emitRecurrent(cellGRU), recurrentDoc(cellGRU)},
 		"LSTM": {emitRecurrent(cellLSTM), recurrentDoc(cellLSTM)},
+		// layers of the PyTorch fixtures (ops_models.go)
+		"LayerNormalization": {emitLayerNorm, "layer_norm {axes from axis on, eps=epsilon}; Scale and B as weight and bias when they have the normalized shape, else mul and add with broadcasting; the Mean and InvStdDev outputs are not computed"},
 	}
 	for k, r := range mergeRows(moreOps(), shapeOps()) {
 		Ops[k] = r
@@ -871,12 +873,17 @@ func emitGather(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	if err != nil {
 		return nil, err
 	}
-	idx, err := im.constIn(n, 1)
+	shape := im.shapeOfVal(data)
+	axis, err := normAxis(int(attrInt(n, "axis", 0)), len(shape))
 	if err != nil {
 		return nil, err
 	}
-	shape := im.shapeOfVal(data)
-	axis, err := normAxis(int(attrInt(n, "axis", 0)), len(shape))
+	if iv, err := im.in(n, 1); err != nil {
+		return nil, err
+	} else if !isConst(iv) {
+		return gatherComputed(im, n, data, axis)
+	}
+	idx, err := im.constIn(n, 1)
 	if err != nil {
 		return nil, err
 	}

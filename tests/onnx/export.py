@@ -13,6 +13,7 @@ the output is deterministic (fixed seeds, one thread). CI only reads the
 committed files.
 """
 import json
+import math
 import os
 import struct
 
@@ -221,6 +222,53 @@ class GRUNet(nn.Module):
         return nn.functional.cross_entropy(self.fc(out.mean(1)), labels)
 
 
+class NanoGPT(nn.Module):
+    """A nanoGPT-style language model: token and position embeddings, one
+    pre-LayerNorm block (causal self-attention masked by a registered tril
+    buffer, a GELU MLP, residuals), a final LayerNorm and an lm_head tied to
+    the token embedding, with cross-entropy over every position. The sequence
+    is shorter than the block size, so the mask is sliced as nanoGPT does."""
+
+    def __init__(self, vocab=16, block=8, n_embd=16, n_head=2):
+        super().__init__()
+        self.n_head, self.n_embd = n_head, n_embd
+        self.wte = nn.Embedding(vocab, n_embd)
+        self.wpe = nn.Embedding(block, n_embd)
+        self.ln_1 = nn.LayerNorm(n_embd)
+        self.c_attn = nn.Linear(n_embd, 3 * n_embd)
+        self.c_proj = nn.Linear(n_embd, n_embd)
+        self.ln_2 = nn.LayerNorm(n_embd)
+        self.c_fc = nn.Linear(n_embd, 4 * n_embd)
+        self.mlp_proj = nn.Linear(4 * n_embd, n_embd)
+        self.ln_f = nn.LayerNorm(n_embd)
+        self.lm_head = nn.Linear(n_embd, vocab, bias=False)
+        self.lm_head.weight = self.wte.weight
+        self.register_buffer("bias", torch.tril(torch.ones(block, block)).view(1, 1, block, block))
+        for m in self.modules():  # nanoGPT's initialization
+            if isinstance(m, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(m.weight, mean=0.0, std=0.02)
+            if isinstance(m, nn.Linear) and m.bias is not None:
+                nn.init.zeros_(m.bias)
+
+    def forward(self, idx, targets):
+        B, T = idx.size()
+        pos = torch.arange(0, T, dtype=torch.long)
+        x = self.wte(idx) + self.wpe(pos)
+        C = self.n_embd
+        q, k, v = self.c_attn(self.ln_1(x)).split(C, dim=2)
+        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
+        att = nn.functional.softmax(att, dim=-1)
+        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+        x = x + self.c_proj(y)
+        x = x + self.mlp_proj(nn.functional.gelu(self.c_fc(self.ln_2(x))))
+        logits = self.lm_head(self.ln_f(x))
+        return nn.functional.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+
+
 def fixture(name, model, x, labels, dynamic_axes=None):
     model.train()
     names = [n for n, _ in model.named_parameters()]
@@ -275,6 +323,8 @@ def main():
     fixture("lstm", LSTMNet(), torch.randn(3, 7, 5), torch.randint(0, 4, (3,)))
     torch.manual_seed(9)
     fixture("gru", GRUNet(), torch.randn(3, 7, 5), torch.randint(0, 4, (3,)))
+    torch.manual_seed(10)
+    fixture("nanogpt", NanoGPT(), torch.randint(0, 16, (2, 6)), torch.randint(0, 16, (2, 6)))
 
 
 if __name__ == "__main__":
