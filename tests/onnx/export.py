@@ -269,6 +269,22 @@ class NanoGPT(nn.Module):
         return nn.functional.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
 
 
+class EncoderLayer(nn.Module):
+    """nn.TransformerEncoderLayer (batch_first, post-norm, ReLU) with a
+    mean-pooled linear head. Its dropout is 0: exported in training mode, each
+    Dropout node has ratio 0 and training_mode true, which import reads as
+    the identity, so the losses can match PyTorch's (with p > 0 kiln would
+    draw its own masks, never PyTorch's)."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer = nn.TransformerEncoderLayer(d_model=16, nhead=2, dim_feedforward=32, dropout=0.0, batch_first=True)
+        self.fc = nn.Linear(16, 4)
+
+    def forward(self, x, labels):
+        return nn.functional.cross_entropy(self.fc(self.layer(x).mean(1)), labels)
+
+
 def fixture(name, model, x, labels, dynamic_axes=None):
     model.train()
     names = [n for n, _ in model.named_parameters()]
@@ -325,6 +341,8 @@ def main():
     fixture("gru", GRUNet(), torch.randn(3, 7, 5), torch.randint(0, 4, (3,)))
     torch.manual_seed(10)
     fixture("nanogpt", NanoGPT(), torch.randint(0, 16, (2, 6)), torch.randint(0, 16, (2, 6)))
+    torch.manual_seed(11)
+    fixture("transformer_encoder", EncoderLayer(), torch.randn(3, 5, 16), torch.randint(0, 4, (3,)))
 
 
 if __name__ == "__main__":
