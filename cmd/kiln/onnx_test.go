@@ -21,7 +21,7 @@ func onnxFixture(name string) string {
 // atol 1e-12).
 func TestGradONNX(t *testing.T) {
 	t.Parallel()
-	for _, name := range []string{"mlp", "cnn", "mixed", "shapes", "mlp64", "resnet_block", "mobilenet_block", "lstm", "gru", "nanogpt", "transformer_encoder"} {
+	for _, name := range []string{"mlp", "cnn", "mixed", "shapes", "mlp64", "resnet_block", "mobilenet_block", "lstm", "gru", "rnn", "nanogpt", "transformer_encoder"} {
 		t.Run(name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "out.safetensors")
 			runKiln(t, "grad", onnxFixture(name+".onnx"), "-inputs", onnxFixture(name+".inputs.safetensors"), "-out", out).want(t, 0)

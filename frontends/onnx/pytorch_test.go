@@ -16,7 +16,7 @@ import (
 )
 
 // fixtures are the models tests/onnx/export.py writes with PyTorch.
-var fixtures = []string{"mlp", "cnn", "mixed", "shapes", "dynamic", "mlp64", "resnet_block", "mobilenet_block", "lstm", "gru", "nanogpt", "transformer_encoder"}
+var fixtures = []string{"mlp", "cnn", "mixed", "shapes", "dynamic", "mlp64", "resnet_block", "mobilenet_block", "lstm", "gru", "rnn", "nanogpt", "transformer_encoder"}
 
 // fixtureShapes are the static shapes of the inputs of the fixtures
 // exported with a symbolic batch dim.

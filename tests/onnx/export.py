@@ -222,6 +222,20 @@ class GRUNet(nn.Module):
         return nn.functional.cross_entropy(self.fc(out.mean(1)), labels)
 
 
+class RNNNet(nn.Module):
+    """A one-layer nn.RNN with ReLU over batch-first sequences (an RNN node
+    with activations [Relu]), classified from the final hidden state."""
+
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.RNN(5, 6, nonlinearity="relu", batch_first=True)
+        self.fc = nn.Linear(6, 4)
+
+    def forward(self, x, labels):
+        _, h = self.rnn(x)
+        return nn.functional.cross_entropy(self.fc(h[-1]), labels)
+
+
 class NanoGPT(nn.Module):
     """A nanoGPT-style language model: token and position embeddings, one
     pre-LayerNorm block (causal self-attention masked by a registered tril
@@ -339,6 +353,8 @@ def main():
     fixture("lstm", LSTMNet(), torch.randn(3, 7, 5), torch.randint(0, 4, (3,)))
     torch.manual_seed(9)
     fixture("gru", GRUNet(), torch.randn(3, 7, 5), torch.randint(0, 4, (3,)))
+    torch.manual_seed(12)
+    fixture("rnn", RNNNet(), torch.randn(3, 7, 5), torch.randint(0, 4, (3,)))
     torch.manual_seed(10)
     fixture("nanogpt", NanoGPT(), torch.randint(0, 16, (2, 6)), torch.randint(0, 16, (2, 6)))
     torch.manual_seed(11)
