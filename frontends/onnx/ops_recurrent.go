@@ -3,6 +3,7 @@ package onnx
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/kilnml/kiln/frontends/onnx/onnxpb"
@@ -472,9 +473,18 @@ func (im *importer) unrollRecurrent(n *onnxpb.NodeProto, k cellKind) ([]*val, er
 		cs = append(cs, c)
 	}
 	// Y [T, D, B, H], Y_h and Y_c [D, B, H]; layout 1: [B, T, D, H] and [B, D, H].
-	y := u.op(ir.OpStack, ir.MakeAttrs("axis", ir.Int(1)), ys...)
+	// stack joins the directions along a new axis; one direction is a
+	// reshape.
+	stack := func(axis int, v []ir.ID) ir.ID {
+		if len(v) == 1 && u.err == nil {
+			s := append([]int(nil), im.shapeOf(v[0])...)
+			return u.reshape(v[0], slices.Insert(s, axis, 1)...)
+		}
+		return u.op(ir.OpStack, ir.MakeAttrs("axis", ir.Int(axis)), v...)
+	}
+	y := stack(1, ys)
 	final := func(v []ir.ID) ir.ID {
-		out := u.op(ir.OpStack, ir.MakeAttrs("axis", ir.Int(0)), v...)
+		out := stack(0, v)
 		if layout == 1 {
 			out = u.transpose(out, 1, 0, 2)
 		}
