@@ -182,7 +182,7 @@ func FuzzDecode(f *testing.F) {
 	w := wTensor()
 	w.RawData = wRaw()
 	f.Add(tinyModel(w, nil))
-	for _, name := range []string{"mlp", "cnn"} {
+	for _, name := range []string{"mlp", "cnn", "rnn", "gru", "nanogpt"} {
 		if b, err := os.ReadFile(filepath.Join("..", "..", "tests", "testdata", "onnx", name+".onnx")); err == nil {
 			f.Add(b)
 		}
