@@ -214,11 +214,11 @@ func recurrentDoc(k cellKind) string {
 	common := "unrolled over the time steps into matmul, add, mul, slice, reshape, stack and the activations; direction forward, reverse or bidirectional; layout 0 or 1; B, initial_h optional; sequence_lens absent or a constant equal to the sequence length for every batch entry (padded sequences are refused); clip bounds the input of every activation; activations Sigmoid, Tanh, Relu, LeakyRelu, Elu, HardSigmoid, Softsign, Softplus, Affine, ScaledTanh with activation_alpha/beta consumed in order"
 	switch k {
 	case cellGRU:
-		return "GRU " + common + "; linear_before_reset 0 or 1"
+		return common + "; linear_before_reset 0 or 1"
 	case cellLSTM:
-		return "LSTM " + common + "; initial_c and the peepholes P optional; input_forget couples the forget gate as 1 - i"
+		return common + "; initial_c and the peepholes P optional; input_forget couples the forget gate as 1 - i"
 	}
-	return "RNN " + common
+	return common
 }
 
 func emitRecurrent(k cellKind) func(*importer, *onnxpb.NodeProto) ([]*val, error) {
@@ -268,14 +268,15 @@ func (im *importer) unrollRecurrent(n *onnxpb.NodeProto, k cellKind) ([]*val, er
 		T, B = B, T
 	}
 	dirs := 1
-	switch d := attrString(n, "direction", "forward"); d {
+	direction := attrString(n, "direction", "forward")
+	reverse := direction == "reverse"
+	switch direction {
 	case "forward", "reverse":
 	case "bidirectional":
 		dirs = 2
 	default:
-		return nil, fmt.Errorf("direction %q is not forward, reverse or bidirectional", ir.Excerpt(d))
+		return nil, fmt.Errorf("direction %q is not forward, reverse or bidirectional", ir.Excerpt(direction))
 	}
-	reverse := attrString(n, "direction", "forward") == "reverse"
 	w, err := im.id(n, 1)
 	if err != nil {
 		return nil, err
