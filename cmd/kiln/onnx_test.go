@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/planner"
 )
 
@@ -16,15 +17,20 @@ func onnxFixture(name string) string {
 
 // TestGradONNX runs kiln grad on the PyTorch fixtures, with the params'
 // values taken from the ONNX initializers, and checks the loss and every
-// gradient against PyTorch's (f32: rtol 1e-4).
+// gradient against PyTorch's (f32: rtol 1e-4, atol 1e-7; f64: rtol 1e-7,
+// atol 1e-12).
 func TestGradONNX(t *testing.T) {
 	t.Parallel()
-	for _, name := range []string{"mlp", "cnn", "mixed", "shapes"} {
+	for _, name := range []string{"mlp", "cnn", "mixed", "shapes", "mlp64", "resnet_block", "mobilenet_block", "lstm", "gru", "rnn", "nanogpt", "transformer_encoder"} {
 		t.Run(name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "out.safetensors")
 			runKiln(t, "grad", onnxFixture(name+".onnx"), "-inputs", onnxFixture(name+".inputs.safetensors"), "-out", out).want(t, 0)
 			got := readTensors(t, out)
 			want := readTensors(t, onnxFixture(name+".expected.safetensors"))
+			rtol, atol := 1e-4, 1e-7
+			if want["loss"].Type.DType == ir.F64 {
+				rtol, atol = 1e-7, 1e-12
+			}
 			n := 0
 			for k, w := range want {
 				if k == "sgd_losses" {
@@ -40,7 +46,7 @@ func TestGradONNX(t *testing.T) {
 					t.Fatalf("%s: %d values, PyTorch %d", k, len(gv), len(wv))
 				}
 				for i := range wv {
-					if math.Abs(gv[i]-wv[i]) > 1e-7+1e-4*math.Abs(wv[i]) {
+					if !(math.Abs(gv[i]-wv[i]) <= atol+rtol*math.Abs(wv[i])) {
 						t.Errorf("%s[%d] = %.7g, PyTorch %.7g", k, i, gv[i], wv[i])
 						break
 					}

@@ -41,7 +41,7 @@ func init() {
 		"Softmax":                   {softmax(ir.OpSoftmax), "softmax {axis}; opset >= 13: along axis (default -1); before 13: over the flattened axes from axis on (default 1), through reshapes"},
 		"LogSoftmax":                {softmax(ir.OpLogSoftmax), "log_softmax {axis}; axis semantics as Softmax"},
 		"Flatten":                   {emitFlatten, "reshape to [prod(dims before axis), prod(dims from axis)]; axis default 1, negative counts from the end"},
-		"Reshape":                   {emitReshape, "reshape to the constant shape input (opset >= 5; 0 copies the input's dim unless allowzero=1, -1 is inferred)"},
+		"Reshape":                   {emitReshape, "reshape to the constant shape input (opset >= 5; 0 copies the input's dim unless allowzero=1, -1 is inferred); folded on constants"},
 		"Transpose":                 {emitTranspose, "transpose {perm}; perm default reverses the axes"},
 		"Conv":                      {emitConv, "conv1d/conv2d {stride, padding, dilation, groups}; auto_pad NOTSET only, pads equal at both ends, kernel_shape checked against the weight"},
 		"MaxPool":                   {pool(ir.OpMaxPool2d), "max_pool2d {kernel, stride, padding, dilation}; 2-D, ceil_mode 0, auto_pad NOTSET, symmetric pads, no Indices output; strides default 1 as in ONNX"},
@@ -54,11 +54,17 @@ func init() {
 		"NegativeLogLikelihoodLoss": {emitNLL, "nll_loss {reduction} on [N,C] and labels [N]; no weights; ignore_index as SoftmaxCrossEntropyLoss"},
 		"Constant":                  {emitConstant, "folded: value (a tensor), value_float(s) or value_int(s)"},
 		"Shape":                     {emitShape, "folded: the static shape as i64, with start/end (opset >= 15)"},
-		"Gather":                    {emitGather, "folded on constants; on a kiln value with constant indices, index_select {axis} (a scalar index drops the axis)"},
+		"Gather":                    {emitGather, "folded on constants; on a kiln value with constant indices, index_select {axis} (a scalar index drops the axis); with computed indices, embedding for a rank-2 table along axis 0, else index_select for indices of rank <= 1"},
 		"Unsqueeze":                 {emitUnsqueeze, "reshape (unsqueeze); axes an attribute before opset 13, a constant input from 13; folded on constants"},
 		"Squeeze":                   {emitSqueeze, "reshape (squeeze); axes an attribute before opset 13, a constant input from 13 (absent: every axis of size 1); folded on constants"},
 		"Concat":                    {emitConcat, "concat {axis}; folded when every input is a constant"},
 		"ConstantOfShape":           {emitConstantOfShape, "folded: a constant of the constant shape input, filled with value (default f32 0)"},
+		// recurrent ops, unrolled over time (ops_recurrent.go)
+		"RNN":  {emitRecurrent(cellRNN), recurrentDoc(cellRNN)},
+		"GRU":  {emitRecurrent(cellGRU), recurrentDoc(cellGRU)},
+		"LSTM": {emitRecurrent(cellLSTM), recurrentDoc(cellLSTM)},
+		// layers of the PyTorch fixtures (ops_models.go)
+		"LayerNormalization": {emitLayerNorm, "layer_norm {axes from axis on, eps=epsilon}; Scale and B as weight and bias when they have the normalized shape, else mul and add with broadcasting; the Mean and InvStdDev outputs are not computed"},
 	}
 	for k, r := range mergeRows(moreOps(), shapeOps()) {
 		Ops[k] = r
@@ -389,7 +395,7 @@ func emitFlatten(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 }
 
 func emitReshape(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
-	x, err := im.id(n, 0)
+	v, err := im.in(n, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -406,7 +412,7 @@ func emitReshape(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 		}
 		want = c.ints()
 	}
-	in := im.shapeOf(x)
+	in := im.shapeOfVal(v)
 	allowZero := attrInt(n, "allowzero", 0) != 0
 	shape := make([]int, len(want))
 	infer := -1
@@ -432,6 +438,16 @@ func emitReshape(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 			return nil, fmt.Errorf("cannot infer the -1 dim of shape %v for input shape %v", want, in)
 		}
 		shape[infer] = prod(in) / rest
+	}
+	if prod(shape) != prod(in) {
+		return nil, fmt.Errorf("cannot reshape %v to %v", in, shape)
+	}
+	if isConst(v) {
+		return []*val{{id: ir.NoID, c: reshapeConst(v.c, shape)}}, nil
+	}
+	x, err := im.value(v, true)
+	if err != nil {
+		return nil, err
 	}
 	return one(im.add(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(shape...)), x))
 }
@@ -857,12 +873,17 @@ func emitGather(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	if err != nil {
 		return nil, err
 	}
-	idx, err := im.constIn(n, 1)
+	shape := im.shapeOfVal(data)
+	axis, err := normAxis(int(attrInt(n, "axis", 0)), len(shape))
 	if err != nil {
 		return nil, err
 	}
-	shape := im.shapeOfVal(data)
-	axis, err := normAxis(int(attrInt(n, "axis", 0)), len(shape))
+	if iv, err := im.in(n, 1); err != nil {
+		return nil, err
+	} else if !isConst(iv) {
+		return gatherComputed(im, n, data, axis)
+	}
+	idx, err := im.constIn(n, 1)
 	if err != nil {
 		return nil, err
 	}

@@ -138,10 +138,10 @@ func TestBadModels(t *testing.T) {
 		{"external missing", tinyModel(ext("none.bin"), nil), "none.bin"},
 		{"unsupported ops", tinyModel(raw(), func(m *onnxpb.ModelProto) {
 			for i := range 3 {
-				m.Graph.Node = append(m.Graph.Node, &onnxpb.NodeProto{Name: proto.String("l" + string(rune('0'+i))), OpType: proto.String("LSTM")})
+				m.Graph.Node = append(m.Graph.Node, &onnxpb.NodeProto{Name: proto.String("l" + string(rune('0'+i))), OpType: proto.String("Loop")})
 			}
 			m.Graph.Node = append(m.Graph.Node, &onnxpb.NodeProto{Name: proto.String("e"), OpType: proto.String("Einsum")})
-		}), "unsupported op Einsum: 1 node(s), the first \"e\"\nunsupported op LSTM: 3 node(s), the first \"l0\""},
+		}), "unsupported op Einsum: 1 node(s), the first \"e\"\nunsupported op Loop: 3 node(s), the first \"l0\""},
 		{"constant without a tensor", tinyModel(raw(), func(m *onnxpb.ModelProto) {
 			m.Graph.Node = append([]*onnxpb.NodeProto{{Name: proto.String("c"), OpType: proto.String("Constant"), Output: []string{"c"},
 				Attribute: []*onnxpb.AttributeProto{{Name: proto.String("value"), Type: onnxpb.AttributeProto_TENSOR.Enum()}}}}, m.Graph.Node...)
@@ -182,7 +182,7 @@ func FuzzDecode(f *testing.F) {
 	w := wTensor()
 	w.RawData = wRaw()
 	f.Add(tinyModel(w, nil))
-	for _, name := range []string{"mlp", "cnn"} {
+	for _, name := range []string{"mlp", "cnn", "rnn", "gru", "nanogpt"} {
 		if b, err := os.ReadFile(filepath.Join("..", "..", "tests", "testdata", "onnx", name+".onnx")); err == nil {
 			f.Add(b)
 		}

@@ -13,6 +13,7 @@ the output is deterministic (fixed seeds, one thread). CI only reads the
 committed files.
 """
 import json
+import math
 import os
 import struct
 
@@ -134,6 +135,170 @@ class Dynamic(nn.Module):
         return nn.functional.cross_entropy(self.fc(h.view(h.size(0), -1)), labels)
 
 
+class MLP64(nn.Module):
+    """The MLP in float64: params, inputs, loss and gradients are all double."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(16, 12)
+        self.fc2 = nn.Linear(12, 5)
+
+    def forward(self, x, labels):
+        return nn.functional.cross_entropy(self.fc2(torch.tanh(self.fc1(x))), labels)
+
+
+class BasicBlock(nn.Module):
+    """A ResNet basic block that halves the resolution: two 3x3 convs with
+    training-mode BatchNorm, and a strided 1x1 conv with BatchNorm as the
+    shortcut (torchvision's downsample), then a pooled linear head."""
+
+    def __init__(self, cin=4, cout=8):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride=2, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.downsample = nn.Sequential(nn.Conv2d(cin, cout, 1, stride=2, bias=False), nn.BatchNorm2d(cout))
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(cout, 10)
+
+    def forward(self, x, labels):
+        out = torch.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        out = torch.relu(out + self.downsample(x))
+        logits = self.fc(torch.flatten(self.pool(out), 1))
+        return nn.functional.cross_entropy(logits, labels)
+
+
+class DepthwiseSeparable(nn.Module):
+    """A MobileNet block: a depthwise 3x3 conv (groups = channels), BatchNorm,
+    ReLU6 (exported as Clip with constant min and max), a pointwise 1x1 conv,
+    BatchNorm, ReLU6, then a pooled linear head."""
+
+    def __init__(self, cin=4, cout=8):
+        super().__init__()
+        self.dw = nn.Conv2d(cin, cin, 3, padding=1, groups=cin, bias=False)
+        self.bn1 = nn.BatchNorm2d(cin)
+        self.pw = nn.Conv2d(cin, cout, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.act = nn.ReLU6()
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(cout, 10)
+
+    def forward(self, x, labels):
+        h = self.act(self.bn1(self.dw(x)))
+        h = self.act(self.bn2(self.pw(h)))
+        return nn.functional.cross_entropy(self.fc(torch.flatten(self.pool(h), 1)), labels)
+
+
+class LSTMNet(nn.Module):
+    """A two-layer nn.LSTM over batch-first sequences (exported as two LSTM
+    nodes between Transposes, the weights re-ordered by Slice and Concat),
+    classified from the last step's output."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(5, 6, num_layers=2, batch_first=True)
+        self.fc = nn.Linear(6, 4)
+
+    def forward(self, x, labels):
+        out, _ = self.lstm(x)
+        return nn.functional.cross_entropy(self.fc(out[:, -1]), labels)
+
+
+class GRUNet(nn.Module):
+    """A bidirectional nn.GRU over batch-first sequences (linear_before_reset
+    as PyTorch computes it) from a learned initial state expanded over the
+    batch, classified from the mean over time."""
+
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(5, 6, batch_first=True, bidirectional=True)
+        self.h0 = nn.Parameter(torch.randn(2, 1, 6) * 0.1)
+        self.fc = nn.Linear(12, 4)
+
+    def forward(self, x, labels):
+        out, _ = self.gru(x, self.h0.expand(2, x.size(0), 6).contiguous())
+        return nn.functional.cross_entropy(self.fc(out.mean(1)), labels)
+
+
+class RNNNet(nn.Module):
+    """A one-layer nn.RNN with ReLU over batch-first sequences (an RNN node
+    with activations [Relu]), classified from the final hidden state."""
+
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.RNN(5, 6, nonlinearity="relu", batch_first=True)
+        self.fc = nn.Linear(6, 4)
+
+    def forward(self, x, labels):
+        _, h = self.rnn(x)
+        return nn.functional.cross_entropy(self.fc(h[-1]), labels)
+
+
+class NanoGPT(nn.Module):
+    """A nanoGPT-style language model: token and position embeddings, one
+    pre-LayerNorm block (causal self-attention masked by a registered tril
+    buffer, a GELU MLP, residuals), a final LayerNorm and an lm_head tied to
+    the token embedding, with cross-entropy over every position. The sequence
+    is shorter than the block size, so the mask is sliced as nanoGPT does."""
+
+    def __init__(self, vocab=16, block=8, n_embd=16, n_head=2):
+        super().__init__()
+        self.n_head, self.n_embd = n_head, n_embd
+        self.wte = nn.Embedding(vocab, n_embd)
+        self.wpe = nn.Embedding(block, n_embd)
+        self.ln_1 = nn.LayerNorm(n_embd)
+        self.c_attn = nn.Linear(n_embd, 3 * n_embd)
+        self.c_proj = nn.Linear(n_embd, n_embd)
+        self.ln_2 = nn.LayerNorm(n_embd)
+        self.c_fc = nn.Linear(n_embd, 4 * n_embd)
+        self.mlp_proj = nn.Linear(4 * n_embd, n_embd)
+        self.ln_f = nn.LayerNorm(n_embd)
+        self.lm_head = nn.Linear(n_embd, vocab, bias=False)
+        self.lm_head.weight = self.wte.weight
+        self.register_buffer("bias", torch.tril(torch.ones(block, block)).view(1, 1, block, block))
+        for m in self.modules():  # nanoGPT's initialization
+            if isinstance(m, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(m.weight, mean=0.0, std=0.02)
+            if isinstance(m, nn.Linear) and m.bias is not None:
+                nn.init.zeros_(m.bias)
+
+    def forward(self, idx, targets):
+        B, T = idx.size()
+        pos = torch.arange(0, T, dtype=torch.long)
+        x = self.wte(idx) + self.wpe(pos)
+        C = self.n_embd
+        q, k, v = self.c_attn(self.ln_1(x)).split(C, dim=2)
+        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
+        att = nn.functional.softmax(att, dim=-1)
+        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+        x = x + self.c_proj(y)
+        x = x + self.mlp_proj(nn.functional.gelu(self.c_fc(self.ln_2(x))))
+        logits = self.lm_head(self.ln_f(x))
+        return nn.functional.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+
+
+class EncoderLayer(nn.Module):
+    """nn.TransformerEncoderLayer (batch_first, post-norm, ReLU) with a
+    mean-pooled linear head. Its dropout is 0: exported in training mode, each
+    Dropout node has ratio 0 and training_mode true, which import reads as
+    the identity, so the losses can match PyTorch's (with p > 0 kiln would
+    draw its own masks, never PyTorch's)."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer = nn.TransformerEncoderLayer(d_model=16, nhead=2, dim_feedforward=32, dropout=0.0, batch_first=True)
+        self.fc = nn.Linear(16, 4)
+
+    def forward(self, x, labels):
+        return nn.functional.cross_entropy(self.fc(self.layer(x).mean(1)), labels)
+
+
 def fixture(name, model, x, labels, dynamic_axes=None):
     model.train()
     names = [n for n, _ in model.named_parameters()]
@@ -160,7 +325,7 @@ def fixture(name, model, x, labels, dynamic_axes=None):
         l.backward()
         opt.step()
         losses.append(l.item())
-    expected["sgd_losses"] = np.array(losses, dtype=np.float32)
+    expected["sgd_losses"] = np.array(losses, dtype=expected["loss"].dtype)
     write_safetensors(os.path.join(OUT, name + ".expected.safetensors"), expected)
     print(name, "loss", float(expected["loss"]), "params", names)
 
@@ -178,6 +343,22 @@ def main():
     torch.manual_seed(4)
     fixture("dynamic", Dynamic(), torch.randn(4, 1, 8, 8), torch.randint(0, 10, (4,)),
             dynamic_axes={"x": {0: "batch"}, "labels": {0: "batch"}})
+    torch.manual_seed(5)
+    fixture("mlp64", MLP64().double(), torch.randn(6, 16, dtype=torch.float64), torch.randint(0, 5, (6,)))
+    torch.manual_seed(6)
+    fixture("resnet_block", BasicBlock(), torch.randn(4, 4, 8, 8), torch.randint(0, 10, (4,)))
+    torch.manual_seed(7)
+    fixture("mobilenet_block", DepthwiseSeparable(), torch.randn(4, 4, 8, 8), torch.randint(0, 10, (4,)))
+    torch.manual_seed(8)
+    fixture("lstm", LSTMNet(), torch.randn(3, 7, 5), torch.randint(0, 4, (3,)))
+    torch.manual_seed(9)
+    fixture("gru", GRUNet(), torch.randn(3, 7, 5), torch.randint(0, 4, (3,)))
+    torch.manual_seed(12)
+    fixture("rnn", RNNNet(), torch.randn(3, 7, 5), torch.randint(0, 4, (3,)))
+    torch.manual_seed(10)
+    fixture("nanogpt", NanoGPT(), torch.randint(0, 16, (2, 6)), torch.randint(0, 16, (2, 6)))
+    torch.manual_seed(11)
+    fixture("transformer_encoder", EncoderLayer(), torch.randn(3, 5, 16), torch.randint(0, 4, (3,)))
 
 
 if __name__ == "__main__":
