@@ -21,8 +21,9 @@ import (
 //   - No inputs: the graph holds its own data (consts and params); each
 //     training step is Step, and the loss is all there is to report.
 //   - Two inputs, the features then the targets, both with the batch size B
-//     as their first dimension. The features are floats [B,D] or integer
-//     tokens [B,T] (i32 or i64). The targets are integer class labels [B],
+//     as their first dimension. The features are floats [B,D], or of any
+//     rank from 2 ([B,C,H,W] for images: each data row's features fill the
+//     dims after the batch in order), or integer tokens [B,T] (i32 or i64). The targets are integer class labels [B],
 //     integer labels per token [B,T], or float values [B] or [B,K]
 //     (regression).
 //   - An optional second output gives the metric: for labels [B], logits
@@ -67,7 +68,7 @@ type Signature struct {
 	Kind              TargetKind
 	Features, Targets string // the inputs' names; "" with NoData
 	Batch             int    // B; 0 with NoData
-	Width             int    // features (D) or tokens (T) per row
+	Width             int    // features (D, the dims after the batch together) or tokens (T) per row
 	Tokens            bool   // the features are integer tokens
 	K                 int    // targets per row: 1 for Labels, T for TokenLabels, K for Regression
 	Output            string // the second output that gives the metric; "" when none
@@ -129,10 +130,12 @@ func inputSignature(g *ir.Graph) (Signature, error) {
 	}
 	fx, ty := g.Type(ins[0]), g.Type(ins[1])
 	s.Features, s.Targets = g.Value(ins[0]).Name, g.Value(ins[1]).Name
-	if len(fx.Shape) != 2 || !(fx.DType.IsFloat() || fx.DType == ir.I32 || fx.DType == ir.I64) {
-		return s, fmt.Errorf("the first input %%%s must be float features [B,D] or integer tokens [B,T], found %s", s.Features, fx)
+	features := fx.DType.IsFloat() && len(fx.Shape) >= 2
+	tokens := (fx.DType == ir.I32 || fx.DType == ir.I64) && len(fx.Shape) == 2
+	if !features && !tokens {
+		return s, fmt.Errorf("the first input %%%s must be float features [B,D] (or [B,C,H,W], any rank from 2: a row's features fill the dims after the batch in order) or integer tokens [B,T], found %s", s.Features, fx)
 	}
-	s.Batch, s.Width, s.Tokens = fx.Shape[0], fx.Shape[1], !fx.DType.IsFloat()
+	s.Batch, s.Width, s.Tokens = fx.Shape[0], fx.Shape[1:].NumElements(), tokens
 	if len(ty.Shape) == 0 || len(ty.Shape) > 2 || ty.Shape[0] != s.Batch || !(ty.DType.IsFloat() || ty.DType.IsInt()) {
 		return s, fmt.Errorf("the second input %%%s must be targets of batch %d: integer labels [%d] or [%d,T], or float values [%d] or [%d,K]; found %s",
 			s.Targets, s.Batch, s.Batch, s.Batch, s.Batch, s.Batch, ty)

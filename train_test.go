@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -93,6 +94,40 @@ func TestTrainerRegression(t *testing.T) {
 	}
 	if mse := (1 - r2) * ss / float64(held.N); math.Abs(mse-loss) > 0.5*mse {
 		t.Errorf("held-out loss %.5f, but R² %.5f means a mean squared error of %.5f", loss, r2, mse)
+	}
+}
+
+// TestTrainerImageFeatures checks that features of rank above 2 take each
+// data row in order: an MLP whose input is [B,1,2,1] (reshaped to [B,2]
+// inside) trains bitwise as the same MLP on [B,2].
+func TestTrainerImageFeatures(t *testing.T) {
+	t.Parallel()
+	image := frontends.NewBuilder("regress")
+	x := image.Reshape(image.Input("x", ir.F32, 32, 1, 2, 1), 32, 2)
+	y := image.Input("y", ir.F32, 32)
+	h := image.Tanh(image.Add(image.Matmul(x, image.Param("w1", ir.F32, 2, 32)), image.Param("b1", ir.F32, 32)))
+	p := image.Reshape(image.Add(image.Matmul(h, image.Param("w2", ir.F32, 32, 1)), image.Param("b2", ir.F32, 1)), 32)
+	image.Output(image.MSELoss(p, y), p)
+	data, err := dataset.KAN2D(200, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var losses [2][]float64
+	for k, b := range []*frontends.Builder{regressionMLP(32), image} {
+		tr := newTrainer(t, b, 0.05)
+		if w := tr.Signature().Width; w != 2 {
+			t.Fatalf("model %d: signature width %d, want 2", k, w)
+		}
+		for range 3 {
+			loss, _, err := tr.Epoch(context.Background(), data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			losses[k] = append(losses[k], loss)
+		}
+	}
+	if !slices.Equal(losses[0], losses[1]) || !(losses[0][2] < losses[0][0]) {
+		t.Errorf("epoch losses %v on [B,2] and %v on [B,1,2,1]; want them equal and falling", losses[0], losses[1])
 	}
 }
 
@@ -252,8 +287,12 @@ func TestTrainerSignatureErrors(t *testing.T) {
 		{"three inputs", func(b *frontends.Builder) {
 			loss(b, b.Input("x", ir.F32, 4, 2), b.Input("y", ir.F32, 4), b.Input("z", ir.F32, 4))
 		}, []string{"found 3"}},
-		{"features of rank 3", func(b *frontends.Builder) { loss(b, b.Input("x", ir.F32, 4, 2, 2), b.Input("y", ir.F32, 4)) },
-			[]string{"%x", "float features [B,D] or integer tokens [B,T]", "found f32[4,2,2]"}},
+		{"features of rank 1", func(b *frontends.Builder) { loss(b, b.Input("x", ir.F32, 4), b.Input("y", ir.F32, 4)) },
+			[]string{"%x", "float features [B,D]", "or integer tokens [B,T]", "found f32[4]"}},
+		{"tokens of rank 3", func(b *frontends.Builder) {
+			x := b.Input("x", ir.I64, 4, 2, 2)
+			loss(b, b.Where(b.Greater(x, b.Scalar(0, ir.I64)), b.Const(ir.F32, []int{4, 2, 2}, make([]float64, 16)...), b.Const(ir.F32, []int{4, 2, 2}, make([]float64, 16)...)), b.Input("y", ir.F32, 4))
+		}, []string{"%x", "integer tokens [B,T]", "found i64[4,2,2]"}},
 		{"bool features", func(b *frontends.Builder) {
 			x := b.Input("x", ir.Bool, 4, 2)
 			one := b.Const(ir.F32, []int{4, 2}, 1, 1, 1, 1, 1, 1, 1, 1)
