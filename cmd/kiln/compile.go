@@ -11,7 +11,6 @@ import (
 
 	"github.com/kilnml/kiln"
 	"github.com/kilnml/kiln/checkpoint"
-	"github.com/kilnml/kiln/frontends/onnx"
 	"github.com/kilnml/kiln/frontends/safetensors"
 	"github.com/kilnml/kiln/internal/sysmem"
 	"github.com/kilnml/kiln/ir"
@@ -20,21 +19,29 @@ import (
 )
 
 // loadGraph reads and parses a .kir file, or imports an ONNX model (a
-// FILE.onnx), and returns the graph with the initial param values the file
-// carries (an ONNX model's initializers; none for .kir). A file larger than
-// the memory available is refused before it is read.
-func loadGraph(path string) (*ir.Graph, []safetensors.Tensor, error) {
+// FILE.onnx) with the import options mf gives (nil: none), and returns the
+// graph with the initial param values the file carries (an ONNX model's
+// initializers; none for .kir). A file larger than the memory available is
+// refused before it is read, and a .kir file refuses the import options.
+func loadGraph(path string, mf *modelFlags) (*ir.Graph, []safetensors.Tensor, error) {
+	o, err := mf.options()
+	if err != nil {
+		return nil, nil, err
+	}
 	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
 		if err := sysmem.Check("file", fi.Size()); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", path, err)
 		}
 	}
 	if strings.EqualFold(filepath.Ext(path), ".onnx") {
-		m, err := onnx.Import(path)
+		m, err := o.Import(path)
 		if err != nil {
 			return nil, nil, err
 		}
 		return m.Graph, m.Params, nil
+	}
+	if given := mf.given(); len(given) > 0 {
+		return nil, nil, usagef("%s is for ONNX models; %s is not a .onnx file", strings.Join(given, ", "), path)
 	}
 	src, err := os.ReadFile(path)
 	if err != nil {
@@ -209,13 +216,13 @@ func (c *checkpointFlags) meta(m map[string]string, opts kiln.Options) {
 // load reads the debug switches and the graph at path and returns the
 // compile options of commands that build a plan: the gradient is taken when
 // the graph has params, opt (if any) appends the update, and o0 turns the
-// optimizing passes off.
-func load(path string, opt *passes.OptimizerConfig, o0 bool) (*ir.Graph, []safetensors.Tensor, kiln.Options, error) {
+// optimizing passes off; mf are the model's import flags.
+func load(path string, mf *modelFlags, opt *passes.OptimizerConfig, o0 bool) (*ir.Graph, []safetensors.Tensor, kiln.Options, error) {
 	dbg, err := debugSwitches()
 	if err != nil {
 		return nil, nil, kiln.Options{}, err
 	}
-	g, params, err := loadGraph(path)
+	g, params, err := loadGraph(path, mf)
 	if err != nil {
 		return nil, nil, kiln.Options{}, err
 	}

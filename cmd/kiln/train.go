@@ -305,7 +305,7 @@ func (l *loopFlags) train(stdout io.Writer, t *kiln.Trainer, model, optDesc stri
 // by an older kiln that recorded fewer, and is not resumed.
 const (
 	settingsKey     = "settings"
-	settingsVersion = "2"
+	settingsVersion = "3"
 )
 
 // config returns what a checkpoint records of the run, which a resumed run
@@ -335,16 +335,18 @@ func (l *loopFlags) config(model string, settings map[string]string, t *kiln.Tra
 
 // trainSettings returns the settings of kiln train that change the result
 // and that the loop's flags do not hold: the model's identity (modelHash),
-// the optimizer with every hyperparameter it reads, -O0 and -device. The
+// the ONNX import flags mf, the optimizer with every hyperparameter it
+// reads, -O0 and -device. The
 // keys are the flags' names. -O0 is one because canonicalize, which it
 // turns off, changes results in their last bits (docs/ARCHITECTURE.md).
-func trainSettings(g *ir.Graph, opt passes.OptimizerConfig, o0 bool, device string) map[string]string {
+func trainSettings(g *ir.Graph, mf *modelFlags, opt passes.OptimizerConfig, o0 bool, device string) map[string]string {
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 	s := map[string]string{
 		modelHashKey: modelHash(g), "-optimizer": opt.Kind, "-lr": f(opt.LR),
 		"-weight-decay": f(opt.WeightDecay), "-clip-grad": f(opt.ClipGrad),
 		"-O0": strconv.FormatBool(o0), "-device": device,
 	}
+	mf.settings(s)
 	if opt.Kind == "adam" {
 		s["-beta1"], s["-beta2"], s["-eps"] = f(opt.Beta1), f(opt.Beta2), f(opt.Eps)
 	} else {
@@ -590,6 +592,7 @@ func metric(sig kiln.Signature, v float64) string {
 func runTrain(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("train", flag.ContinueOnError)
 	o0 := addO0Flag(fs)
+	mf := addModelFlags(fs)
 	lf := addLoopFlags(fs)
 	of := addOptimizerFlags(fs, "adam")
 	cf := addCheckpointFlags(fs)
@@ -622,6 +625,9 @@ func runTrain(args []string, stdout io.Writer) error {
 		if lf.dataPath != "" && lf.dataPath != digitsData {
 			return usagef("-data needs a MODEL.kir to train")
 		}
+		if given := mf.given(); len(given) > 0 {
+			return usagef("%s is for ONNX models; give a MODEL.onnx", strings.Join(given, ", "))
+		}
 		if err := lf.checkFiles(fileArg{}); err != nil {
 			return err
 		}
@@ -632,7 +638,7 @@ func runTrain(args []string, stdout io.Writer) error {
 		if err := lf.checkFiles(fileArg{"MODEL.kir", pos[0]}); err != nil {
 			return err
 		}
-		if g, params, err = loadGraph(pos[0]); err != nil {
+		if g, params, err = loadGraph(pos[0], mf); err != nil {
 			return err
 		}
 		if lf.dataPath == "" && len(g.Inputs()) > 0 {
@@ -669,7 +675,7 @@ func runTrain(args []string, stdout io.Writer) error {
 	if report != nil && cf.active() {
 		fmt.Fprint(stdout, report)
 	}
-	return lf.train(stdout, t, g.Name, fmt.Sprintf("%s lr %g", opt.Kind, opt.LR), trainSettings(g, *opt, *o0, *device), data, dataName)
+	return lf.train(stdout, t, g.Name, fmt.Sprintf("%s lr %g", opt.Kind, opt.LR), trainSettings(g, mf, *opt, *o0, *device), data, dataName)
 }
 
 func pct(v float64) string {

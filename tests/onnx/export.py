@@ -165,6 +165,38 @@ def fixture(name, model, x, labels, dynamic_axes=None):
     print(name, "loss", float(expected["loss"]), "params", names)
 
 
+class Finetune(nn.Module):
+    """A model exported without a loss, for fine-tuning: a body and a head
+    over 64 features and 10 classes (the digits data's); kiln appends the
+    loss (-loss ce) and freezes the body (-freeze 'body\\.')."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 32), nn.ReLU())
+        self.head = nn.Linear(32, 10)
+
+    def forward(self, x):
+        return self.head(self.body(x))
+
+
+def finetune():
+    """Writes finetune.onnx (batch 32, output "logits", no loss) with its
+    inputs and PyTorch's logits."""
+    torch.manual_seed(5)
+    model = Finetune()
+    x = torch.randn(32, 64)
+    model.train()
+    torch.onnx.export(model, (x,), os.path.join(OUT, "finetune.onnx"), opset_version=17,
+                      training=torch.onnx.TrainingMode.TRAINING,
+                      do_constant_folding=False,
+                      input_names=["x"], output_names=["logits"])
+    write_safetensors(os.path.join(OUT, "finetune.inputs.safetensors"), {"x": x.numpy()})
+    with torch.no_grad():
+        write_safetensors(os.path.join(OUT, "finetune.expected.safetensors"),
+                          {"logits": model(x).numpy()})
+    print("finetune", "params", [n for n, _ in model.named_parameters()])
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     torch.manual_seed(0)
@@ -178,6 +210,7 @@ def main():
     torch.manual_seed(4)
     fixture("dynamic", Dynamic(), torch.randn(4, 1, 8, 8), torch.randint(0, 10, (4,)),
             dynamic_axes={"x": {0: "batch"}, "labels": {0: "batch"}})
+    finetune()
 
 
 if __name__ == "__main__":
