@@ -11,6 +11,7 @@ import (
 
 	"github.com/kilnml/kiln"
 	"github.com/kilnml/kiln/checkpoint"
+	"github.com/kilnml/kiln/frontends/onnx"
 	"github.com/kilnml/kiln/frontends/safetensors"
 	"github.com/kilnml/kiln/internal/sysmem"
 	"github.com/kilnml/kiln/ir"
@@ -24,32 +25,42 @@ import (
 // initializers; none for .kir). A file larger than the memory available is
 // refused before it is read, and a .kir file refuses the import options.
 func loadGraph(path string, mf *modelFlags) (*ir.Graph, []safetensors.Tensor, error) {
+	g, params, _, err := loadModel(path, mf)
+	return g, params, err
+}
+
+// loadModel is loadGraph that also returns the import of an ONNX model (nil
+// for .kir), which writes the trained model back (-save-onnx).
+func loadModel(path string, mf *modelFlags) (*ir.Graph, []safetensors.Tensor, *onnx.Model, error) {
 	o, err := mf.options()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
 		if err := sysmem.Check("file", fi.Size()); err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", path, err)
+			return nil, nil, nil, fmt.Errorf("%s: %w", path, err)
 		}
 	}
-	if strings.EqualFold(filepath.Ext(path), ".onnx") {
+	if isONNX(path) {
 		m, err := o.Import(path)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		return m.Graph, m.Params, nil
+		return m.Graph, m.Params, m, nil
 	}
 	if given := mf.given(); len(given) > 0 {
-		return nil, nil, usagef("%s is for ONNX models; %s is not a .onnx file", strings.Join(given, ", "), path)
+		return nil, nil, nil, usagef("%s is for ONNX models; %s is not a .onnx file", strings.Join(given, ", "), path)
 	}
 	src, err := os.ReadFile(path)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	g, err := ir.Parse(path, src)
-	return g, nil, err
+	return g, nil, nil, err
 }
+
+// isONNX reports whether path names an ONNX model (FILE.onnx).
+func isONNX(path string) bool { return strings.EqualFold(filepath.Ext(path), ".onnx") }
 
 // setModelParams sets the params of t to the initial values its model file
 // carries (params, from loadGraph). They are set before -init, -resume or

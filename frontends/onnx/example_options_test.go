@@ -1,11 +1,15 @@
 package onnx_test
 
 import (
+	"bytes"
 	"fmt"
 	"log"
+	"os"
 	"regexp"
 
 	"github.com/kilnml/kiln/frontends/onnx"
+	"github.com/kilnml/kiln/frontends/safetensors"
+	"github.com/kilnml/kiln/kernels"
 )
 
 // Import a model exported without a loss for fine-tuning: append a
@@ -34,4 +38,44 @@ func ExampleOptions() {
 	// output logits f32[32,10]
 	// param head.weight f32[10,32]
 	// param head.bias f32[10]
+}
+
+// Write a model back with new values for its params (here the initial
+// values halved; after training, the trained params) and read it again.
+func ExampleModel_WriteTrained() {
+	path := "../../tests/testdata/onnx/mlp.onnx"
+	m, err := onnx.Import(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	src, err := os.ReadFile(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	var trained []safetensors.Tensor
+	for _, p := range m.Params {
+		v := kernels.Float64s(kernels.Tensor{Type: p.Type, Data: p.Data})
+		t := kernels.New(p.Type)
+		for i := range v {
+			v[i] /= 2
+		}
+		if err := kernels.SetFloat64s(t, v); err != nil {
+			log.Fatal(err)
+		}
+		trained = append(trained, safetensors.Tensor{Name: p.Name, Type: p.Type, Data: t.Data})
+	}
+	var b bytes.Buffer
+	if err := m.WriteTrained(src, trained, &b); err != nil {
+		log.Fatal(err)
+	}
+	m2, err := onnx.Decode(b.Bytes(), "")
+	if err != nil {
+		log.Fatal(err)
+	}
+	p, q := m.Params[3], m2.Params[3]
+	fmt.Printf("%s: %.4f, written %.4f\n", p.Name,
+		kernels.Float64s(kernels.Tensor{Type: p.Type, Data: p.Data})[0],
+		kernels.Float64s(kernels.Tensor{Type: q.Type, Data: q.Data})[0])
+	// Output:
+	// fc2.bias: 0.1708, written 0.0854
 }

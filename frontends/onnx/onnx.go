@@ -41,6 +41,8 @@ type Model struct {
 	Params []safetensors.Tensor
 	// Opset is the model's default-domain opset version.
 	Opset int
+
+	names map[string]string // kiln name -> ONNX name, for WriteTrained
 }
 
 // Options are the choices of an import.
@@ -129,7 +131,7 @@ func (o Options) Decode(data []byte, dir string) (*Model, error) {
 	if err := im.run(mp.Graph); err != nil {
 		return nil, err
 	}
-	return &Model{Graph: im.g, Params: im.params, Opset: opset}, nil
+	return &Model{Graph: im.g, Params: im.params, Opset: opset, names: im.names}, nil
 }
 
 // val is an ONNX value during import: a kiln value, a constant known at
