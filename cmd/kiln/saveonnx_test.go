@@ -124,4 +124,3 @@ func TestSaveONNXErrors(t *testing.T) {
 		containsAll(t, "stderr", r.stderr, tc.want)
 	}
 }
-
