@@ -7,8 +7,10 @@ import (
 	"os"
 	"regexp"
 
+	"github.com/kilnml/kiln/examples"
 	"github.com/kilnml/kiln/frontends/onnx"
 	"github.com/kilnml/kiln/frontends/safetensors"
+	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/kernels"
 )
 
@@ -78,4 +80,38 @@ func ExampleModel_WriteTrained() {
 		kernels.Float64s(kernels.Tensor{Type: q.Type, Data: q.Data})[0])
 	// Output:
 	// fc2.bias: 0.1708, written 0.0854
+}
+
+// Export the forward graph of the digits MLP (its logits, without the
+// loss) as ONNX, with zeros for its params, and read it back.
+func ExampleExport() {
+	g, err := ir.Parse(examples.DigitsMLPFile, examples.DigitsMLP)
+	if err != nil {
+		log.Fatal(err)
+	}
+	g.Outputs = g.Outputs[1:] // the logits; the first output is the loss
+	var params []safetensors.Tensor
+	for _, id := range g.Params() {
+		v := g.Value(id)
+		params = append(params, safetensors.Tensor{Name: v.Name, Type: v.Type, Data: make([]byte, v.Type.Bytes())})
+	}
+	var b bytes.Buffer
+	if err := onnx.Export(g, params, &b); err != nil {
+		log.Fatal(err)
+	}
+	m, err := onnx.Decode(b.Bytes(), "")
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, id := range m.Graph.Inputs() {
+		fmt.Println("input", m.Graph.Value(id).Name, m.Graph.Type(id))
+	}
+	for _, id := range m.Graph.Outputs {
+		fmt.Println("output", m.Graph.Value(id).Name, m.Graph.Type(id))
+	}
+	fmt.Println("opset", m.Opset, "params", len(m.Params))
+	// Output:
+	// input x f32[32,64]
+	// output logits f32[32,10]
+	// opset 17 params 4
 }
