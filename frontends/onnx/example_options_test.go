@@ -38,7 +38,7 @@ func ExampleOptions() {
 	// input labels i64[32]
 	// output loss f32[]
 	// output logits f32[32,10]
-	// param head.weight f32[10,32]
+	// param head.weight f32[10,64]
 	// param head.bias f32[10]
 }
 

@@ -168,22 +168,47 @@ def fixture(name, model, x, labels, dynamic_axes=None):
 class Finetune(nn.Module):
     """A model exported without a loss, for fine-tuning: a body and a head
     over 64 features and 10 classes (the digits data's); kiln appends the
-    loss (-loss ce) and freezes the body (-freeze 'body\\.')."""
+    loss (-loss ce) and freezes the body (-freeze 'body[.]')."""
 
     def __init__(self):
         super().__init__()
-        self.body = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 32), nn.ReLU())
-        self.head = nn.Linear(32, 10)
+        self.body = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU())
+        self.head = nn.Linear(64, 10)
 
     def forward(self, x):
         return self.head(self.body(x))
 
 
+DIGITS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                      "frontends", "dataset", "digits", "digits.csv.gz")
+
+
 def finetune():
     """Writes finetune.onnx (batch 32, output "logits", no loss) with its
-    inputs and PyTorch's logits."""
+    inputs and PyTorch's logits. The body is trained on the digits 0 to 4
+    only (features standardized over all rows, as kiln train does with its
+    training rows); the head is new, so a model that tells all ten digits
+    apart needs the head trained on them."""
+    import gzip
+    with gzip.open(DIGITS, "rt") as f:
+        rows = np.array([[float(v) for v in line.split(",")] for line in f if line.strip()])
+    x_all, y_all = rows[:, :64], rows[:, 64].astype(np.int64)
+    std = x_all.std(axis=0)
+    x_all = (x_all - x_all.mean(axis=0)) / np.where(std > 0, std, 1)
+    keep = y_all < 5
+    xs = torch.tensor(x_all[keep], dtype=torch.float32)
+    ys = torch.tensor(y_all[keep])
     torch.manual_seed(5)
     model = Finetune()
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    for _ in range(30):
+        perm = torch.randperm(len(xs))
+        for i in range(0, len(xs) - 31, 32):
+            b = perm[i:i + 32]
+            opt.zero_grad()
+            nn.functional.cross_entropy(model(xs[b]), ys[b]).backward()
+            opt.step()
+    model.head.reset_parameters()
     x = torch.randn(32, 64)
     model.train()
     torch.onnx.export(model, (x,), os.path.join(OUT, "finetune.onnx"), opset_version=17,
