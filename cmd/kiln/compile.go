@@ -21,8 +21,9 @@ import (
 
 // loadGraph reads and parses a .kir file, or imports an ONNX model (a
 // FILE.onnx) with the import options mf gives (nil: none), and returns the
-// graph with the initial param values the file carries (an ONNX model's
-// initializers; none for .kir). A file larger than the memory available is
+// graph with the initial values of params and state the file carries (an
+// ONNX model's initializers, its BatchNorm running statistics included;
+// none for .kir). A file larger than the memory available is
 // refused before it is read, and a .kir file refuses the import options.
 func loadGraph(path string, mf *modelFlags) (*ir.Graph, []safetensors.Tensor, error) {
 	g, params, _, err := loadModel(path, mf)
@@ -46,7 +47,7 @@ func loadModel(path string, mf *modelFlags) (*ir.Graph, []safetensors.Tensor, *o
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		return m.Graph, m.Params, m, nil
+		return m.Graph, slices.Concat(m.Params, m.States), m, nil
 	}
 	if given := mf.given(); len(given) > 0 {
 		return nil, nil, nil, usagef("%s is for ONNX models; %s is not a .onnx file", strings.Join(given, ", "), path)
@@ -62,8 +63,8 @@ func loadModel(path string, mf *modelFlags) (*ir.Graph, []safetensors.Tensor, *o
 // isONNX reports whether path names an ONNX model (FILE.onnx).
 func isONNX(path string) bool { return strings.EqualFold(filepath.Ext(path), ".onnx") }
 
-// setModelParams sets the params of t to the initial values its model file
-// carries (params, from loadGraph). They are set before -init, -resume or
+// setModelParams sets the params and state of t to the initial values its
+// model file carries (params, from loadGraph). They are set before -init, -resume or
 // -inputs, which override them.
 func setModelParams(t *kiln.Trainer, params []safetensors.Tensor) error {
 	x := t.Executor()

@@ -89,13 +89,17 @@ func runGrad(args []string, stdout io.Writer) error {
 }
 
 // feedAll sets every input and param of p from tensors, which must hold
-// exactly those, with the plan's dtypes and shapes.
+// exactly those, and may hold state (an ONNX model's running statistics),
+// with the plan's dtypes and shapes.
 func feedAll(x kiln.Executor, p *planner.Plan, tensors []safetensors.Tensor, file, model string) error {
 	want := map[string]int{}
 	var names []string
 	for _, i := range append(append([]int(nil), p.Inputs...), p.Params...) {
 		want[p.Buffers[i].Name] = i
 		names = append(names, p.Buffers[i].Name)
+	}
+	for _, i := range p.States {
+		want[p.Buffers[i].Name] = i
 	}
 	have := map[string]bool{}
 	for _, t := range tensors {

@@ -124,3 +124,39 @@ func TestSaveONNXErrors(t *testing.T) {
 		containsAll(t, "stderr", r.stderr, tc.want)
 	}
 }
+
+// TestSaveONNXRunningStats trains the bnstats fixture (training-mode
+// BatchNorm) one epoch with -save-onnx and -checkpoint, and checks that the
+// model written holds the running statistics training left, bit for bit
+// those of the checkpoint, and that they moved from the original's.
+func TestSaveONNXRunningStats(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	model := onnxFixture("bnstats.onnx")
+	out, ck := filepath.Join(dir, "trained.onnx"), filepath.Join(dir, "ck")
+	runKiln(t, "train", model, "-data", "digits", "-epochs", "1", "-save-onnx", out, "-checkpoint", ck).want(t, 0)
+	states, err := filepath.Glob(filepath.Join(ck, "state-*.safetensors"))
+	if err != nil || len(states) != 1 {
+		t.Fatalf("checkpoint state files %v (%v), want one", states, err)
+	}
+	saved := readTensors(t, states[0])
+	_, orig, m, err := loadModel(model, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, got, m2, err := loadModel(out, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.States) != 4 || len(m2.States) != 4 || len(got) != len(orig) {
+		t.Fatalf("%d and %d running statistics, want 4", len(m.States), len(m2.States))
+	}
+	for i, s := range m2.States {
+		if !bytes.Equal(s.Data, saved[s.Name].Data) {
+			t.Errorf("running statistic %q of %s differs from the checkpoint's", s.Name, out)
+		}
+		if bytes.Equal(s.Data, m.States[i].Data) {
+			t.Errorf("running statistic %q did not change in training", s.Name)
+		}
+	}
+}

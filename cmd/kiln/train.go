@@ -577,7 +577,8 @@ func (l *loopFlags) save(stdout io.Writer, t *kiln.Trainer, model string) error 
 }
 
 // saveModel applies -save-onnx: the ONNX model the run trained, with its
-// initializers replaced by the trained params.
+// initializers replaced by the trained params and the running statistics
+// training updated.
 func (l *loopFlags) saveModel(stdout io.Writer, t *kiln.Trainer, model string) error {
 	if l.saveONNX == "" {
 		return nil
@@ -586,7 +587,13 @@ func (l *loopFlags) saveModel(stdout io.Writer, t *kiln.Trainer, model string) e
 	if err != nil {
 		return fmt.Errorf("-save-onnx: reading the model again: %v", err)
 	}
-	tensors, err := trainedTensors(t, t.Plan.Params)
+	bufs := slices.Clone(t.Plan.Params)
+	for _, i := range t.Plan.States {
+		if slices.ContainsFunc(l.onnxModel.States, func(s safetensors.Tensor) bool { return s.Name == t.Plan.Buffers[i].Name }) {
+			bufs = append(bufs, i) // a running statistic, not the optimizer's
+		}
+	}
+	tensors, err := trainedTensors(t, bufs)
 	if err != nil {
 		return err
 	}

@@ -39,6 +39,10 @@ type Model struct {
 	// model's initializers, in the order of Graph.Params(); they are what kiln
 	// train -init and Executor.Set take.
 	Params []safetensors.Tensor
+	// States holds the initial value of every state of Graph (the running
+	// statistics of a training-mode BatchNormalization, which each training
+	// step updates), taken from the initializers; set them like Params.
+	States []safetensors.Tensor
 	// Opset is the model's default-domain opset version.
 	Opset int
 
@@ -131,7 +135,7 @@ func (o Options) Decode(data []byte, dir string) (*Model, error) {
 	if err := im.run(mp.Graph); err != nil {
 		return nil, err
 	}
-	return &Model{Graph: im.g, Params: im.params, Opset: opset, names: im.names}, nil
+	return &Model{Graph: im.g, Params: im.params, States: im.states, Opset: opset, names: im.names}, nil
 }
 
 // val is an ONNX value during import: a kiln value, a constant known at
@@ -153,6 +157,7 @@ type importer struct {
 	env    map[string]*val
 	names  map[string]string // sanitized name -> ONNX name
 	params []safetensors.Tensor
+	states []safetensors.Tensor
 	node   *onnxpb.NodeProto
 	opts   Options
 	// paramConst holds each param's initializer, for demoteParams.

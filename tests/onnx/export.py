@@ -222,6 +222,68 @@ def finetune():
     print("finetune", "params", [n for n, _ in model.named_parameters()])
 
 
+class BNStats(nn.Module):
+    """Training-mode BatchNorm2d and BatchNorm1d (momentum 0.3) over the
+    digits' 64 features seen as 1x8x8 images, with the loss inside."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 4, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(4)
+        self.fc1 = nn.Linear(4 * 8 * 8, 16)
+        self.bn2 = nn.BatchNorm1d(16, momentum=0.3)
+        self.fc2 = nn.Linear(16, 10)
+
+    def forward(self, x, labels):
+        h = torch.relu(self.bn1(self.conv(x.view(-1, 1, 8, 8))))
+        h = torch.relu(self.bn2(self.fc1(h.flatten(1))))
+        return nn.functional.cross_entropy(self.fc2(h), labels)
+
+
+def bnstats():
+    """Writes bnstats.onnx (batch 32) with its inputs and, beside PyTorch's
+    loss and sgd_losses (as fixture), running/NAME: each running statistic
+    after the SGD steps, which training-mode BatchNorm updates. The running
+    statistics start from random values, and PyTorch starts from the values
+    the ONNX file holds (tracing the export runs the forward once)."""
+    torch.manual_seed(6)
+    model = BNStats()
+    with torch.no_grad():
+        for bn in (model.bn1, model.bn2):
+            bn.running_mean.copy_(torch.randn_like(bn.running_mean))
+            bn.running_var.copy_(torch.rand_like(bn.running_var) + 0.5)
+    x, labels = torch.randn(32, 64), torch.randint(0, 10, (32,))
+    model.train()
+    path = os.path.join(OUT, "bnstats.onnx")
+    torch.onnx.export(model, (x, labels), path, opset_version=17,
+                      training=torch.onnx.TrainingMode.TRAINING,
+                      do_constant_folding=False,
+                      input_names=["x", "labels"], output_names=["loss"])
+    import onnx
+    from onnx import numpy_helper
+    inits = {t.name: numpy_helper.to_array(t) for t in onnx.load(path).graph.initializer}
+    with torch.no_grad():
+        for name, buf in model.named_buffers():
+            if name in inits:
+                buf.copy_(torch.from_numpy(inits[name].copy()))
+    write_safetensors(os.path.join(OUT, "bnstats.inputs.safetensors"),
+                      {"x": x.numpy(), "labels": labels.numpy()})
+    opt = torch.optim.SGD(model.parameters(), lr=SGD_LR)
+    losses = []
+    for _ in range(SGD_STEPS):
+        opt.zero_grad()
+        l = model(x, labels)
+        l.backward()
+        opt.step()
+        losses.append(l.item())
+    expected = {"sgd_losses": np.array(losses, dtype=np.float32)}
+    for name, buf in model.named_buffers():
+        if "running" in name:
+            expected["running/" + name] = buf.numpy().copy()
+    write_safetensors(os.path.join(OUT, "bnstats.expected.safetensors"), expected)
+    print("bnstats", "losses", losses)
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     torch.manual_seed(0)
@@ -236,6 +298,7 @@ def main():
     fixture("dynamic", Dynamic(), torch.randn(4, 1, 8, 8), torch.randint(0, 10, (4,)),
             dynamic_axes={"x": {0: "batch"}, "labels": {0: "batch"}})
     finetune()
+    bnstats()
 
 
 if __name__ == "__main__":
