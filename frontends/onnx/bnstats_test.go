@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kilnml/kiln"
+	"github.com/kilnml/kiln/internal/gputest"
 	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/kernels"
 	"github.com/kilnml/kiln/passes"
@@ -16,7 +17,15 @@ import (
 // and every running statistic afterwards against PyTorch's module (f32:
 // rtol 1e-5, atol 1e-6): the mean and the unbiased batch variance, mixed in
 // with ONNX's momentum attribute.
-func TestRunningStats(t *testing.T) {
+func TestRunningStats(t *testing.T) { checkRunningStats(t, "cpu") }
+
+// TestRunningStatsGPU is TestRunningStats on the GPU (WebGPU; f32).
+func TestRunningStatsGPU(t *testing.T) {
+	gputest.Need(t)
+	checkRunningStats(t, "gpu")
+}
+
+func checkRunningStats(t *testing.T, device string) {
 	m := importFixture(t, "bnstats")
 	want := readTensors(t, fixture("bnstats.expected.safetensors"))
 	var names []string
@@ -36,7 +45,7 @@ func TestRunningStats(t *testing.T) {
 		t.Fatal(err)
 	}
 	opt.LR = 0.1
-	x := newExecutor(t, "bnstats", m, kiln.Options{Grad: true, Optimizer: &opt})
+	x := newExecutor(t, "bnstats", m, kiln.Options{Grad: true, Optimizer: &opt, Device: device})
 	for _, s := range m.States {
 		if err := x.Set(s.Name, kernels.Tensor{Type: s.Type, Data: s.Data}); err != nil {
 			t.Fatal(err)
