@@ -4,7 +4,11 @@
 // with the initializers' values as their initial values; shape arithmetic
 // on constants is folded at import, so the result is a static graph. The
 // ops it translates, and their rules, are in the table Ops; docs/ONNX.md
-// lists them.
+// lists them. A training-mode BatchNormalization's running statistics are
+// state that training updates (Model.States). Options choose static shapes,
+// the params that train (Freeze, Train) and a loss appended to a model
+// exported without one. Model.WriteTrained writes a trained model back as
+// ONNX, and Export writes a kiln graph as ONNX for inference elsewhere.
 package onnx
 
 import (
