@@ -116,7 +116,9 @@ output %m, %n, %o, %p, %q, %r, %s, %u, %v`, true},
 %j = gelu %x
 %k = gelu %x {approximate="tanh"}
 %l = reciprocal %x
-output %a, %b, %c, %d, %e, %f, %g, %h, %i, %j, %k, %l`, false},
+%c0 = const {shape=[2,3], value=0.5}
+%m = add %l, %c0
+output %a, %b, %c, %d, %e, %f, %g, %h, %i, %j, %k, %m`, false},
 		{"compare", `input %x: f32[2,3]
 input %y: f32[2,3]
 %a = greater %x, %y
