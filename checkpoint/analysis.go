@@ -145,7 +145,7 @@ func (a *analysis) liveness() {
 	for _, o := range g.Outputs {
 		a.end[o] = a.lastPos
 	}
-	if len(g.Updates) == 0 { // a training step's gradients are not kept (planner.build)
+	if !g.UpdatesParams() { // a training step's gradients are not kept (planner.build)
 		for _, gp := range g.Grads {
 			a.end[gp.Grad] = a.lastPos
 		}

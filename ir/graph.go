@@ -243,6 +243,18 @@ func (g *Graph) IDsOf(op Op) []ID {
 	return ids
 }
 
+// UpdatesParams reports whether an update of g targets a param: whether g
+// is a training step, as opposed to a graph whose updates are only of state
+// (the running statistics a forward pass keeps).
+func (g *Graph) UpdatesParams() bool {
+	for _, u := range g.Updates {
+		if g.Values[u.Target].Op == OpParam {
+			return true
+		}
+	}
+	return false
+}
+
 // Inputs returns the ids of the input values in order.
 func (g *Graph) Inputs() []ID { return g.IDsOf(OpInput) }
 

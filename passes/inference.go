@@ -4,10 +4,13 @@ import "github.com/kilnml/kiln/ir"
 
 // Inference rewrites g for evaluation: every dropout is replaced by its
 // input (its users read the input directly and the dropout is removed), as
-// PyTorch's dropout is the identity outside training. A dropout that an
-// output, gradient or update names keeps its value, and so its name, as
-// dropout {p=0}, which is the identity.
+// PyTorch's dropout is the identity outside training; and the forward
+// graph's updates (the running statistics a training-mode BatchNorm keeps)
+// are dropped, as evaluation changes no param or state. A dropout that an
+// output or gradient names keeps its value, and so its name, as dropout
+// {p=0}, which is the identity.
 func Inference(g *ir.Graph) error {
+	g.Updates = nil
 	named := make([]bool, len(g.Values))
 	for _, o := range g.Outputs {
 		named[o] = true

@@ -55,7 +55,7 @@ var Constraints = []Constraint{
 // Doc describes each pass for users (kiln dump -after lists these).
 var Doc = map[string]string{
 	"verify":       "check the graph (ir.Check)",
-	"inference":    "evaluation only: replace every dropout by its input (Options.Inference)",
+	"inference":    "evaluation only: replace every dropout by its input and drop the forward graph's state updates (Options.Inference)",
 	"shapes":       "re-infer every value's type from its op and arguments",
 	"canonicalize": "rewrite forward patterns into the op whose backward fuses: nll_loss(log_softmax(x)) into softmax_cross_entropy(x) (not at -O0)",
 	"autodiff":     "append the backward graph: the gradient of the first output (the loss) for every param",
@@ -73,7 +73,8 @@ type Options struct {
 	// Optimizer, when non-nil, appends the parameter update; it implies Grad.
 	Optimizer *OptimizerConfig
 	// Inference compiles the graph for evaluation: the inference pass
-	// replaces every dropout by its input.
+	// replaces every dropout by its input and drops the forward graph's
+	// updates of state.
 	Inference bool
 	// O0 runs no optimizing pass (canonicalize, simplify, fuse); the
 	// default runs them.

@@ -229,7 +229,7 @@ func keptValues(g *ir.Graph) []bool {
 	for _, o := range g.Outputs {
 		keep[o] = true
 	}
-	if len(g.Updates) == 0 {
+	if !g.UpdatesParams() {
 		for _, gp := range g.Grads {
 			keep[gp.Grad] = true
 		}
@@ -288,7 +288,7 @@ func build(g *ir.Graph, order []ir.ID, opts Options) *Plan {
 	// A training step consumes its gradients in the update: they are not
 	// part of its signature, so they die at their last use instead of
 	// living to the end (as much memory as the params).
-	if len(g.Updates) == 0 {
+	if !g.UpdatesParams() {
 		for _, gp := range g.Grads {
 			p.Grads = append(p.Grads, Named{"grad/" + g.Values[gp.Param].Name, int(gp.Grad)})
 		}

@@ -57,7 +57,7 @@ func (p *Plan) checkGraph() error {
 	for _, o := range g.Outputs {
 		outputs = append(outputs, Named{g.Values[o].Name, int(o)})
 	}
-	if len(g.Updates) == 0 {
+	if !g.UpdatesParams() {
 		for _, gp := range g.Grads {
 			grads = append(grads, Named{"grad/" + g.Values[gp.Param].Name, int(gp.Grad)})
 		}

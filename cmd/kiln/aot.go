@@ -21,6 +21,7 @@ import (
 func runCompile(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("compile", flag.ContinueOnError)
 	o0 := addO0Flag(fs)
+	mf := addModelFlags(fs)
 	out := fs.String("o", "", "the plan file to write (conventionally NAME.kplan)")
 	initPath := fs.String("init", "", "safetensors file with initial values of params, stored in the plan file")
 	seed := fs.Uint64("seed", 1, "seed of the param initialization, recorded in the plan file as kiln run's default")
@@ -48,7 +49,7 @@ func runCompile(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	g, params, opts, err := load(path, nil, *o0)
+	g, params, opts, err := load(path, mf, nil, *o0)
 	if err != nil {
 		return err
 	}
@@ -81,10 +82,10 @@ func runCompile(args []string, stdout io.Writer) error {
 	cf.meta(f.Meta, opts)
 	// The settings that change the result, for kiln run -resume to check
 	// (see planSettings).
-	for k, v := range trainSettings(g, *opt, *o0, *device) {
+	for k, v := range trainSettings(g, mf, *opt, *o0, *device) {
 		if k == modelHashKey {
 			f.Meta[modelHashMeta] = v
-		} else if k != "-device" {
+		} else if k != "-device" && v != "" {
 			f.Meta[strings.TrimPrefix(k, "-")] = v
 		}
 	}
@@ -191,6 +192,9 @@ func planSettings(f *planner.File, device string) map[string]string {
 		if v, ok := f.Meta[k]; ok {
 			s["-"+k] = v
 		}
+	}
+	for _, k := range []string{"shape", "freeze", "train", "loss"} {
+		s["-"+k] = f.Meta[k] // the ONNX import flags, recorded when given
 	}
 	s[modelHashKey] = f.Meta[modelHashMeta]
 	if s[modelHashKey] == "" {

@@ -36,6 +36,7 @@ import (
 func runBench(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	o0 := addO0Flag(fs)
+	mf := addModelFlags(fs)
 	cf := addCheckpointFlags(fs)
 	batch := fs.Int("batch", 0, "set every input's first dimension to N and re-infer the types (default: as the model says)")
 	steps := fs.Int("steps", 20, "timed steps")
@@ -82,7 +83,7 @@ func runBench(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	g, _, opts, err := load(path, opt, *o0)
+	g, _, opts, err := load(path, mf, opt, *o0)
 	if err != nil {
 		return err
 	}

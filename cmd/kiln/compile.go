@@ -20,32 +20,51 @@ import (
 )
 
 // loadGraph reads and parses a .kir file, or imports an ONNX model (a
-// FILE.onnx), and returns the graph with the initial param values the file
-// carries (an ONNX model's initializers; none for .kir). A file larger than
-// the memory available is refused before it is read.
-func loadGraph(path string) (*ir.Graph, []safetensors.Tensor, error) {
+// FILE.onnx) with the import options mf gives (nil: none), and returns the
+// graph with the initial values of params and state the file carries (an
+// ONNX model's initializers, its BatchNorm running statistics included;
+// none for .kir). A file larger than the memory available is
+// refused before it is read, and a .kir file refuses the import options.
+func loadGraph(path string, mf *modelFlags) (*ir.Graph, []safetensors.Tensor, error) {
+	g, params, _, err := loadModel(path, mf)
+	return g, params, err
+}
+
+// loadModel is loadGraph that also returns the import of an ONNX model (nil
+// for .kir), which writes the trained model back (-save-onnx).
+func loadModel(path string, mf *modelFlags) (*ir.Graph, []safetensors.Tensor, *onnx.Model, error) {
+	o, err := mf.options()
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
 		if err := sysmem.Check("file", fi.Size()); err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", path, err)
+			return nil, nil, nil, fmt.Errorf("%s: %w", path, err)
 		}
 	}
-	if strings.EqualFold(filepath.Ext(path), ".onnx") {
-		m, err := onnx.Import(path)
+	if isONNX(path) {
+		m, err := o.Import(path)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		return m.Graph, m.Params, nil
+		return m.Graph, slices.Concat(m.Params, m.States), m, nil
+	}
+	if given := mf.given(); len(given) > 0 {
+		return nil, nil, nil, usagef("%s is for ONNX models; %s is not a .onnx file", strings.Join(given, ", "), path)
 	}
 	src, err := os.ReadFile(path)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	g, err := ir.Parse(path, src)
-	return g, nil, err
+	return g, nil, nil, err
 }
 
-// setModelParams sets the params of t to the initial values its model file
-// carries (params, from loadGraph). They are set before -init, -resume or
+// isONNX reports whether path names an ONNX model (FILE.onnx).
+func isONNX(path string) bool { return strings.EqualFold(filepath.Ext(path), ".onnx") }
+
+// setModelParams sets the params and state of t to the initial values its
+// model file carries (params, from loadGraph). They are set before -init, -resume or
 // -inputs, which override them.
 func setModelParams(t *kiln.Trainer, params []safetensors.Tensor) error {
 	x := t.Executor()
@@ -209,13 +228,13 @@ func (c *checkpointFlags) meta(m map[string]string, opts kiln.Options) {
 // load reads the debug switches and the graph at path and returns the
 // compile options of commands that build a plan: the gradient is taken when
 // the graph has params, opt (if any) appends the update, and o0 turns the
-// optimizing passes off.
-func load(path string, opt *passes.OptimizerConfig, o0 bool) (*ir.Graph, []safetensors.Tensor, kiln.Options, error) {
+// optimizing passes off; mf are the model's import flags.
+func load(path string, mf *modelFlags, opt *passes.OptimizerConfig, o0 bool) (*ir.Graph, []safetensors.Tensor, kiln.Options, error) {
 	dbg, err := debugSwitches()
 	if err != nil {
 		return nil, nil, kiln.Options{}, err
 	}
-	g, params, err := loadGraph(path)
+	g, params, err := loadGraph(path, mf)
 	if err != nil {
 		return nil, nil, kiln.Options{}, err
 	}

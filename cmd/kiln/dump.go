@@ -14,6 +14,7 @@ import (
 func runDump(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("dump", flag.ContinueOnError)
 	o0 := addO0Flag(fs)
+	mf := addModelFlags(fs)
 	after := fs.String("after", "", "print the IR after this pass, or after every pass with all (passes: "+strings.Join(passes.Order, ", ")+")")
 	dot := fs.Bool("dot", false, "write Graphviz dot instead of .kir text")
 	html := fs.String("html", "", "write an HTML page with the graph after every pass side by side to this file")
@@ -46,7 +47,7 @@ func runDump(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	g, _, opts, err := load(path, opt, *o0)
+	g, _, opts, err := load(path, mf, opt, *o0)
 	if err != nil {
 		return err
 	}

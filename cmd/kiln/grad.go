@@ -20,6 +20,7 @@ import (
 func runGrad(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("grad", flag.ContinueOnError)
 	o0 := addO0Flag(fs)
+	mf := addModelFlags(fs)
 	cf := addCheckpointFlags(fs)
 	inPath := fs.String("inputs", "", "safetensors file with a tensor for every input and param (named without %)")
 	outPath := fs.String("out", "", "safetensors file to write: every output by name and grad/PARAM for every param")
@@ -42,7 +43,7 @@ func runGrad(args []string, stdout io.Writer) error {
 	if err := checkFiles([]fileArg{{"FILE.kir", path}, {"-inputs", *inPath}}, []fileArg{{"-out", *outPath}}); err != nil {
 		return err
 	}
-	g, params, opts, err := load(path, nil, *o0)
+	g, params, opts, err := load(path, mf, nil, *o0)
 	if err != nil {
 		return err
 	}
@@ -88,13 +89,17 @@ func runGrad(args []string, stdout io.Writer) error {
 }
 
 // feedAll sets every input and param of p from tensors, which must hold
-// exactly those, with the plan's dtypes and shapes.
+// exactly those, and may hold state (an ONNX model's running statistics),
+// with the plan's dtypes and shapes.
 func feedAll(x kiln.Executor, p *planner.Plan, tensors []safetensors.Tensor, file, model string) error {
 	want := map[string]int{}
 	var names []string
 	for _, i := range append(append([]int(nil), p.Inputs...), p.Params...) {
 		want[p.Buffers[i].Name] = i
 		names = append(names, p.Buffers[i].Name)
+	}
+	for _, i := range p.States {
+		want[p.Buffers[i].Name] = i
 	}
 	have := map[string]bool{}
 	for _, t := range tensors {

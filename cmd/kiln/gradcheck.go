@@ -15,6 +15,7 @@ import (
 func runGradcheck(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("gradcheck", flag.ContinueOnError)
 	o0 := addO0Flag(fs)
+	mf := addModelFlags(fs)
 	inPath := fs.String("inputs", "", "safetensors file with values for inputs and params (default: random values from -seed)")
 	seed := fs.Uint64("seed", 1, "seed of the random values")
 	rtol := fs.Float64("rtol", 1e-7, "relative tolerance")
@@ -41,7 +42,7 @@ func runGradcheck(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	g, _, opts, err := load(path, nil, *o0)
+	g, _, opts, err := load(path, mf, nil, *o0)
 	if err != nil {
 		return err
 	}

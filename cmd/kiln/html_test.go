@@ -192,7 +192,7 @@ func TestDumpHTML(t *testing.T) {
 	root := parsePage(t, page)
 
 	// The reference: the passes that run and the graph after each.
-	g, _, err := loadGraph(digitsMLP)
+	g, _, err := loadGraph(digitsMLP, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +301,7 @@ func TestDumpHTML(t *testing.T) {
 // test sets one on a value of a copy of the graph, as the fuse pass does.
 func TestHTMLFused(t *testing.T) {
 	t.Parallel()
-	g, _, err := loadGraph(digitsMLP)
+	g, _, err := loadGraph(digitsMLP, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,6 +38,7 @@ func init() {
 		{"compile", "MODEL.kir -o OUT.kplan [-device cpu|gpu] [-optimizer adam] [-lr LR] [-O0] [-init P.safetensors] [-recompute P] [-memory-budget B]", "compile the training step into a plan file that kiln run trains from", runCompile},
 		{"run", "FILE.kplan [-device cpu|gpu] [-data FILE.csv] [-epochs N] ...", "train from a plan file alone (with no -data: the digits data)", runRun},
 		{"gradcheck", "[-inputs IN.safetensors] [-seed N] [-step H] [-rtol R] [-atol A] FILE.kir", "check every param's analytic gradient against central differences in float64", runGradcheck},
+		{"export", "MODEL.kir -params P.safetensors -o MODEL.onnx [-with-loss]", "write a model's forward graph (its outputs after the loss) as an ONNX model for inference elsewhere", runExport},
 		{"ops", "[-md]", "list every op: arguments, attributes with defaults, gradient", runOps},
 	}
 }

@@ -70,7 +70,7 @@ func TestCompileONNX(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, params, err := loadGraph(onnxFixture("mlp.onnx"))
+	_, params, err := loadGraph(onnxFixture("mlp.onnx"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestTrainONNX(t *testing.T) {
 	model := onnxFixture("mlp.onnx")
 	saved := filepath.Join(t.TempDir(), "p.safetensors")
 	runKiln(t, "train", model, "-data", "digits", "-epochs", "1", "-optimizer", "sgd", "-lr", "1e-30", "-save", saved).want(t, 0)
-	_, params, err := loadGraph(model)
+	_, params, err := loadGraph(model, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 func runPlan(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
 	o0 := addO0Flag(fs)
+	mf := addModelFlags(fs)
 	reportFlag := fs.Bool("report", false, "print a short memory report (arena, lower bound, ratio, params/state/inputs, largest buffers, in-place reuse) instead of the whole plan")
 	of := addOptimizerFlags(fs, "")
 	cf := addCheckpointFlags(fs)
@@ -27,7 +28,7 @@ func runPlan(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	g, _, opts, err := load(path, opt, *o0)
+	g, _, opts, err := load(path, mf, opt, *o0)
 	if err != nil {
 		return err
 	}

@@ -281,7 +281,7 @@ func TestPlanReport(t *testing.T) {
 			}
 			p := compileLike(t, digitsMLP, tt.optimizer, 0)
 			if tt.o0 {
-				g, _, err := loadGraph(digitsMLP)
+				g, _, err := loadGraph(digitsMLP, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -344,7 +344,7 @@ func indexOfKir(args []string) int {
 // momentum.
 func compileLike(t *testing.T, path, kind string, momentum float64) *planner.Plan {
 	t.Helper()
-	g, _, err := loadGraph(path)
+	g, _, err := loadGraph(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 // no lines may print anything. An HTML comment `<!-- numbers vary -->` on
 // the line before a block marks it as showing timings: its digits are not
 // compared. Commands run in a scratch directory that sees the repository's
-// examples/ and bench/; paths under /tmp/ are moved into it.
+// examples/, bench/ and tests/; paths under /tmp/ are moved into it.
 
 // readmeCommand is one "$ go run ./cmd/kiln" line of a README sample with
 // the output shown under it.
@@ -110,7 +110,7 @@ func TestREADMESamples(t *testing.T) {
 		t.Fatalf("found %d sample commands in README.md; the parser has lost them", len(cmds))
 	}
 	dir := t.TempDir()
-	for _, sub := range []string{"examples", "bench"} {
+	for _, sub := range []string{"examples", "bench", "tests"} {
 		if err := os.Symlink(filepath.Join(root, sub), filepath.Join(dir, sub)); err != nil {
 			t.Fatal(err)
 		}

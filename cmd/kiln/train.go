@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -22,6 +23,7 @@ import (
 	"github.com/kilnml/kiln/checkpoint"
 	"github.com/kilnml/kiln/examples"
 	"github.com/kilnml/kiln/frontends/dataset"
+	"github.com/kilnml/kiln/frontends/onnx"
 	"github.com/kilnml/kiln/frontends/safetensors"
 	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/kernels"
@@ -44,6 +46,11 @@ type loopFlags struct {
 	saveEvery          int
 	resume             bool
 	plotPath           string
+	// saveONNX is kiln train's -save-onnx; onnxModel and modelPath are the
+	// ONNX model it writes back.
+	saveONNX  string
+	onnxModel *onnx.Model
+	modelPath string
 }
 
 func addLoopFlags(fs *flag.FlagSet) *loopFlags {
@@ -99,7 +106,7 @@ func (l *loopFlags) check(fs *flag.FlagSet) error {
 	return nil
 }
 
-// checkFiles checks the loop's outputs (-save, -plot, -checkpoint) against
+// checkFiles checks the loop's outputs (-save, -save-onnx, -plot, -checkpoint) against
 // its inputs (model, -data, -init) and each other, and that each can be
 // written (see the function checkFiles).
 func (l *loopFlags) checkFiles(model fileArg) error {
@@ -109,7 +116,7 @@ func (l *loopFlags) checkFiles(model fileArg) error {
 	default:
 		ins = append(ins, fileArg{"-data", l.dataPath})
 	}
-	return checkFiles(ins, []fileArg{{"-save", l.savePath}, {"-plot", l.plotPath}, {"-checkpoint" + dirArg, l.ckptDir}})
+	return checkFiles(ins, []fileArg{{"-save", l.savePath}, {"-save-onnx", l.saveONNX}, {"-plot", l.plotPath}, {"-checkpoint" + dirArg, l.ckptDir}})
 }
 
 // The -data values that name built-in data sets.
@@ -305,7 +312,7 @@ func (l *loopFlags) train(stdout io.Writer, t *kiln.Trainer, model, optDesc stri
 // by an older kiln that recorded fewer, and is not resumed.
 const (
 	settingsKey     = "settings"
-	settingsVersion = "2"
+	settingsVersion = "3"
 )
 
 // config returns what a checkpoint records of the run, which a resumed run
@@ -335,16 +342,18 @@ func (l *loopFlags) config(model string, settings map[string]string, t *kiln.Tra
 
 // trainSettings returns the settings of kiln train that change the result
 // and that the loop's flags do not hold: the model's identity (modelHash),
-// the optimizer with every hyperparameter it reads, -O0 and -device. The
+// the ONNX import flags mf, the optimizer with every hyperparameter it
+// reads, -O0 and -device. The
 // keys are the flags' names. -O0 is one because canonicalize, which it
 // turns off, changes results in their last bits (docs/ARCHITECTURE.md).
-func trainSettings(g *ir.Graph, opt passes.OptimizerConfig, o0 bool, device string) map[string]string {
+func trainSettings(g *ir.Graph, mf *modelFlags, opt passes.OptimizerConfig, o0 bool, device string) map[string]string {
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 	s := map[string]string{
 		modelHashKey: modelHash(g), "-optimizer": opt.Kind, "-lr": f(opt.LR),
 		"-weight-decay": f(opt.WeightDecay), "-clip-grad": f(opt.ClipGrad),
 		"-O0": strconv.FormatBool(o0), "-device": device,
 	}
+	mf.settings(s)
 	if opt.Kind == "adam" {
 		s["-beta1"], s["-beta2"], s["-eps"] = f(opt.Beta1), f(opt.Beta2), f(opt.Eps)
 	} else {
@@ -523,10 +532,14 @@ func (l *loopFlags) trainSteps(stdout io.Writer, t *kiln.Trainer, model, optDesc
 	return l.finish(stdout, t, model, "step", "", curves)
 }
 
-// finish applies -save, then -plot, so that a plot that fails loses no
-// params; a write that fails goes to a fallback file (see writeOutput).
+// finish applies -save and -save-onnx, then -plot, so that a plot that
+// fails loses no params; a write that fails goes to a fallback file (see
+// writeOutput).
 func (l *loopFlags) finish(stdout io.Writer, t *kiln.Trainer, model, x, metricName string, curves plotData) error {
 	if err := l.save(stdout, t, model); err != nil {
+		return err
+	}
+	if err := l.saveModel(stdout, t, model); err != nil {
 		return err
 	}
 	return l.plot(stdout, model, x, metricName, curves)
@@ -563,6 +576,38 @@ func (l *loopFlags) save(stdout io.Writer, t *kiln.Trainer, model string) error 
 	return nil
 }
 
+// saveModel applies -save-onnx: the ONNX model the run trained, with its
+// initializers replaced by the trained params and the running statistics
+// training updated.
+func (l *loopFlags) saveModel(stdout io.Writer, t *kiln.Trainer, model string) error {
+	if l.saveONNX == "" {
+		return nil
+	}
+	src, err := os.ReadFile(l.modelPath)
+	if err != nil {
+		return fmt.Errorf("-save-onnx: reading the model again: %v", err)
+	}
+	bufs := slices.Clone(t.Plan.Params)
+	for _, i := range t.Plan.States {
+		if slices.ContainsFunc(l.onnxModel.States, func(s safetensors.Tensor) bool { return s.Name == t.Plan.Buffers[i].Name }) {
+			bufs = append(bufs, i) // a running statistic, not the optimizer's
+		}
+	}
+	tensors, err := trainedTensors(t, bufs)
+	if err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	if err := l.onnxModel.WriteTrained(src, tensors, &b); err != nil {
+		return fmt.Errorf("-save-onnx: %s: %v", l.modelPath, err)
+	}
+	if err := writeOutput("-save-onnx", l.saveONNX, "the trained model", model, b.Bytes()); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "saved the trained model to %s\n", l.saveONNX)
+	return nil
+}
+
 // metricNames returns the short (epoch lines) and long (final line) names
 // of sig's metric.
 func metricNames(sig kiln.Signature) (short, long string) {
@@ -590,7 +635,9 @@ func metric(sig kiln.Signature, v float64) string {
 func runTrain(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("train", flag.ContinueOnError)
 	o0 := addO0Flag(fs)
+	mf := addModelFlags(fs)
 	lf := addLoopFlags(fs)
+	fs.StringVar(&lf.saveONNX, "save-onnx", "", "write the ONNX model trained (MODEL.onnx) with its initializers replaced by the trained params to this file")
 	of := addOptimizerFlags(fs, "adam")
 	cf := addCheckpointFlags(fs)
 	workers := addWorkersFlag(fs)
@@ -622,6 +669,12 @@ func runTrain(args []string, stdout io.Writer) error {
 		if lf.dataPath != "" && lf.dataPath != digitsData {
 			return usagef("-data needs a MODEL.kir to train")
 		}
+		if given := mf.given(); len(given) > 0 || lf.saveONNX != "" {
+			if lf.saveONNX != "" {
+				given = append(given, "-save-onnx")
+			}
+			return usagef("%s is for ONNX models; give a MODEL.onnx", strings.Join(given, ", "))
+		}
 		if err := lf.checkFiles(fileArg{}); err != nil {
 			return err
 		}
@@ -629,12 +682,16 @@ func runTrain(args []string, stdout io.Writer) error {
 			return err
 		}
 	case 1:
+		if lf.saveONNX != "" && !isONNX(pos[0]) {
+			return usagef("-save-onnx writes an ONNX model back; %s is not a .onnx file (-save writes the params)", pos[0])
+		}
 		if err := lf.checkFiles(fileArg{"MODEL.kir", pos[0]}); err != nil {
 			return err
 		}
-		if g, params, err = loadGraph(pos[0]); err != nil {
+		if g, params, lf.onnxModel, err = loadModel(pos[0], mf); err != nil {
 			return err
 		}
+		lf.modelPath = pos[0]
 		if lf.dataPath == "" && len(g.Inputs()) > 0 {
 			return usagef("missing -data FILE.csv for %s", pos[0])
 		}
@@ -669,7 +726,7 @@ func runTrain(args []string, stdout io.Writer) error {
 	if report != nil && cf.active() {
 		fmt.Fprint(stdout, report)
 	}
-	return lf.train(stdout, t, g.Name, fmt.Sprintf("%s lr %g", opt.Kind, opt.LR), trainSettings(g, *opt, *o0, *device), data, dataName)
+	return lf.train(stdout, t, g.Name, fmt.Sprintf("%s lr %g", opt.Kind, opt.LR), trainSettings(g, mf, *opt, *o0, *device), data, dataName)
 }
 
 func pct(v float64) string {
@@ -716,9 +773,19 @@ func loadParams(t *kiln.Trainer, path string) error {
 
 // encodeParams returns the trained params of t as a safetensors file.
 func encodeParams(t *kiln.Trainer, model string) ([]byte, error) {
+	out, err := trainedTensors(t, t.Plan.Params)
+	if err != nil {
+		return nil, err
+	}
+	return safetensors.Encode(out, map[string]string{"graph": model})
+}
+
+// trainedTensors returns the current values of t's buffers bufs (indices
+// into t.Plan.Buffers: its params, its states).
+func trainedTensors(t *kiln.Trainer, bufs []int) ([]safetensors.Tensor, error) {
 	x := t.Executor()
 	var out []safetensors.Tensor
-	for _, i := range t.Plan.Params {
+	for _, i := range bufs {
 		name := t.Plan.Buffers[i].Name
 		v, err := x.Get(name)
 		if err != nil {
@@ -726,5 +793,5 @@ func encodeParams(t *kiln.Trainer, model string) ([]byte, error) {
 		}
 		out = append(out, safetensors.Tensor{Name: name, Type: v.Type, Data: append([]byte(nil), v.Data...)})
 	}
-	return safetensors.Encode(out, map[string]string{"graph": model})
+	return out, nil
 }

@@ -4,10 +4,15 @@
 // with the initializers' values as their initial values; shape arithmetic
 // on constants is folded at import, so the result is a static graph. The
 // ops it translates, and their rules, are in the table Ops; docs/ONNX.md
-// lists them.
+// lists them. A training-mode BatchNormalization's running statistics are
+// state that training updates (Model.States). Options choose static shapes,
+// the params that train (Freeze, Train) and a loss appended to a model
+// exported without one. Model.WriteTrained writes a trained model back as
+// ONNX, and Export writes a kiln graph as ONNX for inference elsewhere.
 package onnx
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -38,8 +43,14 @@ type Model struct {
 	// model's initializers, in the order of Graph.Params(); they are what kiln
 	// train -init and Executor.Set take.
 	Params []safetensors.Tensor
+	// States holds the initial value of every state of Graph (the running
+	// statistics of a training-mode BatchNormalization, which each training
+	// step updates), taken from the initializers; set them like Params.
+	States []safetensors.Tensor
 	// Opset is the model's default-domain opset version.
 	Opset int
+
+	names map[string]string // kiln name -> ONNX name, for WriteTrained
 }
 
 // Options are the choices of an import.
@@ -48,6 +59,28 @@ type Options struct {
 	// needed for an input with a symbolic dim (a batch size exported as
 	// dynamic), and must agree with every static dim the model states.
 	Shapes map[string][]int
+	// Freeze, when set, keeps the params whose ONNX name it matches
+	// (anywhere in the name; anchor with ^ and $) at their initializer
+	// values: they become constants, so no gradient is taken for them and
+	// the optimizer has nothing of theirs to update. It must match a param.
+	Freeze *regexp.Regexp
+	// Train, when set, trains only the params whose ONNX name it matches;
+	// the others are frozen as by Freeze. It must match a param, and at most
+	// one of Freeze and Train is set.
+	Train *regexp.Regexp
+	// Loss, when set, appends a loss on the first output, for a model
+	// exported without one (see Losses). The targets are a new input named
+	// "labels" (with a suffix if the model has that name), the loss is the
+	// new first output, named "loss", and the model's outputs follow it.
+	Loss string
+}
+
+// Losses are the values of Options.Loss, each with the loss it appends on
+// the first output y and the targets it takes.
+var Losses = []struct{ Name, Doc string }{
+	{"ce", "softmax_cross_entropy (mean) of logits y [N,C] against integer labels i64 [N] (torch CrossEntropyLoss)"},
+	{"mse", "mse_loss (mean) of y against float targets of y's type (torch MSELoss)"},
+	{"bce", "bce_with_logits (mean) of logits y against float targets in [0,1] of y's type (torch BCEWithLogitsLoss)"},
 }
 
 // Import reads the ONNX model file at path. External data files are read
@@ -106,7 +139,7 @@ func (o Options) Decode(data []byte, dir string) (*Model, error) {
 	if err := im.run(mp.Graph); err != nil {
 		return nil, err
 	}
-	return &Model{Graph: im.g, Params: im.params, Opset: opset}, nil
+	return &Model{Graph: im.g, Params: im.params, States: im.states, Opset: opset, names: im.names}, nil
 }
 
 // val is an ONNX value during import: a kiln value, a constant known at
@@ -128,6 +161,7 @@ type importer struct {
 	env    map[string]*val
 	names  map[string]string // sanitized name -> ONNX name
 	params []safetensors.Tensor
+	states []safetensors.Tensor
 	node   *onnxpb.NodeProto
 	opts   Options
 	// paramConst holds each param's initializer, for demoteParams.
@@ -219,7 +253,12 @@ func (im *importer) run(gp *onnxpb.GraphProto) error {
 		}
 		im.g.Outputs = append(im.g.Outputs, id)
 	}
-	im.demoteParams()
+	if err := im.appendLoss(); err != nil {
+		return err
+	}
+	if err := im.demoteParams(); err != nil {
+		return err
+	}
 	if err := ir.Check(im.g); err != nil {
 		return err
 	}
@@ -228,7 +267,9 @@ func (im *importer) run(gp *onnxpb.GraphProto) error {
 
 // demoteParams turns the params without a differentiable path to the first
 // output (the loss) into constants: only what the loss depends on trains.
-func (im *importer) demoteParams() {
+// So do the params that Options.Freeze matches, or that Options.Train does
+// not.
+func (im *importer) demoteParams() error {
 	reach := make([]bool, len(im.g.Values))
 	stack := []ir.ID{im.g.Outputs[0]}
 	for len(stack) > 0 {
@@ -243,10 +284,30 @@ func (im *importer) demoteParams() {
 			stack = append(stack, v.Args...)
 		}
 	}
+	trains := func(safetensors.Tensor) bool { return true }
+	if im.opts.Freeze != nil && im.opts.Train != nil {
+		return errors.New("both a freeze and a train pattern are given; give one")
+	}
+	if re := cmp.Or(im.opts.Freeze, im.opts.Train); re != nil {
+		freeze := im.opts.Freeze != nil
+		var names []string
+		matched := false
+		for _, p := range im.params {
+			if id, _ := im.g.Lookup(p.Name); reach[id] {
+				names = append(names, im.names[p.Name])
+				matched = matched || re.MatchString(im.names[p.Name])
+			}
+		}
+		if !matched {
+			what := map[bool]string{true: "freeze", false: "train"}[freeze]
+			return fmt.Errorf("%s pattern %q matches no param; the params are %s", what, ir.Excerpt(re.String()), ir.Excerpt(strings.Join(names, ", ")))
+		}
+		trains = func(p safetensors.Tensor) bool { return re.MatchString(im.names[p.Name]) != freeze }
+	}
 	kept := im.params[:0]
 	for _, p := range im.params {
 		id, _ := im.g.Lookup(p.Name)
-		if reach[id] {
+		if reach[id] && trains(p) {
 			kept = append(kept, p)
 			continue
 		}
@@ -256,6 +317,49 @@ func (im *importer) demoteParams() {
 		v.Attrs = ir.MakeAttrs("dtype", ir.String(c.dt.String()), "shape", ir.Ints(c.shape...), "value", ir.Floats(c.floats()...))
 	}
 	im.params = kept
+	return nil
+}
+
+// appendLoss appends the loss Options.Loss names on the first output, with
+// a new input for its targets; the loss becomes the first output.
+func (im *importer) appendLoss() error {
+	if im.opts.Loss == "" {
+		return nil
+	}
+	y := im.g.Outputs[0]
+	yt := im.g.Type(y)
+	yname := ir.Excerpt(im.names[im.g.Value(y).Name])
+	var (
+		op ir.Op
+		lt ir.Type
+	)
+	switch im.opts.Loss {
+	case "ce":
+		if len(yt.Shape) != 2 || !yt.DType.IsFloat() {
+			return fmt.Errorf("loss ce: expected the first output %q to be float logits [N,C], found %s", yname, yt)
+		}
+		op, lt = ir.OpSoftmaxCrossEntropy, ir.Type{DType: ir.I64, Shape: ir.Shape{yt.Shape[0]}}
+	case "mse", "bce":
+		if len(yt.Shape) == 0 || !yt.DType.IsFloat() {
+			return fmt.Errorf("loss %s: expected the first output %q to be a float tensor of rank >= 1 (a scalar first output is a loss already), found %s", im.opts.Loss, yname, yt)
+		}
+		op, lt = ir.OpMSELoss, ir.Type{DType: yt.DType, Shape: yt.Shape.Clone()}
+		if im.opts.Loss == "bce" {
+			op = ir.OpBCEWithLogits
+		}
+	default:
+		return fmt.Errorf("unknown loss %q: expected ce, mse or bce", ir.Excerpt(im.opts.Loss))
+	}
+	labels, err := im.g.Leaf(ir.OpInput, im.sanitize("labels"), lt, nil)
+	if err != nil {
+		return err
+	}
+	loss, err := im.g.Add(im.sanitize("loss"), op, ir.MakeAttrs("reduction", ir.String("mean")), y, labels)
+	if err != nil {
+		return fmt.Errorf("loss %s: %w", im.opts.Loss, err)
+	}
+	im.g.Outputs = append([]ir.ID{loss}, im.g.Outputs...)
+	return nil
 }
 
 // unsupported returns one error line per op type that the table lacks, or

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/kilnml/kiln/frontends/onnx/onnxpb"
+	"github.com/kilnml/kiln/frontends/safetensors"
 	"github.com/kilnml/kiln/ir"
 )
 
@@ -48,7 +49,7 @@ func init() {
 		"AveragePool":               {pool(ir.OpAvgPool2d), "avg_pool2d {kernel, stride, padding, count_include_pad}; 2-D, ceil_mode 0, auto_pad NOTSET, symmetric pads; count_include_pad default 0 as in ONNX"},
 		"GlobalAveragePool":         {emitGlobalAveragePool, "mean over the spatial axes, keepdims"},
 		"Pad":                       {emitPad, "pad {pads, value}; mode constant only; pads (and constant_value) from constant inputs at opset >= 11, attributes before; no axes input"},
-		"BatchNormalization":        {emitBatchNorm, "training_mode=1 (opset >= 14): batch_norm with the batch's statistics (the running statistics are not updated); otherwise the inference form (x - mean) / sqrt(var + eps) * scale + B with the running statistics as constants"},
+		"BatchNormalization":        {emitBatchNorm, "training_mode=1 (opset >= 14): batch_norm with the batch's statistics; running mean and variance initializers become state that each training step updates as PyTorch's module does, momentum*running + (1-momentum)*batch with the batch's unbiased variance (ONNX's spec says the population variance), and outputs 1 and 2 are the updated values; otherwise the inference form (x - mean) / sqrt(var + eps) * scale + B with the running statistics as constants"},
 		"Dropout":                   {emitDropout, "the input when not training (training_mode input absent or false; before opset 12 always) or when ratio is 0; in training mode dropout {p=ratio} (kiln's own random stream, not PyTorch's); the mask output is not computed"},
 		"SoftmaxCrossEntropyLoss":   {emitSCE, "softmax_cross_entropy {reduction} on scores [N,C] and labels [N]; no weights; ignore_index must lie outside [0, C) (kiln refuses labels outside [0, C)); the log_prob output is log_softmax"},
 		"NegativeLogLikelihoodLoss": {emitNLL, "nll_loss {reduction} on [N,C] and labels [N]; no weights; ignore_index as SoftmaxCrossEntropyLoss"},
@@ -651,9 +652,15 @@ func emitBatchNorm(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 		if err != nil {
 			return nil, err
 		}
-		// The running mean and variance outputs are not computed (an error
-		// where they are used).
-		return one(im.add(ir.OpBatchNorm, ir.MakeAttrs("eps", ir.Float(eps)), x, w, b))
+		y, err := im.add(ir.OpBatchNorm, ir.MakeAttrs("eps", ir.Float(eps)), x, w, b)
+		if err != nil {
+			return nil, err
+		}
+		mean, vr, err := im.runningStats(n, x)
+		if err != nil {
+			return nil, err
+		}
+		return []*val{y, mean, vr}, nil
 	}
 	r := len(im.shapeOf(x))
 	if r < 2 {
@@ -714,6 +721,86 @@ func emitBatchNorm(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 		return nil, err
 	}
 	return one(im.add(ir.OpAdd, nil, d, bias))
+}
+
+// runningStats makes the running mean and variance (inputs 3 and 4) of a
+// training-mode BatchNormalization state, updated by each step as
+// PyTorch's BatchNorm updates them: running = momentum*running +
+// (1-momentum)*batch, with the ONNX momentum attribute (PyTorch's 1 -
+// momentum) and, for the variance, the batch's unbiased variance, as
+// PyTorch (ONNX's spec says the population variance; kiln follows the
+// exporter). It returns the updated values, the node's outputs 1 and 2.
+// Statistics that are not initializers (graph inputs, computed values) are
+// not updated: outputs 1 and 2 are then missing.
+func (im *importer) runningStats(n *onnxpb.NodeProto, x ir.ID) (*val, *val, error) {
+	if !has(n, 3) || !has(n, 4) {
+		return nil, nil, nil
+	}
+	xt := im.g.Type(x)
+	r := len(xt.Shape)
+	if r < 2 {
+		return nil, nil, fmt.Errorf("expected an input of rank >= 2, found rank %d", r)
+	}
+	axes := []int{0}
+	for k := 2; k < r; k++ {
+		axes = append(axes, k)
+	}
+	momentum := attrFloat(n, "momentum", 0.9)
+	var outs [2]*val
+	for k, op := range []ir.Op{ir.OpMean, ir.OpVar} {
+		v, err := im.in(n, 3+k)
+		if err != nil {
+			return nil, nil, err
+		}
+		if v.id != ir.NoID && im.g.Value(v.id).Op == ir.OpState {
+			return nil, nil, fmt.Errorf("running statistic %q is updated by two nodes", ir.Excerpt(v.name))
+		}
+		if v.id != ir.NoID || v.c == nil || !v.param {
+			return nil, nil, nil // not an initializer: not updated
+		}
+		t := ir.Type{DType: v.c.dt, Shape: ir.Shape(v.c.shape).Clone()}
+		if t.DType != xt.DType || len(t.Shape) != 1 || t.Shape[0] != xt.Shape[1] {
+			return nil, nil, fmt.Errorf("running statistic %q is %s; expected %s[%d], the input's channels", ir.Excerpt(v.name), t, xt.DType, xt.Shape[1])
+		}
+		name := im.sanitize(v.name)
+		st, err := im.g.Leaf(ir.OpState, name, t, ir.MakeAttrs("init", ir.Float(float64(k))))
+		if err != nil {
+			return nil, nil, err
+		}
+		im.states = append(im.states, safetensors.Tensor{Name: name, Type: t, Data: v.c.bytes()})
+		v.id, v.param = st, false
+		attrs := ir.MakeAttrs("axes", ir.Ints(axes...))
+		if op == ir.OpVar {
+			attrs = attrs.With("correction", ir.Float(1))
+		}
+		batch, err := im.g.Add("", op, attrs, x)
+		if err != nil {
+			return nil, nil, err
+		}
+		m, err := im.constOp(&tensor{dt: t.DType, shape: []int{}, f: []float64{momentum}})
+		if err != nil {
+			return nil, nil, err
+		}
+		m1, err := im.constOp(&tensor{dt: t.DType, shape: []int{}, f: []float64{1 - momentum}})
+		if err != nil {
+			return nil, nil, err
+		}
+		a, err := im.g.Add("", ir.OpMul, nil, st, m)
+		if err != nil {
+			return nil, nil, err
+		}
+		bm, err := im.g.Add("", ir.OpMul, nil, batch, m1)
+		if err != nil {
+			return nil, nil, err
+		}
+		next, err := im.g.Add("", ir.OpAdd, nil, a, bm)
+		if err != nil {
+			return nil, nil, err
+		}
+		im.g.Updates = append(im.g.Updates, ir.Update{Target: st, Value: next})
+		outs[k] = &val{id: next}
+	}
+	return outs[0], outs[1], nil
 }
 
 func emitDropout(im *importer, n *onnxpb.NodeProto) ([]*val, error) {

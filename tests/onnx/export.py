@@ -330,6 +330,125 @@ def fixture(name, model, x, labels, dynamic_axes=None):
     print(name, "loss", float(expected["loss"]), "params", names)
 
 
+class Finetune(nn.Module):
+    """A model exported without a loss, for fine-tuning: a body and a head
+    over 64 features and 10 classes (the digits data's); kiln appends the
+    loss (-loss ce) and freezes the body (-freeze 'body[.]')."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU())
+        self.head = nn.Linear(64, 10)
+
+    def forward(self, x):
+        return self.head(self.body(x))
+
+
+DIGITS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                      "frontends", "dataset", "digits", "digits.csv.gz")
+
+
+def finetune():
+    """Writes finetune.onnx (batch 32, output "logits", no loss) with its
+    inputs and PyTorch's logits. The body is trained on the digits 0 to 4
+    only (features standardized over all rows, as kiln train does with its
+    training rows); the head is new, so a model that tells all ten digits
+    apart needs the head trained on them."""
+    import gzip
+    with gzip.open(DIGITS, "rt") as f:
+        rows = np.array([[float(v) for v in line.split(",")] for line in f if line.strip()])
+    x_all, y_all = rows[:, :64], rows[:, 64].astype(np.int64)
+    std = x_all.std(axis=0)
+    x_all = (x_all - x_all.mean(axis=0)) / np.where(std > 0, std, 1)
+    keep = y_all < 5
+    xs = torch.tensor(x_all[keep], dtype=torch.float32)
+    ys = torch.tensor(y_all[keep])
+    torch.manual_seed(5)
+    model = Finetune()
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    for _ in range(30):
+        perm = torch.randperm(len(xs))
+        for i in range(0, len(xs) - 31, 32):
+            b = perm[i:i + 32]
+            opt.zero_grad()
+            nn.functional.cross_entropy(model(xs[b]), ys[b]).backward()
+            opt.step()
+    model.head.reset_parameters()
+    x = torch.randn(32, 64)
+    model.train()
+    torch.onnx.export(model, (x,), os.path.join(OUT, "finetune.onnx"), opset_version=17,
+                      training=torch.onnx.TrainingMode.TRAINING,
+                      do_constant_folding=False,
+                      input_names=["x"], output_names=["logits"])
+    write_safetensors(os.path.join(OUT, "finetune.inputs.safetensors"), {"x": x.numpy()})
+    with torch.no_grad():
+        write_safetensors(os.path.join(OUT, "finetune.expected.safetensors"),
+                          {"logits": model(x).numpy()})
+    print("finetune", "params", [n for n, _ in model.named_parameters()])
+
+
+class BNStats(nn.Module):
+    """Training-mode BatchNorm2d and BatchNorm1d (momentum 0.3) over the
+    digits' 64 features seen as 1x8x8 images, with the loss inside."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 4, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(4)
+        self.fc1 = nn.Linear(4 * 8 * 8, 16)
+        self.bn2 = nn.BatchNorm1d(16, momentum=0.3)
+        self.fc2 = nn.Linear(16, 10)
+
+    def forward(self, x, labels):
+        h = torch.relu(self.bn1(self.conv(x.view(-1, 1, 8, 8))))
+        h = torch.relu(self.bn2(self.fc1(h.flatten(1))))
+        return nn.functional.cross_entropy(self.fc2(h), labels)
+
+
+def bnstats():
+    """Writes bnstats.onnx (batch 32) with its inputs and, beside PyTorch's
+    loss and sgd_losses (as fixture), running/NAME: each running statistic
+    after the SGD steps, which training-mode BatchNorm updates. The running
+    statistics start from random values, and PyTorch starts from the values
+    the ONNX file holds (tracing the export runs the forward once)."""
+    torch.manual_seed(6)
+    model = BNStats()
+    with torch.no_grad():
+        for bn in (model.bn1, model.bn2):
+            bn.running_mean.copy_(torch.randn_like(bn.running_mean))
+            bn.running_var.copy_(torch.rand_like(bn.running_var) + 0.5)
+    x, labels = torch.randn(32, 64), torch.randint(0, 10, (32,))
+    model.train()
+    path = os.path.join(OUT, "bnstats.onnx")
+    torch.onnx.export(model, (x, labels), path, opset_version=17,
+                      training=torch.onnx.TrainingMode.TRAINING,
+                      do_constant_folding=False,
+                      input_names=["x", "labels"], output_names=["loss"])
+    import onnx
+    from onnx import numpy_helper
+    inits = {t.name: numpy_helper.to_array(t) for t in onnx.load(path).graph.initializer}
+    with torch.no_grad():
+        for name, buf in model.named_buffers():
+            if name in inits:
+                buf.copy_(torch.from_numpy(inits[name].copy()))
+    write_safetensors(os.path.join(OUT, "bnstats.inputs.safetensors"),
+                      {"x": x.numpy(), "labels": labels.numpy()})
+    opt = torch.optim.SGD(model.parameters(), lr=SGD_LR)
+    losses = []
+    for _ in range(SGD_STEPS):
+        opt.zero_grad()
+        l = model(x, labels)
+        l.backward()
+        opt.step()
+        losses.append(l.item())
+    expected = {"sgd_losses": np.array(losses, dtype=np.float32)}
+    for name, buf in model.named_buffers():
+        if "running" in name:
+            expected["running/" + name] = buf.numpy().copy()
+    write_safetensors(os.path.join(OUT, "bnstats.expected.safetensors"), expected)
+    print("bnstats", "losses", losses)
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     torch.manual_seed(0)
@@ -359,6 +478,8 @@ def main():
     fixture("nanogpt", NanoGPT(), torch.randint(0, 16, (2, 6)), torch.randint(0, 16, (2, 6)))
     torch.manual_seed(11)
     fixture("transformer_encoder", EncoderLayer(), torch.randn(3, 5, 16), torch.randint(0, 4, (3,)))
+    finetune()
+    bnstats()
 
 
 if __name__ == "__main__":
