@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/kilnml/kiln/ir"
@@ -118,5 +120,24 @@ func TestTrainONNX(t *testing.T) {
 		if !bytes.Equal(got[p.Name].Data, p.Data) {
 			t.Errorf("param %q does not start from its ONNX initializer", p.Name)
 		}
+	}
+}
+
+// TestTrainONNXImages trains the CNN fixture, whose input is images
+// [B,1,8,8], on the digits (64 pixels a row): the training loss falls.
+func TestTrainONNXImages(t *testing.T) {
+	t.Parallel()
+	r := runKiln(t, "train", onnxFixture("cnn.onnx"), "-data", "digits", "-epochs", "2")
+	r.want(t, 0)
+	var losses []float64
+	for _, line := range strings.Split(r.stdout, "\n") {
+		var e, n int
+		var loss float64
+		if _, err := fmt.Sscanf(line, "epoch %d/%d loss %g", &e, &n, &loss); err == nil {
+			losses = append(losses, loss)
+		}
+	}
+	if len(losses) != 2 || !(losses[1] < 0.9*losses[0]) {
+		t.Errorf("epoch losses %v; want two, the second below 0.9 times the first\n%s", losses, r.stdout)
 	}
 }
