@@ -359,6 +359,7 @@ func init() {
 		ir.OpConv2d:    {exportConv, "Conv {strides, pads, dilations, group}"},
 		ir.OpMaxPool2d: {exportPool("MaxPool"), "MaxPool {kernel_shape, strides, pads, dilations}; input [N,C,H,W]"},
 		ir.OpAvgPool2d: {exportPool("AveragePool"), "AveragePool {kernel_shape, strides, pads, count_include_pad}; input [N,C,H,W]"},
+		ir.OpLayerNorm: {exportLayerNorm, "LayerNormalization {axis (the first normalized axis), epsilon}; Scale of ones and no B when kiln's has no weight or bias"},
 		ir.OpBatchNorm: {exportBatchNorm, "with the batch's statistics, as kiln computes it: ReduceMean over every axis but 1, Sub, Mul, ReduceMean, Add eps, Sqrt, Div, times weight plus bias (reshaped [C,1,...])"},
 		ir.OpDropout: {func(e *exporter, _ ir.ID, v *ir.Value) error {
 			e.node("Identity", e.args(v), v.Name)
@@ -524,6 +525,34 @@ func exportPool(op string) func(e *exporter, id ir.ID, v *ir.Value) error {
 		e.node(op, e.args(v), v.Name, attrs...)
 		return nil
 	}
+}
+
+func exportLayerNorm(e *exporter, _ ir.ID, v *ir.Value) error {
+	t := e.g.Type(v.Args[0])
+	axes, ok := v.Attrs.Ints("axes")
+	if !ok {
+		axes = []int{-1}
+	}
+	axis := len(t.Shape)
+	for _, a := range axes {
+		if a < 0 {
+			a += len(t.Shape)
+		}
+		axis = min(axis, a)
+	}
+	ins := e.args(v)
+	if len(ins) == 1 {
+		norm := t.Shape[axis:]
+		ones := &tensor{dt: t.DType, shape: []int(norm.Clone()), f: make([]float64, norm.NumElements())}
+		for k := range ones.f {
+			ones.f[k] = 1
+		}
+		name := e.fresh(v.Name + ".scale")
+		e.gp.Initializer = append(e.gp.Initializer, rawTensor(name, ir.Type{DType: t.DType, Shape: norm}, ones.bytes()))
+		ins = append(ins, name)
+	}
+	e.node("LayerNormalization", ins, v.Name, aI("axis", axis), aF("epsilon", v.Attrs.Float("eps", 1e-5)))
+	return nil
 }
 
 func exportBatchNorm(e *exporter, id ir.ID, v *ir.Value) error {

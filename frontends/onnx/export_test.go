@@ -172,7 +172,11 @@ input %z: f32[2,3,8]
 %d = dropout %x {p=0.5}
 %e = add %d, %x
 %f = conv1d %z, %w1 {dilation=[2]}
-output %n, %m, %a, %a0, %e, %f`, false},
+param %lw: f32[6,6]
+param %lb: f32[6,6]
+%l0 = layer_norm %x
+%l1 = layer_norm %x, %lw, %lb {axes=[2,3], eps=1e-3}
+output %n, %m, %a, %a0, %e, %f, %l0, %l1`, false},
 		{"losses", `input %x: f32[4,3]
 input %y: i64[4]
 input %r: f32[4,3]
