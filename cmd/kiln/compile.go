@@ -34,6 +34,7 @@ func loadGraph(path string) (*ir.Graph, []safetensors.Tensor, error) {
 		if err != nil {
 			return nil, nil, err
 		}
+		m.Graph.File = path // later errors name the model file
 		return m.Graph, m.Params, nil
 	}
 	src, err := os.ReadFile(path)
