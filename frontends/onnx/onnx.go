@@ -135,11 +135,7 @@ type importer struct {
 }
 
 func (im *importer) run(gp *onnxpb.GraphProto) error {
-	name := kirName(gp.GetName())
-	if name == "" {
-		name = "onnx"
-	}
-	im.g = ir.New(name)
+	im.g = ir.New(graphName(gp.GetName()))
 	// Unsupported ops are reported all at once, before anything else.
 	if err := unsupported(gp.Node); err != nil {
 		return err
@@ -301,9 +297,25 @@ var badNameChar = regexp.MustCompile(`[^A-Za-z0-9_.]`)
 // a leading '/' (PyTorch's "/fc1/Gemm_output_0") is kept as is.
 func kirName(s string) string { return badNameChar.ReplaceAllString(s, "_") }
 
+var badGraphNameChar = regexp.MustCompile(`[^A-Za-z0-9_]`)
+
+// graphName maps an ONNX graph name to a .kir graph name (an identifier):
+// every character other than a letter, digit or '_' becomes '_', a leading
+// digit gets a '_' before it, and an empty name is "onnx".
+func graphName(s string) string {
+	s = badGraphNameChar.ReplaceAllString(s, "_")
+	switch {
+	case s == "":
+		return "onnx"
+	case s[0] >= '0' && s[0] <= '9':
+		return "_" + s
+	}
+	return s
+}
+
 // sanitize returns the kiln name of ONNX name s, unique in the graph: s
-// itself when it is valid .kir, else kirName(s) with a numeric suffix when
-// two ONNX names map to one.
+// itself when it is valid .kir, else kirName(s); a numeric suffix is added
+// when another ONNX name maps to it or a value kiln named (%t12) has it.
 func (im *importer) sanitize(s string) string {
 	k := kirName(s)
 	if k == "" {
@@ -312,7 +324,10 @@ func (im *importer) sanitize(s string) string {
 	base := k
 	for i := 1; ; i++ {
 		prev, ok := im.names[k]
-		if !ok || prev == s {
+		if ok && prev == s {
+			break
+		}
+		if _, taken := im.g.Lookup(k); !ok && !taken {
 			break
 		}
 		k = fmt.Sprintf("%s_%d", base, i)
