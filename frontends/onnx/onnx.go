@@ -23,9 +23,11 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// MinOpset and MaxOpset bound the default-domain opset versions Import reads.
+// MinOpset and MaxOpset bound the default-domain opset versions Import
+// reads. Opset 6 is read with its legacy broadcasting (the broadcast and
+// axis attributes of the binary ops).
 const (
-	MinOpset = 7
+	MinOpset = 6
 	MaxOpset = 21
 )
 
@@ -48,6 +50,12 @@ type Options struct {
 	// needed for an input with a symbolic dim (a batch size exported as
 	// dynamic), and must agree with every static dim the model states.
 	Shapes map[string][]int
+	// Constants gives graph inputs, by ONNX name, values known at import:
+	// such an input is a constant of the graph, so the shape arithmetic a
+	// model takes as an input (a Reshape's shape, a Slice's bounds, the
+	// axes of a reduction) folds. Each must have the input's dtype and
+	// agree with the dims the model states.
+	Constants map[string]safetensors.Tensor
 }
 
 // Import reads the ONNX model file at path. External data files are read
@@ -153,9 +161,21 @@ func (im *importer) run(gp *onnxpb.GraphProto) error {
 		if inits[in.GetName()] {
 			continue
 		}
-		t, err := valueType(in, im.opts.Shapes[in.GetName()])
+		shape := im.opts.Shapes[in.GetName()]
+		c, isConst := im.opts.Constants[in.GetName()]
+		if isConst {
+			shape = c.Type.Shape
+		}
+		t, err := valueType(in, shape)
 		if err != nil {
 			return fmt.Errorf("input %q: %w", ir.Excerpt(in.GetName()), err)
+		}
+		if isConst {
+			if !c.Type.Equal(t) {
+				return fmt.Errorf("input %q: the constant given is %s, the model's input %s", ir.Excerpt(in.GetName()), c.Type, t)
+			}
+			im.env[in.GetName()] = &val{id: ir.NoID, c: constTensor(c), name: in.GetName()}
+			continue
 		}
 		id, err := im.g.Leaf(ir.OpInput, im.sanitize(in.GetName()), t, nil)
 		if err != nil {
@@ -186,8 +206,14 @@ func (im *importer) run(gp *onnxpb.GraphProto) error {
 		}
 	}
 	for name := range im.opts.Shapes {
-		if v, ok := im.env[name]; !ok || v.id == ir.NoID || im.g.Value(v.id).Op != ir.OpInput {
+		_, isConst := im.opts.Constants[name]
+		if v, ok := im.env[name]; !ok || (!isConst && (v.id == ir.NoID || im.g.Value(v.id).Op != ir.OpInput)) {
 			return fmt.Errorf("a shape is given for %q, which is not a graph input", ir.Excerpt(name))
+		}
+	}
+	for name := range im.opts.Constants {
+		if !slices.ContainsFunc(gp.Input, func(in *onnxpb.ValueInfoProto) bool { return in.GetName() == name && !inits[name] }) {
+			return fmt.Errorf("a constant is given for %q, which is not a graph input", ir.Excerpt(name))
 		}
 	}
 	if len(gp.Output) == 0 {

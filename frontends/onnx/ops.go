@@ -222,6 +222,9 @@ func binaryOp(op ir.Op) func(*importer, *onnxpb.NodeProto) ([]*val, error) {
 		if err != nil {
 			return nil, err
 		}
+		if y, err = im.legacyBroadcast(n, x, y); err != nil {
+			return nil, err
+		}
 		return one(im.add(op, nil, x, y))
 	}
 }
