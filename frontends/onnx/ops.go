@@ -60,8 +60,13 @@ func init() {
 		"Concat":                    {emitConcat, "concat {axis}; folded when every input is a constant"},
 		"ConstantOfShape":           {emitConstantOfShape, "folded: a constant of the constant shape input, filled with value (default f32 0)"},
 	}
-	for k, r := range mergeRows(moreOps(), shapeOps()) {
-		Ops[k] = r
+	for _, rows := range []map[string]Rule{moreOps(), shapeOps(), backendOps()} {
+		for k, r := range rows {
+			if _, dup := Ops[k]; dup {
+				panic("onnx: two rules for " + k) // a merge gave an op two rows
+			}
+			Ops[k] = r
+		}
 	}
 }
 

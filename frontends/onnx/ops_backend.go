@@ -2,6 +2,7 @@ package onnx
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/kilnml/kiln/frontends/onnx/onnxpb"
 	"github.com/kilnml/kiln/frontends/safetensors"
@@ -52,4 +53,626 @@ func (im *importer) legacyBroadcast(n *onnxpb.NodeProto, a, b ir.ID) (ir.ID, err
 		return b, nil
 	}
 	return im.g.Add("", ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(shape...)), b)
+}
+
+// backendOps are rows of Ops made of kiln ops that exist: reductions,
+// activations and movements that ONNX's backend tests exercise.
+func backendOps() map[string]Rule {
+	return map[string]Rule{
+		"ReduceL1":                  {reduceWith(ir.OpAbs, ir.OpSum, ir.OpInvalid), "sum of abs {axes, keepdims}; axes as ReduceMean"},
+		"ReduceL2":                  {reduceWith(ir.OpSquare, ir.OpSum, ir.OpSqrt), "sqrt of the sum of squares {axes, keepdims}; axes as ReduceMean"},
+		"ReduceSumSquare":           {reduceWith(ir.OpSquare, ir.OpSum, ir.OpInvalid), "sum of squares {axes, keepdims}; axes as ReduceMean"},
+		"ReduceLogSum":              {reduceWith(ir.OpInvalid, ir.OpSum, ir.OpLog), "log of the sum {axes, keepdims}; axes as ReduceMean"},
+		"ReduceLogSumExp":           {reduceWith(ir.OpInvalid, ir.OpLogSumExp, ir.OpInvalid), "logsumexp {axes, keepdims}; axes as ReduceMean"},
+		"ReduceProd":                {reduceWith(ir.OpInvalid, ir.OpProd, ir.OpInvalid), "prod {axes, keepdims}; axes as ReduceMean"},
+		"ArgMax":                    {emitArg(ir.OpArgmax), "argmax {axes=[axis], keepdims} (default 0 and 1); select_last_index=1 through flip"},
+		"ArgMin":                    {emitArg(ir.OpArgmin), "argmin {axes=[axis], keepdims}; as ArgMax"},
+		"Size":                      {emitSize, "folded: the element count as an i64 scalar"},
+		"LayerNormalization":        {emitLayerNorm, "layer_norm {axes from axis on, eps=epsilon} with Scale and B as weight and bias (other shapes: multiplied and added after); the Mean and InvStdDev outputs as mean and rsqrt(var + eps)"},
+		"Xor":                       {binaryOp(ir.OpNotEqual), "not_equal (on bools)"},
+		"Mod":                       {emitMod, "mod (fmod=0, the sign of the divisor); fmod=1: the sign of the dividend, mod corrected by where"},
+		"Hardmax":                   {emitHardmax, "one_hot of argmax along axis, moved back into place; axis semantics as Softmax"},
+		"Sum":                       {variadic(ir.OpAdd), "add, folded left over the inputs"},
+		"Mean":                      {emitMean, "add folded left over the inputs, times 1/count"},
+		"Tile":                      {emitTile, "reshape, broadcast_to and reshape; repeats a constant input"},
+		"IsNaN":                     {emitIsNaN, "not_equal x, x"},
+		"IsInf":                     {emitIsInf, "equal to +inf and/or -inf (detect_positive, detect_negative)"},
+		"PRelu":                     {emitPRelu, "prelu for a slope [C] (per channel) or [1]; else where(x < 0, slope*x, x) with NumPy broadcasting"},
+		"ThresholdedRelu":           {emitFn(thresholdedRelu), "where(x > alpha, x, 0) (alpha default 1)"},
+		"Selu":                      {emitFn(selu), "gamma * elu {alpha} (defaults as ONNX)"},
+		"Celu":                      {emitFn(celu), "alpha * elu(x / alpha) (alpha default 1)"},
+		"HardSigmoid":               {emitFn(hardSigmoid), "clip(alpha*x + beta, 0, 1) (defaults 0.2, 0.5)"},
+		"HardSwish":                 {emitFn(hardSwish), "x * clip(x/6 + 0.5, 0, 1)"},
+		"Softsign":                  {emitFn(softsign), "x / (1 + abs(x))"},
+		"Shrink":                    {emitFn(shrink), "where(x < -lambd, x + bias, where(x > lambd, x - bias, 0))"},
+		"Sinh":                      {emitFn(sinh), "(exp(x) - exp(-x)) / 2"},
+		"Cosh":                      {emitFn(cosh), "(exp(x) + exp(-x)) / 2"},
+		"Tan":                       {emitFn(tan), "sin / cos"},
+		"Asinh":                     {emitFn(asinh), "sign(x) * log(abs(x) + sqrt(x^2 + 1))"},
+		"Acosh":                     {emitFn(acosh), "log(x + sqrt(x^2 - 1))"},
+		"Atanh":                     {emitFn(atanh), "(log1p(x) - log1p(-x)) / 2"},
+		"GlobalMaxPool":             {emitGlobalMaxPool, "max over the spatial axes, keepdims"},
+		"DepthToSpace":              {emitDepthToSpace, "reshape, transpose, reshape (mode DCR or CRD)"},
+		"SpaceToDepth":              {emitSpaceToDepth, "reshape, transpose, reshape"},
+		"EyeLike":                   {emitEyeLike, "folded: ones on diagonal k of the input's (static) shape, dtype from the attribute or the input"},
+		"MeanVarianceNormalization": {emitMVN, "(x - mean) / sqrt(var) over axes (default [0,2,3]), biased variance"},
+	}
+}
+
+// builder adds kiln ops and keeps the first error, so that composites read
+// as formulas.
+type builder struct {
+	im  *importer
+	err error
+}
+
+func (b *builder) op(op ir.Op, attrs ir.Attrs, args ...ir.ID) ir.ID {
+	if b.err != nil {
+		return ir.NoID
+	}
+	id, err := b.im.g.Add("", op, attrs, args...)
+	b.err = err
+	return id
+}
+
+// scalar is a constant of dtype dt holding v.
+func (b *builder) scalar(dt ir.DType, v float64) ir.ID {
+	if b.err != nil {
+		return ir.NoID
+	}
+	c := &tensor{dt: dt, shape: []int{}}
+	if dt.IsFloat() {
+		c.f = []float64{v}
+	} else {
+		c.i = []int64{int64(v)}
+	}
+	id, err := b.im.constOp(c)
+	b.err = err
+	return id
+}
+
+func (b *builder) dtype(id ir.ID) ir.DType {
+	if b.err != nil {
+		return ir.F32
+	}
+	return b.im.g.Type(id).DType
+}
+
+func (b *builder) result(id ir.ID) ([]*val, error) {
+	if b.err != nil {
+		return nil, b.err
+	}
+	return []*val{{id: id}}, nil
+}
+
+// emitFn makes the rule of a unary composite f of input 0.
+func emitFn(f func(b *builder, n *onnxpb.NodeProto, x ir.ID) ir.ID) func(*importer, *onnxpb.NodeProto) ([]*val, error) {
+	return func(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+		x, err := im.id(n, 0)
+		if err != nil {
+			return nil, err
+		}
+		b := &builder{im: im}
+		return b.result(f(b, n, x))
+	}
+}
+
+func thresholdedRelu(b *builder, n *onnxpb.NodeProto, x ir.ID) ir.ID {
+	dt := b.dtype(x)
+	return b.op(ir.OpWhere, nil, b.op(ir.OpGreater, nil, x, b.scalar(dt, attrFloat(n, "alpha", 1))), x, b.scalar(dt, 0))
+}
+
+func selu(b *builder, n *onnxpb.NodeProto, x ir.ID) ir.ID {
+	e := b.op(ir.OpElu, ir.MakeAttrs("alpha", ir.Float(attrFloat(n, "alpha", 1.67326319217681884765625))), x)
+	return b.op(ir.OpMul, nil, e, b.scalar(b.dtype(x), attrFloat(n, "gamma", 1.05070102214813232421875)))
+}
+
+func celu(b *builder, n *onnxpb.NodeProto, x ir.ID) ir.ID {
+	dt := b.dtype(x)
+	alpha := attrFloat(n, "alpha", 1)
+	e := b.op(ir.OpElu, ir.MakeAttrs("alpha", ir.Float(1)), b.op(ir.OpDiv, nil, x, b.scalar(dt, alpha)))
+	return b.op(ir.OpMul, nil, e, b.scalar(dt, alpha))
+}
+
+func hardSigmoid(b *builder, n *onnxpb.NodeProto, x ir.ID) ir.ID {
+	dt := b.dtype(x)
+	y := b.op(ir.OpAdd, nil, b.op(ir.OpMul, nil, x, b.scalar(dt, attrFloat(n, "alpha", 0.2))), b.scalar(dt, attrFloat(n, "beta", 0.5)))
+	return b.op(ir.OpClip, ir.MakeAttrs("min", ir.Float(0), "max", ir.Float(1)), y)
+}
+
+func hardSwish(b *builder, n *onnxpb.NodeProto, x ir.ID) ir.ID {
+	dt := b.dtype(x)
+	y := b.op(ir.OpAdd, nil, b.op(ir.OpMul, nil, x, b.scalar(dt, 1.0/6)), b.scalar(dt, 0.5))
+	return b.op(ir.OpMul, nil, x, b.op(ir.OpClip, ir.MakeAttrs("min", ir.Float(0), "max", ir.Float(1)), y))
+}
+
+func softsign(b *builder, n *onnxpb.NodeProto, x ir.ID) ir.ID {
+	return b.op(ir.OpDiv, nil, x, b.op(ir.OpAdd, nil, b.op(ir.OpAbs, nil, x), b.scalar(b.dtype(x), 1)))
+}
+
+func shrink(b *builder, n *onnxpb.NodeProto, x ir.ID) ir.ID {
+	dt := b.dtype(x)
+	l, bias := attrFloat(n, "lambd", 0.5), attrFloat(n, "bias", 0)
+	hi := b.op(ir.OpWhere, nil, b.op(ir.OpGreater, nil, x, b.scalar(dt, l)), b.op(ir.OpSub, nil, x, b.scalar(dt, bias)), b.scalar(dt, 0))
+	return b.op(ir.OpWhere, nil, b.op(ir.OpLess, nil, x, b.scalar(dt, -l)), b.op(ir.OpAdd, nil, x, b.scalar(dt, bias)), hi)
+}
+
+func sinh(b *builder, n *onnxpb.NodeProto, x ir.ID) ir.ID {
+	d := b.op(ir.OpSub, nil, b.op(ir.OpExp, nil, x), b.op(ir.OpExp, nil, b.op(ir.OpNeg, nil, x)))
+	return b.op(ir.OpMul, nil, d, b.scalar(b.dtype(x), 0.5))
+}
+
+func cosh(b *builder, n *onnxpb.NodeProto, x ir.ID) ir.ID {
+	d := b.op(ir.OpAdd, nil, b.op(ir.OpExp, nil, x), b.op(ir.OpExp, nil, b.op(ir.OpNeg, nil, x)))
+	return b.op(ir.OpMul, nil, d, b.scalar(b.dtype(x), 0.5))
+}
+
+func tan(b *builder, n *onnxpb.NodeProto, x ir.ID) ir.ID {
+	return b.op(ir.OpDiv, nil, b.op(ir.OpSin, nil, x), b.op(ir.OpCos, nil, x))
+}
+
+func asinh(b *builder, n *onnxpb.NodeProto, x ir.ID) ir.ID {
+	a := b.op(ir.OpAbs, nil, x)
+	r := b.op(ir.OpSqrt, nil, b.op(ir.OpAdd, nil, b.op(ir.OpSquare, nil, x), b.scalar(b.dtype(x), 1)))
+	return b.op(ir.OpMul, nil, b.op(ir.OpSign, nil, x), b.op(ir.OpLog, nil, b.op(ir.OpAdd, nil, a, r)))
+}
+
+func acosh(b *builder, n *onnxpb.NodeProto, x ir.ID) ir.ID {
+	r := b.op(ir.OpSqrt, nil, b.op(ir.OpSub, nil, b.op(ir.OpSquare, nil, x), b.scalar(b.dtype(x), 1)))
+	return b.op(ir.OpLog, nil, b.op(ir.OpAdd, nil, x, r))
+}
+
+func atanh(b *builder, n *onnxpb.NodeProto, x ir.ID) ir.ID {
+	d := b.op(ir.OpSub, nil, b.op(ir.OpLog1p, nil, x), b.op(ir.OpLog1p, nil, b.op(ir.OpNeg, nil, x)))
+	return b.op(ir.OpMul, nil, d, b.scalar(b.dtype(x), 0.5))
+}
+
+// reduceAxes returns the axes of a ReduceX node (an attribute before opset
+// inputFrom, the optional constant input 1 from it), normalized for rank
+// r; none means every axis unless noop_with_empty_axes is set (noop).
+func (im *importer) reduceAxes(n *onnxpb.NodeProto, r, inputFrom int) (axes []int, noop bool, err error) {
+	if im.opset < inputFrom {
+		axes, _ = attrInts(n, "axes")
+	} else if has(n, 1) {
+		c, err := im.constIn(n, 1)
+		if err != nil {
+			return nil, false, err
+		}
+		for _, a := range c.ints() {
+			axes = append(axes, int(a))
+		}
+	}
+	if len(axes) == 0 {
+		if attrInt(n, "noop_with_empty_axes", 0) != 0 {
+			return nil, true, nil
+		}
+		for k := range r {
+			axes = append(axes, k)
+		}
+	}
+	for k, a := range axes {
+		if axes[k], err = normAxis(a, r); err != nil {
+			return nil, false, err
+		}
+	}
+	return axes, false, nil
+}
+
+// reduceWith handles the ReduceX ops made of a reduction red with an
+// elementwise pre (before) and post (after) step; ir.OpInvalid is none.
+// Their axes became an input at opset 18.
+func reduceWith(pre, red, post ir.Op) func(*importer, *onnxpb.NodeProto) ([]*val, error) {
+	return func(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+		x, err := im.id(n, 0)
+		if err != nil {
+			return nil, err
+		}
+		axes, noop, err := im.reduceAxes(n, len(im.shapeOf(x)), 18)
+		if err != nil {
+			return nil, err
+		}
+		b := &builder{im: im}
+		if pre != ir.OpInvalid {
+			x = b.op(pre, nil, x)
+		}
+		if noop {
+			return b.result(x)
+		}
+		y := b.op(red, ir.MakeAttrs("axes", ir.Ints(axes...), "keepdims", ir.BoolAttr(attrInt(n, "keepdims", 1) != 0)), x)
+		if post != ir.OpInvalid {
+			y = b.op(post, nil, y)
+		}
+		return b.result(y)
+	}
+}
+
+func emitArg(op ir.Op) func(*importer, *onnxpb.NodeProto) ([]*val, error) {
+	return func(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+		x, err := im.id(n, 0)
+		if err != nil {
+			return nil, err
+		}
+		shape := im.shapeOf(x)
+		axis, err := normAxis(int(attrInt(n, "axis", 0)), len(shape))
+		if err != nil {
+			return nil, err
+		}
+		b := &builder{im: im}
+		last := attrInt(n, "select_last_index", 0) != 0
+		if last {
+			x = b.op(ir.OpFlip, ir.MakeAttrs("axes", ir.Ints(axis)), x)
+		}
+		y := b.op(op, ir.MakeAttrs("axes", ir.Ints(axis), "keepdims", ir.BoolAttr(attrInt(n, "keepdims", 1) != 0)), x)
+		if last {
+			y = b.op(ir.OpSub, nil, b.scalar(ir.I64, float64(shape[axis]-1)), y)
+		}
+		return b.result(y)
+	}
+}
+
+func emitSize(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	v, err := im.in(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	return []*val{{id: ir.NoID, c: &tensor{dt: ir.I64, shape: []int{}, i: []int64{int64(prod(im.shapeOfVal(v)))}}}}, nil
+}
+
+func emitLayerNorm(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	x, err := im.id(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	shape := im.shapeOf(x)
+	axis, err := normAxis(int(attrInt(n, "axis", -1)), len(shape))
+	if err != nil {
+		return nil, err
+	}
+	axes := make([]int, 0, len(shape)-axis)
+	for k := axis; k < len(shape); k++ {
+		axes = append(axes, k)
+	}
+	eps := attrFloat(n, "epsilon", 1e-5)
+	w, err := im.id(n, 1)
+	if err != nil {
+		return nil, err
+	}
+	var bias ir.ID = ir.NoID
+	if has(n, 2) {
+		if bias, err = im.id(n, 2); err != nil {
+			return nil, err
+		}
+	}
+	b := &builder{im: im}
+	attrs := ir.MakeAttrs("axes", ir.Ints(axes...), "eps", ir.Float(eps))
+	norm := ir.Shape(shape[axis:])
+	var y ir.ID
+	if ir.Shape(im.shapeOf(w)).Equal(norm) && (bias == ir.NoID || ir.Shape(im.shapeOf(bias)).Equal(norm)) {
+		args := []ir.ID{x, w}
+		if bias != ir.NoID {
+			args = append(args, bias)
+		}
+		y = b.op(ir.OpLayerNorm, attrs, args...)
+	} else {
+		y = b.op(ir.OpMul, nil, b.op(ir.OpLayerNorm, attrs, x), w)
+		if bias != ir.NoID {
+			y = b.op(ir.OpAdd, nil, y, bias)
+		}
+	}
+	outs := []*val{{id: y}}
+	if len(n.Output) > 1 {
+		keep := ir.MakeAttrs("axes", ir.Ints(axes...), "keepdims", ir.BoolAttr(true))
+		mean := b.op(ir.OpMean, keep, x)
+		vr := b.op(ir.OpVar, keep.With("correction", ir.Float(0)), x)
+		inv := b.op(ir.OpRsqrt, nil, b.op(ir.OpAdd, nil, vr, b.scalar(b.dtype(x), eps)))
+		outs = append(outs, &val{id: mean}, &val{id: inv})
+	}
+	if b.err != nil {
+		return nil, b.err
+	}
+	return outs, nil
+}
+
+func emitMod(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	a, err := im.id(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	c, err := im.id(n, 1)
+	if err != nil {
+		return nil, err
+	}
+	b := &builder{im: im}
+	r := b.op(ir.OpMod, nil, a, c)
+	if attrInt(n, "fmod", 0) == 0 {
+		return b.result(r)
+	}
+	// C's fmod has the dividend's sign: where Python's remainder is not 0
+	// and the signs of a and c differ, it is r - c.
+	dt := b.dtype(a)
+	zero := b.scalar(dt, 0)
+	differ := b.op(ir.OpNotEqual, nil, b.op(ir.OpLess, nil, a, zero), b.op(ir.OpLess, nil, c, zero))
+	fix := b.op(ir.OpLogicalAnd, nil, b.op(ir.OpNotEqual, nil, r, zero), differ)
+	return b.result(b.op(ir.OpWhere, nil, fix, b.op(ir.OpSub, nil, r, c), r))
+}
+
+func emitHardmax(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	x, err := im.id(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	shape := im.shapeOf(x)
+	b := &builder{im: im}
+	dt := b.dtype(x)
+	hard := func(x ir.ID, axis, r, c int) ir.ID {
+		y := b.op(ir.OpOneHot, ir.MakeAttrs("classes", ir.Int(c), "dtype", ir.String(dt.String())),
+			b.op(ir.OpArgmax, ir.MakeAttrs("axes", ir.Ints(axis)), x))
+		if axis == r-1 {
+			return y
+		}
+		perm := make([]int, 0, r)
+		for k := range r - 1 {
+			if k == axis {
+				perm = append(perm, r-1)
+			}
+			perm = append(perm, k)
+		}
+		return b.op(ir.OpTranspose, ir.MakeAttrs("perm", ir.Ints(perm...)), y)
+	}
+	if im.opset >= 13 {
+		axis, err := normAxis(int(attrInt(n, "axis", -1)), len(shape))
+		if err != nil {
+			return nil, err
+		}
+		return b.result(hard(x, axis, len(shape), shape[axis]))
+	}
+	axis, err := normAxis(int(attrInt(n, "axis", 1)), len(shape))
+	if err != nil {
+		return nil, err
+	}
+	flat := b.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(prod(shape[:axis]), prod(shape[axis:]))), x)
+	return b.result(b.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(shape...)), hard(flat, 1, 2, prod(shape[axis:]))))
+}
+
+func emitMean(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	s, err := variadic(ir.OpAdd)(im, n)
+	if err != nil {
+		return nil, err
+	}
+	b := &builder{im: im}
+	if len(n.Input) == 1 {
+		return s, nil
+	}
+	return b.result(b.op(ir.OpDiv, nil, s[0].id, b.scalar(b.dtype(s[0].id), float64(len(n.Input)))))
+}
+
+func emitTile(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	x, err := im.id(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := im.constIn(n, 1)
+	if err != nil {
+		return nil, err
+	}
+	shape := im.shapeOf(x)
+	reps := rc.ints()
+	if len(reps) != len(shape) {
+		return nil, fmt.Errorf("expected %d repeats for rank %d, found %d", len(shape), len(shape), len(reps))
+	}
+	var split, wide, out []int
+	for k, d := range shape {
+		r := reps[k]
+		if r < 0 || r > ir.MaxTensorBytes {
+			return nil, fmt.Errorf("repeats %v: %d is not a count", reps, r)
+		}
+		split = append(split, 1, d)
+		wide = append(wide, int(r), d)
+		out = append(out, int(r)*d)
+	}
+	if _, err := (ir.Type{DType: ir.F32, Shape: out}).BytesChecked(); err != nil {
+		return nil, err
+	}
+	b := &builder{im: im}
+	y := b.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(split...)), x)
+	y = b.op(ir.OpBroadcastTo, ir.MakeAttrs("shape", ir.Ints(wide...)), y)
+	return b.result(b.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(out...)), y))
+}
+
+func emitIsNaN(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	x, err := im.id(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	return one(im.add(ir.OpNotEqual, nil, x, x))
+}
+
+func emitIsInf(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	x, err := im.id(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	b := &builder{im: im}
+	dt := b.dtype(x)
+	pos, neg := attrInt(n, "detect_positive", 1) != 0, attrInt(n, "detect_negative", 1) != 0
+	var y ir.ID = ir.NoID
+	for _, s := range []struct {
+		on   bool
+		sign float64
+	}{{pos, 1}, {neg, -1}} {
+		if !s.on {
+			continue
+		}
+		e := b.op(ir.OpEqual, nil, x, b.scalar(dt, math.Inf(int(s.sign))))
+		if y == ir.NoID {
+			y = e
+		} else {
+			y = b.op(ir.OpLogicalOr, nil, y, e)
+		}
+	}
+	if y == ir.NoID {
+		y = b.op(ir.OpNotEqual, nil, x, x)
+		y = b.op(ir.OpLogicalAnd, nil, y, b.op(ir.OpLogicalNot, nil, y)) // all false
+	}
+	return b.result(y)
+}
+
+func emitPRelu(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	x, err := im.id(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	s, err := im.id(n, 1)
+	if err != nil {
+		return nil, err
+	}
+	xs, ss := im.shapeOf(x), im.shapeOf(s)
+	if len(ss) == 1 && (ss[0] == 1 || (len(xs) >= 2 && ss[0] == xs[1])) {
+		return one(im.add(ir.OpPrelu, nil, x, s))
+	}
+	if len(xs) >= 2 && len(ss) >= 1 && ss[0] == xs[1] && prod(ss) == xs[1] {
+		// A slope [C,1,...] per channel, as PyTorch exports at opset 6.
+		b := &builder{im: im}
+		return b.result(b.op(ir.OpPrelu, nil, x, b.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(xs[1])), s)))
+	}
+	b := &builder{im: im}
+	dt := b.dtype(x)
+	return b.result(b.op(ir.OpWhere, nil, b.op(ir.OpLess, nil, x, b.scalar(dt, 0)), b.op(ir.OpMul, nil, x, s), x))
+}
+
+func emitGlobalMaxPool(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	x, err := im.id(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	r := len(im.shapeOf(x))
+	if r < 3 {
+		return nil, fmt.Errorf("expected an input of rank >= 3, found rank %d", r)
+	}
+	axes := make([]int, 0, r-2)
+	for k := 2; k < r; k++ {
+		axes = append(axes, k)
+	}
+	return one(im.add(ir.OpMax, ir.MakeAttrs("axes", ir.Ints(axes...), "keepdims", ir.BoolAttr(true)), x))
+}
+
+// blockArgs returns the input of DepthToSpace or SpaceToDepth, its shape
+// [N,C,H,W] and blocksize.
+func blockArgs(im *importer, n *onnxpb.NodeProto) (ir.ID, []int, int, error) {
+	x, err := im.id(n, 0)
+	if err != nil {
+		return ir.NoID, nil, 0, err
+	}
+	s := im.shapeOf(x)
+	if len(s) != 4 {
+		return ir.NoID, nil, 0, fmt.Errorf("expected an input of rank 4, found %v", s)
+	}
+	bs := int(attrInt(n, "blocksize", 0))
+	if bs <= 0 || bs > ir.MaxTensorBytes {
+		return ir.NoID, nil, 0, fmt.Errorf("blocksize %d is not positive", bs)
+	}
+	return x, s, bs, nil
+}
+
+func emitDepthToSpace(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	x, s, bs, err := blockArgs(im, n)
+	if err != nil {
+		return nil, err
+	}
+	N, C, H, W := s[0], s[1], s[2], s[3]
+	if C%(bs*bs) != 0 {
+		return nil, fmt.Errorf("channels %d are not a multiple of blocksize^2 = %d", C, bs*bs)
+	}
+	b := &builder{im: im}
+	var y ir.ID
+	switch m := attrString(n, "mode", "DCR"); m {
+	case "DCR":
+		y = b.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(N, bs, bs, C/(bs*bs), H, W)), x)
+		y = b.op(ir.OpTranspose, ir.MakeAttrs("perm", ir.Ints(0, 3, 4, 1, 5, 2)), y)
+	case "CRD":
+		y = b.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(N, C/(bs*bs), bs, bs, H, W)), x)
+		y = b.op(ir.OpTranspose, ir.MakeAttrs("perm", ir.Ints(0, 1, 4, 2, 5, 3)), y)
+	default:
+		return nil, fmt.Errorf("mode %q is not supported (DCR or CRD)", ir.Excerpt(m))
+	}
+	return b.result(b.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(N, C/(bs*bs), H*bs, W*bs)), y))
+}
+
+func emitSpaceToDepth(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	x, s, bs, err := blockArgs(im, n)
+	if err != nil {
+		return nil, err
+	}
+	N, C, H, W := s[0], s[1], s[2], s[3]
+	if H%bs != 0 || W%bs != 0 {
+		return nil, fmt.Errorf("height %d and width %d are not multiples of blocksize %d", H, W, bs)
+	}
+	b := &builder{im: im}
+	y := b.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(N, C, H/bs, bs, W/bs, bs)), x)
+	y = b.op(ir.OpTranspose, ir.MakeAttrs("perm", ir.Ints(0, 3, 5, 1, 2, 4)), y)
+	return b.result(b.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(N, C*bs*bs, H/bs, W/bs)), y))
+}
+
+func emitEyeLike(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	v, err := im.in(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	s := im.shapeOfVal(v)
+	if len(s) != 2 {
+		return nil, fmt.Errorf("expected an input of rank 2, found %v", s)
+	}
+	var dt ir.DType
+	if v.id != ir.NoID {
+		dt = im.g.Type(v.id).DType
+	} else {
+		dt = v.c.dt
+	}
+	if a := attr(n, "dtype"); a != nil {
+		if dt, err = onnxDType(int32(a.GetI())); err != nil {
+			return nil, err
+		}
+	}
+	if prod(s) > MaxFolded {
+		return nil, fmt.Errorf("a constant of shape %v has %d elements; constants computed at import are limited to %d (onnx.MaxFolded)", s, prod(s), MaxFolded)
+	}
+	k := int(attrInt(n, "k", 0))
+	c := &tensor{dt: dt, shape: append([]int(nil), s...)}
+	if dt.IsFloat() {
+		c.f = make([]float64, prod(s))
+	} else {
+		c.i = make([]int64, prod(s))
+	}
+	for r := range s[0] {
+		if j := r + k; j >= 0 && j < s[1] {
+			if dt.IsFloat() {
+				c.f[r*s[1]+j] = 1
+			} else {
+				c.i[r*s[1]+j] = 1
+			}
+		}
+	}
+	return []*val{{id: ir.NoID, c: c}}, nil
+}
+
+func emitMVN(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	x, err := im.id(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	r := len(im.shapeOf(x))
+	axes, ok := attrInts(n, "axes")
+	if !ok {
+		axes = []int{0, 2, 3}
+	}
+	for k, a := range axes {
+		if axes[k], err = normAxis(a, r); err != nil {
+			return nil, err
+		}
+	}
+	b := &builder{im: im}
+	keep := ir.MakeAttrs("axes", ir.Ints(axes...), "keepdims", ir.BoolAttr(true))
+	d := b.op(ir.OpSub, nil, x, b.op(ir.OpMean, keep, x))
+	sd := b.op(ir.OpSqrt, nil, b.op(ir.OpVar, keep.With("correction", ir.Float(0)), x))
+	return b.result(b.op(ir.OpDiv, nil, d, sd))
 }

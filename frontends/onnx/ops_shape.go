@@ -383,13 +383,3 @@ func emitSplit(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	}
 	return outs, nil
 }
-
-func mergeRows(tables ...map[string]Rule) map[string]Rule {
-	out := map[string]Rule{}
-	for _, t := range tables {
-		for k, r := range t {
-			out[k] = r
-		}
-	}
-	return out
-}
