@@ -50,8 +50,8 @@ func init() {
 		"Pad":                       {emitPad, "pad {pads, value}; mode constant only; pads (and constant_value) from constant inputs at opset >= 11, attributes before; no axes input"},
 		"BatchNormalization":        {emitBatchNorm, "training_mode=1 (opset >= 14): batch_norm with the batch's statistics (the running statistics are not updated); otherwise the inference form (x - mean) / sqrt(var + eps) * scale + B with the running statistics as constants"},
 		"Dropout":                   {emitDropout, "the input when not training (training_mode input absent or false; before opset 12 always) or when ratio is 0; in training mode dropout {p=ratio} (kiln's own random stream, not PyTorch's); the mask output is not computed"},
-		"SoftmaxCrossEntropyLoss":   {emitSCE, "softmax_cross_entropy {reduction} on scores [N,C] and labels [N]; no weights; ignore_index must lie outside [0, C) (kiln refuses labels outside [0, C)); the log_prob output is log_softmax"},
-		"NegativeLogLikelihoodLoss": {emitNLL, "nll_loss {reduction} on [N,C] and labels [N]; no weights; ignore_index as SoftmaxCrossEntropyLoss"},
+		"SoftmaxCrossEntropyLoss":   {emitSoftmaxCE, "softmax_cross_entropy {reduction} on scores [N,C] and labels [N]; with scores [N,C,d1,...], class weights, ignore_index or the log_prob output: log_softmax on axis 1, then as NegativeLogLikelihoodLoss; the log_prob output is that log_softmax"},
+		"NegativeLogLikelihoodLoss": {emitNLLLoss, "nll_loss {reduction} on [N,C] and labels [N]; scores [N,C,d1,...] with the class axis moved last and flattened; with class weights or ignore_index: nll_loss per element times weight[label] (0 at ignore_index), mean divided by the weights' sum"},
 		"Constant":                  {emitConstant, "folded: value (a tensor), value_float(s) or value_int(s)"},
 		"Shape":                     {emitShape, "folded: the static shape as i64, with start/end (opset >= 15)"},
 		"Gather":                    {emitGather, "folded on constants; on a kiln value with constant indices, index_select {axis} (a scalar index drops the axis)"},
@@ -741,62 +741,6 @@ func emitDropout(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 		return nil, err
 	}
 	return one(im.add(ir.OpDropout, ir.MakeAttrs("p", ir.Float(ratio)), id))
-}
-
-func lossArgs(im *importer, n *onnxpb.NodeProto) (ir.ID, ir.ID, ir.Attrs, error) {
-	if has(n, 2) {
-		return ir.NoID, ir.NoID, nil, errors.New("class weights are not supported")
-	}
-	x, err := im.id(n, 0)
-	if err != nil {
-		return ir.NoID, ir.NoID, nil, err
-	}
-	l, err := im.id(n, 1)
-	if err != nil {
-		return ir.NoID, ir.NoID, nil, err
-	}
-	xs := im.shapeOf(x)
-	if len(xs) != 2 {
-		return ir.NoID, ir.NoID, nil, fmt.Errorf("expected scores of rank 2 [N,C], found %v", xs)
-	}
-	if a := attr(n, "ignore_index"); a != nil && a.GetI() >= 0 && a.GetI() < int64(xs[1]) {
-		return ir.NoID, ir.NoID, nil, fmt.Errorf("ignore_index %d is a class (in [0, %d)); skipping labels is not supported", a.GetI(), xs[1])
-	}
-	red := attrString(n, "reduction", "mean")
-	switch red {
-	case "mean", "sum", "none":
-	default:
-		return ir.NoID, ir.NoID, nil, fmt.Errorf("unknown reduction %q", ir.Excerpt(red))
-	}
-	return x, l, ir.MakeAttrs("reduction", ir.String(red)), nil
-}
-
-func emitSCE(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
-	x, l, attrs, err := lossArgs(im, n)
-	if err != nil {
-		return nil, err
-	}
-	loss, err := im.add(ir.OpSoftmaxCrossEntropy, attrs, x, l)
-	if err != nil {
-		return nil, err
-	}
-	outs := []*val{loss}
-	if len(n.Output) > 1 && n.Output[1] != "" {
-		lp, err := im.add(ir.OpLogSoftmax, ir.MakeAttrs("axis", ir.Int(1)), x)
-		if err != nil {
-			return nil, err
-		}
-		outs = append(outs, lp)
-	}
-	return outs, nil
-}
-
-func emitNLL(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
-	x, l, attrs, err := lossArgs(im, n)
-	if err != nil {
-		return nil, err
-	}
-	return one(im.add(ir.OpNLLLoss, attrs, x, l))
 }
 
 func emitConstant(im *importer, n *onnxpb.NodeProto) ([]*val, error) {

@@ -676,3 +676,135 @@ func emitMVN(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	sd := b.op(ir.OpSqrt, nil, b.op(ir.OpVar, keep.With("correction", ir.Float(0)), x))
 	return b.result(b.op(ir.OpDiv, nil, d, sd))
 }
+
+// lossRows returns the scores of a loss node as rows [M,C] and its labels
+// as [M]: for scores [N,C,d1,...] the class axis is moved last and the
+// rest flattened, as the labels [N,d1,...] are. dims is [N,d1,...].
+func lossRows(b *builder, x, labels ir.ID) (rows, flat ir.ID, dims []int, err error) {
+	xs, ls := b.im.shapeOf(x), b.im.shapeOf(labels)
+	if len(xs) < 2 {
+		return ir.NoID, ir.NoID, nil, fmt.Errorf("expected scores of rank >= 2 [N,C,...], found %v", xs)
+	}
+	dims = append([]int{xs[0]}, xs[2:]...)
+	if !ir.Shape(ls).Equal(ir.Shape(dims)) {
+		return ir.NoID, ir.NoID, nil, fmt.Errorf("labels of shape %v for scores %v; expected %v", ls, xs, dims)
+	}
+	rows = x
+	if len(xs) > 2 {
+		perm := []int{0}
+		for k := 2; k < len(xs); k++ {
+			perm = append(perm, k)
+		}
+		perm = append(perm, 1)
+		rows = b.op(ir.OpTranspose, ir.MakeAttrs("perm", ir.Ints(perm...)), x)
+		rows = b.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(prod(dims), xs[1])), rows)
+		labels = b.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(prod(dims))), labels)
+	}
+	return rows, labels, dims, b.err
+}
+
+// nllLoss is ONNX's NegativeLogLikelihoodLoss of log-probabilities lp
+// [N,C,d1,...] and labels [N,d1,...] with the node's weight input (k), its
+// ignore_index and reduction. Without weights and ignore_index it is
+// nll_loss; else the per-element losses are weighted by weight[label] (0
+// where the label is ignore_index) and the mean divides by the weights' sum.
+func nllLoss(im *importer, n *onnxpb.NodeProto, lp, labels ir.ID, k int) (ir.ID, error) {
+	red := attrString(n, "reduction", "mean")
+	switch red {
+	case "mean", "sum", "none":
+	default:
+		return ir.NoID, fmt.Errorf("unknown reduction %q", ir.Excerpt(red))
+	}
+	b := &builder{im: im}
+	rows, flat, dims, err := lossRows(b, lp, labels)
+	if err != nil {
+		return ir.NoID, err
+	}
+	ii := attr(n, "ignore_index")
+	if !has(n, k) && ii == nil {
+		y := b.op(ir.OpNLLLoss, ir.MakeAttrs("reduction", ir.String(red)), rows, flat)
+		if red == "none" {
+			y = b.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(dims...)), y)
+		}
+		return y, b.err
+	}
+	dt := b.dtype(lp)
+	lt := b.dtype(flat)
+	var keep ir.ID = ir.NoID
+	if ii != nil {
+		keep = b.op(ir.OpNotEqual, nil, flat, b.scalar(lt, float64(ii.GetI())))
+		flat = b.op(ir.OpWhere, nil, keep, flat, b.scalar(lt, 0))
+	}
+	l := b.op(ir.OpNLLLoss, ir.MakeAttrs("reduction", ir.String("none")), rows, flat)
+	var w ir.ID
+	if has(n, k) {
+		wt, err := im.id(n, k)
+		if err != nil {
+			return ir.NoID, err
+		}
+		w = b.op(ir.OpIndexSelect, ir.MakeAttrs("axis", ir.Int(0)), wt, flat)
+		if keep != ir.NoID {
+			w = b.op(ir.OpWhere, nil, keep, w, b.scalar(dt, 0))
+		}
+	} else {
+		w = b.op(ir.OpWhere, nil, keep, b.scalar(dt, 1), b.scalar(dt, 0))
+	}
+	l = b.op(ir.OpMul, nil, l, w)
+	switch red {
+	case "none":
+		l = b.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(dims...)), l)
+	case "sum":
+		l = b.op(ir.OpSum, nil, l)
+	default:
+		l = b.op(ir.OpDiv, nil, b.op(ir.OpSum, nil, l), b.op(ir.OpSum, nil, w))
+	}
+	return l, b.err
+}
+
+func emitNLLLoss(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	x, err := im.id(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	labels, err := im.id(n, 1)
+	if err != nil {
+		return nil, err
+	}
+	y, err := nllLoss(im, n, x, labels, 2)
+	if err != nil {
+		return nil, err
+	}
+	return []*val{{id: y}}, nil
+}
+
+func emitSoftmaxCE(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	x, err := im.id(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	labels, err := im.id(n, 1)
+	if err != nil {
+		return nil, err
+	}
+	xs := im.shapeOf(x)
+	if len(xs) == 2 && !has(n, 2) && attr(n, "ignore_index") == nil && (len(n.Output) < 2 || n.Output[1] == "") {
+		// The common case: one fused op, which trains fastest.
+		red := attrString(n, "reduction", "mean")
+		if red != "mean" && red != "sum" && red != "none" {
+			return nil, fmt.Errorf("unknown reduction %q", ir.Excerpt(red))
+		}
+		return one(im.add(ir.OpSoftmaxCrossEntropy, ir.MakeAttrs("reduction", ir.String(red)), x, labels))
+	}
+	if len(xs) < 2 {
+		return nil, fmt.Errorf("expected scores of rank >= 2 [N,C,...], found %v", xs)
+	}
+	lp, err := im.g.Add("", ir.OpLogSoftmax, ir.MakeAttrs("axis", ir.Int(1)), x)
+	if err != nil {
+		return nil, err
+	}
+	y, err := nllLoss(im, n, lp, labels, 2)
+	if err != nil {
+		return nil, err
+	}
+	return []*val{{id: y}, {id: lp}}, nil
+}
