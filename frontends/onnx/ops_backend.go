@@ -705,8 +705,8 @@ func lossRows(b *builder, x, labels ir.ID) (rows, flat ir.ID, dims []int, err er
 
 // nllLoss is ONNX's NegativeLogLikelihoodLoss of log-probabilities lp
 // [N,C,d1,...] and labels [N,d1,...] with the node's weight input (k), its
-// ignore_index and reduction. Without weights and ignore_index it is
-// nll_loss; else the per-element losses are weighted by weight[label] (0
+// ignore_index and reduction. Without weights and an ignore_index that is
+// a class it is nll_loss; else the per-element losses are weighted by weight[label] (0
 // where the label is ignore_index) and the mean divides by the weights' sum.
 func nllLoss(im *importer, n *onnxpb.NodeProto, lp, labels ir.ID, k int) (ir.ID, error) {
 	red := attrString(n, "reduction", "mean")
@@ -721,6 +721,11 @@ func nllLoss(im *importer, n *onnxpb.NodeProto, lp, labels ir.ID, k int) (ir.ID,
 		return ir.NoID, err
 	}
 	ii := attr(n, "ignore_index")
+	if c := b.im.shapeOf(lp)[1]; ii != nil && (ii.GetI() < 0 || ii.GetI() >= int64(c)) && !has(n, k) {
+		// PyTorch exports ignore_index -100: outside the classes, it
+		// changes nothing unless a label is -100, which nll_loss refuses.
+		ii = nil
+	}
 	if !has(n, k) && ii == nil {
 		y := b.op(ir.OpNLLLoss, ir.MakeAttrs("reduction", ir.String(red)), rows, flat)
 		if red == "none" {
@@ -787,8 +792,9 @@ func emitSoftmaxCE(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 		return nil, err
 	}
 	xs := im.shapeOf(x)
-	if len(xs) == 2 && !has(n, 2) && attr(n, "ignore_index") == nil && (len(n.Output) < 2 || n.Output[1] == "") {
-		// The common case: one fused op, which trains fastest.
+	if ii := attr(n, "ignore_index"); len(xs) == 2 && !has(n, 2) && (ii == nil || ii.GetI() < 0 || ii.GetI() >= int64(xs[1])) && (len(n.Output) < 2 || n.Output[1] == "") {
+		// The common case: one fused op, which trains fastest (an
+		// ignore_index outside the classes as in nllLoss).
 		red := attrString(n, "reduction", "mean")
 		if red != "mean" && red != "sum" && red != "none" {
 			return nil, fmt.Errorf("unknown reduction %q", ir.Excerpt(red))
