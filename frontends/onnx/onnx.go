@@ -20,7 +20,6 @@ import (
 	"github.com/kilnml/kiln/frontends/onnx/onnxpb"
 	"github.com/kilnml/kiln/frontends/safetensors"
 	"github.com/kilnml/kiln/ir"
-	"google.golang.org/protobuf/proto"
 )
 
 // MinOpset and MaxOpset bound the default-domain opset versions Import
@@ -83,13 +82,14 @@ func (o Options) Import(path string) (*Model, error) {
 }
 
 // Decode imports a serialized ONNX ModelProto. dir is the folder external
-// data files are read from ("" refuses external data).
+// data files are read from ("" refuses external data). The params' values
+// (Model.Params) may share data's bytes: data must not change after.
 func Decode(data []byte, dir string) (*Model, error) { return Options{}.Decode(data, dir) }
 
 // Decode imports a serialized ONNX ModelProto with the options o.
 func (o Options) Decode(data []byte, dir string) (*Model, error) {
-	var mp onnxpb.ModelProto
-	if err := proto.Unmarshal(data, &mp); err != nil {
+	mp, err := unmarshalModel(data)
+	if err != nil {
 		return nil, fmt.Errorf("not an ONNX model (a truncated or damaged file?): %v", err)
 	}
 	if mp.Graph == nil {
