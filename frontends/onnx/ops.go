@@ -49,12 +49,12 @@ func init() {
 		"GlobalAveragePool":         {emitGlobalAveragePool, "mean over the spatial axes, keepdims"},
 		"Pad":                       {emitPad, "pad {pads, value}; mode constant only; pads (and constant_value) from constant inputs at opset >= 11, attributes before; no axes input"},
 		"BatchNormalization":        {emitBatchNorm, "training_mode=1 (opset >= 14): batch_norm with the batch's statistics (the running statistics are not updated); otherwise the inference form (x - mean) / sqrt(var + eps) * scale + B with the running statistics as constants"},
-		"Dropout":                   {emitDropout, "the input when not training (training_mode input absent or false; before opset 12 always) or when ratio is 0; in training mode dropout {p=ratio} (kiln's own random stream, not PyTorch's); the mask output is not computed"},
+		"Dropout":                   {emitDropout, "the input when not training (training_mode input absent or false; before opset 12 always) or when ratio is 0, with a mask output of all true; in training mode dropout {p=ratio} (kiln's own random stream, not PyTorch's), whose mask output is not computed"},
 		"SoftmaxCrossEntropyLoss":   {emitSoftmaxCE, "softmax_cross_entropy {reduction} on scores [N,C] and labels [N]; with scores [N,C,d1,...], class weights, an ignore_index in [0, C) or the log_prob output: log_softmax on axis 1, then as NegativeLogLikelihoodLoss; the log_prob output is that log_softmax"},
 		"NegativeLogLikelihoodLoss": {emitNLLLoss, "nll_loss {reduction} on [N,C] and labels [N]; scores [N,C,d1,...] with the class axis moved last and flattened; with class weights or an ignore_index in [0, C): nll_loss per element times weight[label] (0 at ignore_index), mean divided by the weights' sum; an ignore_index outside [0, C) (PyTorch's -100) changes nothing, and such a label is refused when the model runs"},
 		"Constant":                  {emitConstant, "folded: value (a tensor), value_float(s) or value_int(s)"},
 		"Shape":                     {emitShape, "folded: the static shape as i64, with start/end (opset >= 15)"},
-		"Gather":                    {emitGather, "folded on constants; on a kiln value with constant indices, index_select {axis} (a scalar index drops the axis)"},
+		"Gather":                    {emitGather, "folded on constants; else index_select {axis} on the flattened indices, reshaped to data[:axis] + indices.shape + data[axis+1:]; computed indices must lie in [0, size) (checked when the model runs), constant ones may be negative"},
 		"Unsqueeze":                 {emitUnsqueeze, "reshape (unsqueeze); axes an attribute before opset 13, a constant input from 13; folded on constants"},
 		"Squeeze":                   {emitSqueeze, "reshape (squeeze); axes an attribute before opset 13, a constant input from 13 (absent: every axis of size 1); folded on constants"},
 		"Concat":                    {emitConcat, "concat {axis}; folded when every input is a constant"},
@@ -734,6 +734,10 @@ func emitDropout(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 		}
 	}
 	if !training || ratio == 0 {
+		if len(n.Output) > 1 && n.Output[1] != "" {
+			mask, err := keepAll(im.shapeOfVal(x))
+			return []*val{x, mask}, err
+		}
 		return []*val{x}, nil
 	}
 	id, err := im.value(x, true)
@@ -809,7 +813,7 @@ func emitGather(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	if err != nil {
 		return nil, err
 	}
-	idx, err := im.constIn(n, 1)
+	iv, err := im.in(n, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -818,6 +822,37 @@ func emitGather(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The result has shape data[:axis] + indices.shape + data[axis+1:]:
+	// index_select on the flattened indices, reshaped.
+	ishape := im.shapeOfVal(iv)
+	outShape := append(append(append([]int(nil), shape[:axis]...), ishape...), shape[axis+1:]...)
+	gather := func(x, ix ir.ID) ([]*val, error) {
+		if len(ishape) != 1 {
+			var err error
+			if ix, err = im.g.Add("", ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(prod(ishape))), ix); err != nil {
+				return nil, err
+			}
+		}
+		y, err := im.g.Add("", ir.OpIndexSelect, ir.MakeAttrs("axis", ir.Int(axis)), x, ix)
+		if err != nil || len(ishape) == 1 {
+			return []*val{{id: y}}, err
+		}
+		return one(im.add(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(outShape...)), y))
+	}
+	if iv.c == nil {
+		// Computed indices (token ids): they must lie in [0, size), which
+		// index_select checks when the model runs.
+		x, err := im.value(data, true)
+		if err != nil {
+			return nil, err
+		}
+		ix, err := im.value(iv, false)
+		if err != nil {
+			return nil, err
+		}
+		return gather(x, ix)
+	}
+	idx := iv.c
 	ids := append([]int64(nil), idx.ints()...)
 	for k, i := range ids {
 		if i < 0 {
@@ -828,11 +863,14 @@ func emitGather(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 		}
 		ids[k] = i
 	}
-	if data.c != nil && !data.param && len(idx.shape) <= 1 {
-		// Folded: the result has shape data[:axis] + idx.shape + data[axis+1:].
+	if data.c != nil && !data.param {
+		if k := prod(outShape); k > MaxFolded {
+			return nil, fmt.Errorf("a constant of shape %v has %d elements; constants computed at import are limited to %d (onnx.MaxFolded)", outShape, k, MaxFolded)
+		}
+		// Folded.
 		data.c.load()
 		outer, inner := prod(shape[:axis]), prod(shape[axis+1:])
-		out := &tensor{dt: data.c.dt, shape: append(append(append([]int(nil), shape[:axis]...), idx.shape...), shape[axis+1:]...)}
+		out := &tensor{dt: data.c.dt, shape: outShape}
 		for o := range outer {
 			for _, i := range ids {
 				base := (o*shape[axis] + int(i)) * inner
@@ -845,25 +883,15 @@ func emitGather(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 		}
 		return []*val{{id: ir.NoID, c: out}}, nil
 	}
-	if len(idx.shape) > 1 {
-		return nil, fmt.Errorf("indices of rank %d are not supported (rank 0 and 1 are)", len(idx.shape))
-	}
 	x, err := im.value(data, true)
 	if err != nil {
 		return nil, err
 	}
-	ic, err := im.constOp(&tensor{dt: ir.I64, shape: []int{len(ids)}, i: ids})
+	ic, err := im.constOp(&tensor{dt: ir.I64, shape: append([]int{}, ishape...), i: ids})
 	if err != nil {
 		return nil, err
 	}
-	y, err := im.g.Add("", ir.OpIndexSelect, ir.MakeAttrs("axis", ir.Int(axis)), x, ic)
-	if err != nil {
-		return nil, err
-	}
-	if len(idx.shape) == 0 {
-		return one(im.add(ir.OpSqueeze, ir.MakeAttrs("axes", ir.Ints(axis)), y))
-	}
-	return []*val{{id: y}}, nil
+	return gather(x, ic)
 }
 
 // axesIn returns the axes of Squeeze/Unsqueeze: an attribute before opset

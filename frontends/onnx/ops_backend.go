@@ -814,3 +814,16 @@ func emitSoftmaxCE(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	}
 	return []*val{{id: y}, {id: lp}}, nil
 }
+
+// keepAll is Dropout's mask where nothing is dropped: a bool constant of
+// shape, all true.
+func keepAll(shape []int) (*val, error) {
+	if k := prod(shape); k > MaxFolded {
+		return nil, fmt.Errorf("a mask of shape %v has %d elements; constants computed at import are limited to %d (onnx.MaxFolded)", shape, k, MaxFolded)
+	}
+	c := &tensor{dt: ir.Bool, shape: append([]int{}, shape...), i: make([]int64, prod(shape))}
+	for k := range c.i {
+		c.i[k] = 1
+	}
+	return &val{id: ir.NoID, c: c}, nil
+}
