@@ -95,6 +95,8 @@ func backendOps() map[string]Rule {
 		"DepthToSpace":              {emitDepthToSpace, "reshape, transpose, reshape (mode DCR or CRD)"},
 		"SpaceToDepth":              {emitSpaceToDepth, "reshape, transpose, reshape"},
 		"EyeLike":                   {emitEyeLike, "folded: ones on diagonal k of the input's (static) shape, dtype from the attribute or the input"},
+		"Resize":                    {emitResize, "per resized axis, index_select of the taps ONNX's reference takes (nearest: one; linear: two; cubic: four, cubic_coeff_a, exclude_outside; clamped at the edges) times their weights, summed; coordinate_transformation_mode half_pixel, pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nn or tf_crop_and_resize (extrapolation_value); nearest_mode round_prefer_floor, round_prefer_ceil, floor or ceil; scales, sizes and roi constant inputs; before opset 11, nearest with whole scales"},
+		"Upsample":                  {emitResize, "as Resize before opset 11: nearest with whole scales (the scales attribute or input)"},
 		"MeanVarianceNormalization": {emitMVN, "(x - mean) / sqrt(var) over axes (default [0,2,3]), biased variance"},
 	}
 }
