@@ -31,7 +31,7 @@ func init() {
 		"Log":     {unary(ir.OpLog), "log"},
 		"Exp":     {unary(ir.OpExp), "exp"},
 		"Sqrt":    {unary(ir.OpSqrt), "sqrt"},
-		"Neg":     {unary(ir.OpNeg), "neg"},
+		"Neg":     {emitNeg, "neg; folded on integer constants (shape arithmetic)"},
 		"Identity": {func(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 			v, err := im.in(n, 0)
 			return []*val{v}, err

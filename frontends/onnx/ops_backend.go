@@ -829,3 +829,18 @@ func keepAll(shape []int) (*val, error) {
 	}
 	return &val{id: ir.NoID, c: c}, nil
 }
+
+func emitNeg(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	v, err := im.in(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	if v.c != nil && !v.param && !v.c.dt.IsFloat() {
+		c, err := foldBinary(ir.OpSub, &tensor{dt: v.c.dt, shape: []int{}, i: []int64{0}}, v.c)
+		if err != nil {
+			return nil, err
+		}
+		return []*val{{id: ir.NoID, c: c}}, nil
+	}
+	return unary(ir.OpNeg)(im, n)
+}
