@@ -23,10 +23,12 @@ import (
 )
 
 // MinOpset and MaxOpset bound the default-domain opset versions Import
-// reads. Opset 6 is read with its legacy broadcasting (the broadcast and
-// axis attributes of the binary ops).
+// reads. Opsets before 7 are read with their legacy broadcasting (the
+// broadcast and axis attributes of the binary ops and Pow) and their
+// attributes (Concat's default axis 1 before 4, Pad's paddings before 2,
+// Dropout's is_test before 7).
 const (
-	MinOpset = 6
+	MinOpset = 1
 	MaxOpset = 21
 )
 

@@ -49,7 +49,7 @@ func init() {
 		"GlobalAveragePool":         {emitGlobalAveragePool, "mean over the spatial axes, keepdims"},
 		"Pad":                       {emitPad, "pad {pads, value}; mode constant only; pads (and constant_value) from constant inputs at opset >= 11, attributes before; no axes input"},
 		"BatchNormalization":        {emitBatchNorm, "training_mode=1 (opset >= 14): batch_norm with the batch's statistics (the running statistics are not updated); otherwise the inference form (x - mean) / sqrt(var + eps) * scale + B with the running statistics as constants"},
-		"Dropout":                   {emitDropout, "the input when not training (training_mode input absent or false; before opset 12 always) or when ratio is 0, with a mask output of all true; in training mode dropout {p=ratio} (kiln's own random stream, not PyTorch's), whose mask output is not computed"},
+		"Dropout":                   {emitDropout, "the input when not training (training_mode input absent or false; from opset 7 to 11 always; before 7 when is_test is set) or when ratio is 0, with a mask output of all true; in training mode dropout {p=ratio} (kiln's own random stream, not PyTorch's), whose mask output is not computed"},
 		"SoftmaxCrossEntropyLoss":   {emitSoftmaxCE, "softmax_cross_entropy {reduction} on scores [N,C] and labels [N]; with scores [N,C,d1,...], class weights, an ignore_index in [0, C) or the log_prob output: log_softmax on axis 1, then as NegativeLogLikelihoodLoss; the log_prob output is that log_softmax"},
 		"NegativeLogLikelihoodLoss": {emitNLLLoss, "nll_loss {reduction} on [N,C] and labels [N]; scores [N,C,d1,...] with the class axis moved last and flattened; with class weights or an ignore_index in [0, C): nll_loss per element times weight[label] (0 at ignore_index), mean divided by the weights' sum; an ignore_index outside [0, C) (PyTorch's -100) changes nothing, and such a label is refused when the model runs"},
 		"Constant":                  {emitConstant, "folded: value (a tensor), value_float(s) or value_int(s)"},
@@ -592,7 +592,11 @@ func emitPad(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	var pads []int
 	value := 0.0
 	if im.opset < 11 {
-		pads, _ = attrInts(n, "pads")
+		if im.opset < 2 {
+			pads, _ = attrInts(n, "paddings") // Pad-1's name
+		} else {
+			pads, _ = attrInts(n, "pads")
+		}
 		value = attrFloat(n, "value", 0)
 	} else {
 		if has(n, 3) {
@@ -633,6 +637,9 @@ func emitBatchNorm(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 		return nil, err
 	}
 	eps := attrFloat(n, "epsilon", 1e-5)
+	if im.opset < 9 && attrInt(n, "spatial", 1) == 0 {
+		return nil, errors.New("spatial=0 (statistics per activation) is not supported")
+	}
 	training := im.opset >= 14 && attrInt(n, "training_mode", 0) != 0
 	if training {
 		w, err := im.id(n, 1)
@@ -732,6 +739,9 @@ func emitDropout(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 			}
 			training = c.n() > 0 && c.floats()[0] != 0
 		}
+	}
+	if im.opset < 7 {
+		training = attrInt(n, "is_test", 0) == 0 // Dropout-1 and -6 train unless is_test
 	}
 	if !training || ratio == 0 {
 		if len(n.Output) > 1 && n.Output[1] != "" {
@@ -1020,7 +1030,11 @@ func emitConcat(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 		return nil, errors.New("no inputs")
 	}
 	s0 := im.shapeOfVal(vs[0])
-	axis, err := normAxis(int(attrInt(n, "axis", 0)), len(s0))
+	def := int64(0)
+	if im.opset < 4 {
+		def = 1 // Concat-1's default
+	}
+	axis, err := normAxis(int(attrInt(n, "axis", def)), len(s0))
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package onnx
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
@@ -449,6 +450,9 @@ func emitMean(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 }
 
 func emitTile(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	if im.opset < 6 {
+		return nil, errors.New("Tile-1 (tiles and axis inputs) is not supported")
+	}
 	x, err := im.id(n, 0)
 	if err != nil {
 		return nil, err
