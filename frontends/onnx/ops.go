@@ -44,8 +44,8 @@ func init() {
 		"Reshape":                   {emitReshape, "reshape to the constant shape input (opset >= 5; 0 copies the input's dim unless allowzero=1, -1 is inferred)"},
 		"Transpose":                 {emitTranspose, "transpose {perm}; perm default reverses the axes"},
 		"Conv":                      {emitConv, "conv1d/conv2d {stride, padding, dilation, groups}; auto_pad NOTSET only, pads equal at both ends, kernel_shape checked against the weight"},
-		"MaxPool":                   {pool(ir.OpMaxPool2d), "max_pool2d {kernel, stride, padding, dilation}; 2-D, ceil_mode 0, auto_pad NOTSET, symmetric pads, no Indices output; strides default 1 as in ONNX"},
-		"AveragePool":               {pool(ir.OpAvgPool2d), "avg_pool2d {kernel, stride, padding, count_include_pad}; 2-D, ceil_mode 0, auto_pad NOTSET, symmetric pads; count_include_pad default 0 as in ONNX"},
+		"MaxPool":                   {pool(ir.OpMaxPool2d), "max_pool2d {kernel, stride, padding, dilation}; 1-D through 2-D; auto_pad, pads that differ at the two ends or exceed half the kernel, and ceil_mode through a pad op of -inf; no Indices output; strides default 1 as in ONNX"},
+		"AveragePool":               {pool(ir.OpAvgPool2d), "avg_pool2d {kernel, stride, padding, count_include_pad}; 1-D through 2-D; auto_pad, pads that differ at the two ends or exceed half the kernel, and ceil_mode: the pooled zero-padded input divided by the pooled count of the positions that count; count_include_pad default 0 as in ONNX"},
 		"GlobalAveragePool":         {emitGlobalAveragePool, "mean over the spatial axes, keepdims"},
 		"Pad":                       {emitPad, "pad {pads, value}; mode constant only; pads (and constant_value) from constant inputs at opset >= 11, attributes before; no axes input"},
 		"BatchNormalization":        {emitBatchNorm, "training_mode=1 (opset >= 14): batch_norm with the batch's statistics (the running statistics are not updated); otherwise the inference form (x - mean) / sqrt(var + eps) * scale + B with the running statistics as constants"},
@@ -537,6 +537,9 @@ func pool(op ir.Op) func(*importer, *onnxpb.NodeProto) ([]*val, error) {
 		x, err := im.id(n, 0)
 		if err != nil {
 			return nil, err
+		}
+		if out, ok, err := im.poolGeneral(op, n, x); ok {
+			return out, err
 		}
 		if len(n.Output) > 1 && n.Output[1] != "" {
 			return nil, errors.New("the Indices output is not supported")
