@@ -43,7 +43,7 @@ func init() {
 		"Flatten":                   {emitFlatten, "reshape to [prod(dims before axis), prod(dims from axis)]; axis default 1, negative counts from the end"},
 		"Reshape":                   {emitReshape, "reshape to the constant shape input (opset >= 5; 0 copies the input's dim unless allowzero=1, -1 is inferred)"},
 		"Transpose":                 {emitTranspose, "transpose {perm}; perm default reverses the axes"},
-		"Conv":                      {emitConv, "conv1d/conv2d {stride, padding, dilation, groups}; auto_pad NOTSET only, pads equal at both ends, kernel_shape checked against the weight"},
+		"Conv":                      {emitConv, "conv1d/conv2d {stride, padding, dilation, groups}; auto_pad (SAME_UPPER, SAME_LOWER, VALID) and pads that differ at the two ends through a pad op of zeros; kernel_shape checked against the weight"},
 		"MaxPool":                   {pool(ir.OpMaxPool2d), "max_pool2d {kernel, stride, padding, dilation}; 1-D through 2-D; auto_pad, pads that differ at the two ends or exceed half the kernel, and ceil_mode through a pad op of -inf; no Indices output; strides default 1 as in ONNX"},
 		"AveragePool":               {pool(ir.OpAvgPool2d), "avg_pool2d {kernel, stride, padding, count_include_pad}; 1-D through 2-D; auto_pad, pads that differ at the two ends or exceed half the kernel, and ceil_mode: the pooled zero-padded input divided by the pooled count of the positions that count; count_include_pad default 0 as in ONNX"},
 		"GlobalAveragePool":         {emitGlobalAveragePool, "mean over the spatial axes, keepdims"},
@@ -517,7 +517,10 @@ func emitConv(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	}
 	pad, err := spatial(n, d)
 	if err != nil {
-		return nil, err
+		// auto_pad or pads that differ at the two ends: a pad op first.
+		if x, pad, err = im.convPad(n, x, ws); err != nil {
+			return nil, err
+		}
 	}
 	attrs := ir.MakeAttrs("stride", ir.Ints(intsOr(n, "strides", d, 1)...), "padding", ir.Ints(pad...),
 		"dilation", ir.Ints(intsOr(n, "dilations", d, 1)...), "groups", ir.Int(int(attrInt(n, "group", 1))))

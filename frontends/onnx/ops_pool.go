@@ -157,3 +157,52 @@ func (im *importer) poolGeneral(op ir.Op, n *onnxpb.NodeProto, x ir.ID) (out []*
 	}
 	return []*val{{id: y}}, true, nil
 }
+
+// convPad pads x with zeros for a Conv whose auto_pad is set or whose pads
+// differ at the two ends (kiln's convolutions pad both ends alike), and
+// returns it with kiln's padding, zeros.
+func (im *importer) convPad(n *onnxpb.NodeProto, x ir.ID, ws []int) (ir.ID, []int, error) {
+	d := len(ws) - 2
+	shape := im.shapeOf(x)
+	if len(shape) != d+2 {
+		return ir.NoID, nil, fmt.Errorf("expected an input of rank %d, found %v", d+2, shape)
+	}
+	strides, dil := intsOr(n, "strides", d, 1), intsOr(n, "dilations", d, 1)
+	if len(strides) != d || len(dil) != d {
+		return ir.NoID, nil, fmt.Errorf("strides %v and dilations %v for a %d-D kernel", strides, dil, d)
+	}
+	var kp []int // kiln's pad: pairs from the last axis
+	pads, hasPads := attrInts(n, "pads")
+	for k := d - 1; k >= 0; k-- {
+		var lo, hi int
+		switch ap := attrString(n, "auto_pad", "NOTSET"); ap {
+		case "NOTSET":
+			if hasPads {
+				if len(pads) != 2*d {
+					return ir.NoID, nil, fmt.Errorf("expected %d pads, found %d", 2*d, len(pads))
+				}
+				lo, hi = pads[k], pads[k+d]
+			}
+		case "VALID":
+		case "SAME_UPPER", "SAME_LOWER":
+			L, s := shape[k+2], strides[k]
+			if s < 1 {
+				return ir.NoID, nil, fmt.Errorf("strides %v must be positive", strides)
+			}
+			o := (L + s - 1) / s
+			total := max((o-1)*s+(ws[k+2]-1)*dil[k]+1-L, 0)
+			lo, hi = total/2, total-total/2
+			if ap == "SAME_LOWER" {
+				lo, hi = hi, lo
+			}
+		default:
+			return ir.NoID, nil, fmt.Errorf("auto_pad %q is not supported", ir.Excerpt(ap))
+		}
+		if lo < 0 || hi < 0 {
+			return ir.NoID, nil, fmt.Errorf("pads %v are negative", pads)
+		}
+		kp = append(kp, lo, hi)
+	}
+	y, err := im.g.Add("", ir.OpPad, ir.MakeAttrs("pads", ir.Ints(kp...), "value", ir.Float(0)), x)
+	return y, make([]int, d), err
+}
