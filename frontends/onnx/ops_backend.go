@@ -98,6 +98,12 @@ func backendOps() map[string]Rule {
 		"EyeLike":                   {emitEyeLike, "folded: ones on diagonal k of the input's (static) shape, dtype from the attribute or the input"},
 		"Resize":                    {emitResize, "per resized axis, index_select of the taps ONNX's reference takes (nearest: one; linear: two; cubic: four, cubic_coeff_a, exclude_outside; clamped at the edges) times their weights, summed; coordinate_transformation_mode half_pixel, pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nn or tf_crop_and_resize (extrapolation_value); nearest_mode round_prefer_floor, round_prefer_ceil, floor or ceil; scales, sizes and roi constant inputs; before opset 11, nearest with whole scales"},
 		"Upsample":                  {emitResize, "as Resize before opset 11: nearest with whole scales (the scales attribute or input)"},
+		"HannWindow":                {windowOp(0.5, 0.5), "folded: 0.5 - 0.5 cos(2 pi n / N), N = size (periodic) or size - 1; size a constant input"},
+		"HammingWindow":             {windowOp(25.0/46, 21.0/46), "folded: 25/46 - 21/46 cos(2 pi n / N); N as HannWindow"},
+		"BlackmanWindow":            {windowOp(0.42, 0.5, 0.08), "folded: 0.42 - 0.5 cos(2 pi n / N) + 0.08 cos(4 pi n / N); N as HannWindow"},
+		"LRN":                       {emitLRN, "x / (bias + alpha/size * s)^beta, s the sum of squares over the size channels around each (avg_pool2d of the zero-padded squares over [C, H*W])"},
+		"Compress":                  {emitCompress, "index_select at the positions where the constant condition is true, along axis (absent: of the flattened input)"},
+		"ReverseSequence":           {emitReverseSequence, "index_select over the flattened time and batch axes (0 and 1 in either order) at positions from the constant sequence_lens"},
 		"MeanVarianceNormalization": {emitMVN, "(x - mean) / sqrt(var) over axes (default [0,2,3]), biased variance"},
 	}
 }
@@ -847,4 +853,162 @@ func emitNeg(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 		return []*val{{id: ir.NoID, c: c}}, nil
 	}
 	return unary(ir.OpNeg)(im, n)
+}
+
+// windowOp folds HannWindow, HammingWindow and BlackmanWindow: the cosine
+// sum a[0] - a[1] cos(2 pi n / N) + a[2] cos(4 pi n / N) over n in
+// [0, size), N = size when periodic (the default), else size - 1.
+func windowOp(a ...float64) func(*importer, *onnxpb.NodeProto) ([]*val, error) {
+	return func(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+		c, err := im.constIn(n, 0)
+		if err != nil {
+			return nil, err
+		}
+		if c.n() != 1 {
+			return nil, fmt.Errorf("size has %d elements, expected 1", c.n())
+		}
+		size := c.ints()[0]
+		if size < 0 || size > MaxFolded {
+			return nil, fmt.Errorf("size %d is not in [0, %d] (onnx.MaxFolded)", size, MaxFolded)
+		}
+		dt, err := onnxDType(int32(attrInt(n, "output_datatype", int64(onnxpb.TensorProto_FLOAT))))
+		if err != nil {
+			return nil, err
+		}
+		den := float64(size)
+		if attrInt(n, "periodic", 1) == 0 {
+			den = float64(size - 1)
+		}
+		out := &tensor{dt: dt, shape: []int{int(size)}}
+		for k := range int(size) {
+			v := a[0]
+			for j := 1; j < len(a); j++ {
+				sign := -1.0
+				if j%2 == 0 {
+					sign = 1
+				}
+				v += sign * a[j] * math.Cos(2*math.Pi*float64(j*k)/den)
+			}
+			if dt.IsFloat() {
+				out.f = append(out.f, v)
+			} else {
+				out.i = append(out.i, int64(v))
+			}
+		}
+		return []*val{{id: ir.NoID, c: out}}, nil
+	}
+}
+
+// emitLRN: x / (bias + alpha/size * s)^beta with s the sum of squares over
+// the size channels around each one (floor((size-1)/2) before, the rest
+// after): an average pool of the zero-padded squares over [C, H*W].
+func emitLRN(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	x, err := im.id(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	s := im.shapeOf(x)
+	if len(s) < 3 {
+		return nil, fmt.Errorf("expected an input of rank >= 3 [N,C,...], found %v", s)
+	}
+	size := int(attrInt(n, "size", 0))
+	if size < 1 || size > ir.MaxTensorBytes {
+		return nil, fmt.Errorf("size %d is not positive", size)
+	}
+	alpha, beta, bias := attrFloat(n, "alpha", 1e-4), attrFloat(n, "beta", 0.75), attrFloat(n, "bias", 1)
+	b := &builder{im: im}
+	dt := b.dtype(x)
+	rest := prod(s[2:])
+	sq := b.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(s[0], 1, s[1], rest)), b.op(ir.OpSquare, nil, x))
+	lo := (size - 1) / 2
+	sq = b.op(ir.OpPad, ir.MakeAttrs("pads", ir.Ints(0, 0, lo, size-1-lo), "value", ir.Float(0)), sq)
+	sum := b.op(ir.OpAvgPool2d, ir.MakeAttrs("kernel", ir.Ints(size, 1), "stride", ir.Ints(1, 1), "padding", ir.Ints(0, 0)), sq)
+	sum = b.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(s...)), sum)
+	// avg_pool2d gave sum/size: alpha/size * sum is alpha * that.
+	d := b.op(ir.OpAdd, nil, b.op(ir.OpMul, nil, sum, b.scalar(dt, alpha)), b.scalar(dt, bias))
+	return b.result(b.op(ir.OpDiv, nil, x, b.op(ir.OpPow, ir.MakeAttrs("exponent", ir.Float(beta)), d)))
+}
+
+// emitCompress selects the slices along axis (or of the flattened input)
+// where the constant condition is true: index_select at their positions.
+func emitCompress(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	x, err := im.id(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	c, err := im.constIn(n, 1)
+	if err != nil {
+		return nil, err
+	}
+	s := im.shapeOf(x)
+	b := &builder{im: im}
+	axis := 0
+	if a := attr(n, "axis"); a != nil {
+		if axis, err = normAxis(int(a.GetI()), len(s)); err != nil {
+			return nil, err
+		}
+	} else {
+		x = b.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(prod(s))), x)
+		s = []int{prod(s)}
+	}
+	cond := c.ints()
+	if len(cond) > s[axis] {
+		return nil, fmt.Errorf("the condition has %d elements, more than the axis's %d", len(cond), s[axis])
+	}
+	var keep []int64
+	for k, v := range cond {
+		if v != 0 {
+			keep = append(keep, int64(k))
+		}
+	}
+	ic := b.constant(&tensor{dt: ir.I64, shape: []int{len(keep)}, i: keep})
+	return b.result(b.op(ir.OpIndexSelect, ir.MakeAttrs("axis", ir.Int(axis)), x, ic))
+}
+
+// emitReverseSequence reverses the first sequence_lens[b] steps of each
+// batch entry b: an index_select over the time and batch axes flattened,
+// at positions computed from the constant lengths.
+func emitReverseSequence(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	x, err := im.id(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	c, err := im.constIn(n, 1)
+	if err != nil {
+		return nil, err
+	}
+	s := im.shapeOf(x)
+	ta, ba := int(attrInt(n, "time_axis", 0)), int(attrInt(n, "batch_axis", 1))
+	if len(s) < 2 || !((ta == 0 && ba == 1) || (ta == 1 && ba == 0)) {
+		return nil, fmt.Errorf("time_axis %d and batch_axis %d of a rank-%d input: expected 0 and 1 in either order", ta, ba, len(s))
+	}
+	lens := c.ints()
+	T, B := s[ta], s[ba]
+	if len(lens) != B {
+		return nil, fmt.Errorf("sequence_lens has %d entries for a batch of %d", len(lens), B)
+	}
+	idx := make([]int64, T*B)
+	for t := range T {
+		for bi := range B {
+			l := int(lens[bi])
+			if l < 0 || l > T {
+				return nil, fmt.Errorf("sequence length %d is outside [0, %d]", l, T)
+			}
+			src := t
+			if t < l {
+				src = l - 1 - t
+			}
+			pos := func(t int) int64 {
+				if ta == 0 {
+					return int64(t*B + bi)
+				}
+				return int64(bi*T + t)
+			}
+			idx[pos(t)] = pos(src)
+		}
+	}
+	b := &builder{im: im}
+	flat := b.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(append([]int{T * B}, s[2:]...)...)), x)
+	y := b.op(ir.OpIndexSelect, ir.MakeAttrs("axis", ir.Int(0)), flat, b.constant(&tensor{dt: ir.I64, shape: []int{len(idx)}, i: idx}))
+	return b.result(b.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(s...)), y))
 }
