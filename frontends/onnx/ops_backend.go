@@ -104,6 +104,10 @@ func backendOps() map[string]Rule {
 		"LRN":                       {emitLRN, "x / (bias + alpha/size * s)^beta, s the sum of squares over the size channels around each (avg_pool2d of the zero-padded squares over [C, H*W])"},
 		"Compress":                  {emitCompress, "index_select at the positions where the constant condition is true, along axis (absent: of the flattened input)"},
 		"ReverseSequence":           {emitReverseSequence, "index_select over the flattened time and batch axes (0 and 1 in either order) at positions from the constant sequence_lens"},
+		"GatherND":                  {emitGatherND, "index_select on the data flattened over the indexed dims, at the positions the indices (negative ones wrapped) give, batch_dims included"},
+		"ScatterElements":           {emitScatterElements, "scatter_add (reduction add), or for none: where the scatter_add of ones is nonzero, the scatter_add of the updates into zeros, else the data; negative indices wrapped"},
+		"Scatter":                   {emitScatterElements, "as ScatterElements"},
+		"ScatterND":                 {emitScatterND, "index_add on the data flattened over the indexed dims (reduction add), or for none as ScatterElements"},
 		"MeanVarianceNormalization": {emitMVN, "(x - mean) / sqrt(var) over axes (default [0,2,3]), biased variance"},
 	}
 }
@@ -1011,4 +1015,139 @@ func emitReverseSequence(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	flat := b.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(append([]int{T * B}, s[2:]...)...)), x)
 	y := b.op(ir.OpIndexSelect, ir.MakeAttrs("axis", ir.Int(0)), flat, b.constant(&tensor{dt: ir.I64, shape: []int{len(idx)}, i: idx}))
 	return b.result(b.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(s...)), y))
+}
+
+// wrapNegative returns the integer indices idx with dims added where they
+// are negative (ONNX's indices count from the end), dims broadcasting
+// against idx.
+func wrapNegative(b *builder, idx, dims ir.ID) ir.ID {
+	dt := b.dtype(idx)
+	return b.op(ir.OpWhere, nil, b.op(ir.OpLess, nil, idx, b.scalar(dt, 0)), b.op(ir.OpAdd, nil, idx, dims), idx)
+}
+
+// ndIndex returns, for indices [..., k] into data's leading k dims after
+// batch batch dims, the positions in data flattened to [prod(leading),
+// rest...] as a 1-D index, and the shape of the rest.
+func ndIndex(b *builder, ds, is []int, idx ir.ID, batch int) (ir.ID, []int, error) {
+	if len(is) < 1 || batch < 0 || batch >= len(is) || batch >= len(ds) {
+		return ir.NoID, nil, fmt.Errorf("indices %v and batch_dims %d for data %v", is, batch, ds)
+	}
+	k := is[len(is)-1]
+	if k < 1 || batch+k > len(ds) || !ir.Shape(is[:batch]).Equal(ir.Shape(ds[:batch])) {
+		return ir.NoID, nil, fmt.Errorf("indices %v do not index data %v (batch_dims %d)", is, ds, batch)
+	}
+	dt := b.dtype(idx)
+	lead := ds[batch : batch+k]
+	dims, strides := make([]int64, k), make([]int64, k)
+	st := int64(1)
+	for j := k - 1; j >= 0; j-- {
+		dims[j], strides[j] = int64(lead[j]), st
+		st *= int64(lead[j])
+	}
+	idx = wrapNegative(b, idx, b.constant(&tensor{dt: dt, shape: []int{k}, i: dims}))
+	lin := b.op(ir.OpSum, ir.MakeAttrs("axes", ir.Ints(len(is)-1)), b.op(ir.OpMul, nil, idx, b.constant(&tensor{dt: dt, shape: []int{k}, i: strides})))
+	if batch > 0 {
+		// Batch entry j starts at j * prod(lead).
+		bs := append(append([]int(nil), is[:batch]...), ones(len(is)-1-batch)...)
+		off := make([]int64, prod(is[:batch]))
+		for j := range off {
+			off[j] = int64(j) * st
+		}
+		lin = b.op(ir.OpAdd, nil, lin, b.constant(&tensor{dt: dt, shape: bs, i: off}))
+	}
+	n := prod(is[:len(is)-1])
+	return b.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(n)), lin), ds[batch+k:], b.err
+}
+
+func emitGatherND(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	x, err := im.id(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	idx, err := im.id(n, 1)
+	if err != nil {
+		return nil, err
+	}
+	ds, is := im.shapeOf(x), im.shapeOf(idx)
+	batch := int(attrInt(n, "batch_dims", 0))
+	b := &builder{im: im}
+	lin, rest, err := ndIndex(b, ds, is, idx, batch)
+	if err != nil {
+		return nil, err
+	}
+	flat := b.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(append([]int{prod(ds) / max(prod(rest), 1)}, rest...)...)), x)
+	y := b.op(ir.OpIndexSelect, ir.MakeAttrs("axis", ir.Int(0)), flat, lin)
+	out := append(append([]int(nil), is[:len(is)-1]...), rest...)
+	return b.result(b.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(out...)), y))
+}
+
+// scatterInto returns data with add(zeros) placed where hit(zeros) is
+// nonzero (reduction none) or data with add applied (reduction add).
+func scatterInto(b *builder, n *onnxpb.NodeProto, data ir.ID, shape []int, upd ir.ID, add func(base, src ir.ID) ir.ID) (ir.ID, error) {
+	dt := b.dtype(data)
+	switch red := attrString(n, "reduction", "none"); red {
+	case "add":
+		return add(data, upd), b.err
+	case "none":
+		zeros := b.op(ir.OpBroadcastTo, ir.MakeAttrs("shape", ir.Ints(shape...)), b.scalar(dt, 0))
+		hits := add(zeros, b.op(ir.OpBroadcastTo, ir.MakeAttrs("shape", ir.Ints(b.im.shapeOf(upd)...)), b.scalar(dt, 1)))
+		placed := add(zeros, upd)
+		return b.op(ir.OpWhere, nil, b.op(ir.OpNotEqual, nil, hits, b.scalar(dt, 0)), placed, data), b.err
+	default:
+		return ir.NoID, fmt.Errorf("reduction %q is not supported (none or add)", ir.Excerpt(red))
+	}
+}
+
+func emitScatterElements(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	args := make([]ir.ID, 3)
+	for k := range args {
+		id, err := im.id(n, k)
+		if err != nil {
+			return nil, err
+		}
+		args[k] = id
+	}
+	data, idx, upd := args[0], args[1], args[2]
+	s := im.shapeOf(data)
+	axis, err := normAxis(int(attrInt(n, "axis", 0)), len(s))
+	if err != nil {
+		return nil, err
+	}
+	b := &builder{im: im}
+	idx = wrapNegative(b, idx, b.scalar(b.dtype(idx), float64(s[axis])))
+	y, err := scatterInto(b, n, data, s, upd, func(base, src ir.ID) ir.ID {
+		return b.op(ir.OpScatterAdd, ir.MakeAttrs("axis", ir.Int(axis)), base, idx, src)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return b.result(y)
+}
+
+func emitScatterND(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	args := make([]ir.ID, 3)
+	for k := range args {
+		id, err := im.id(n, k)
+		if err != nil {
+			return nil, err
+		}
+		args[k] = id
+	}
+	data, idx, upd := args[0], args[1], args[2]
+	ds, is := im.shapeOf(data), im.shapeOf(idx)
+	b := &builder{im: im}
+	lin, rest, err := ndIndex(b, ds, is, idx, 0)
+	if err != nil {
+		return nil, err
+	}
+	fshape := append([]int{prod(ds) / max(prod(rest), 1)}, rest...)
+	flat := b.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(fshape...)), data)
+	fu := b.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(append([]int{prod(is[:len(is)-1])}, rest...)...)), upd)
+	y, err := scatterInto(b, n, flat, fshape, fu, func(base, src ir.ID) ir.ID {
+		return b.op(ir.OpIndexAdd, ir.MakeAttrs("axis", ir.Int(0)), base, lin, src)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return b.result(b.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(ds...)), y))
 }
