@@ -108,6 +108,7 @@ func backendOps() map[string]Rule {
 		"ScatterElements":           {emitScatterElements, "scatter_add (reduction add), or for none: where the scatter_add of ones is nonzero, the scatter_add of the updates into zeros, else the data; negative indices wrapped"},
 		"Scatter":                   {emitScatterElements, "as ScatterElements"},
 		"ScatterND":                 {emitScatterND, "index_add on the data flattened over the indexed dims (reduction add), or for none as ScatterElements"},
+		"OneHot":                    {emitOneHot, "where(mod(indices, depth) equals the class along the new axis, on, off), as ONNX's reference; indices of any numeric dtype, depth a constant input"},
 		"MeanVarianceNormalization": {emitMVN, "(x - mean) / sqrt(var) over axes (default [0,2,3]), biased variance"},
 	}
 }
@@ -1150,4 +1151,55 @@ func emitScatterND(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 		return nil, err
 	}
 	return b.result(b.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(ds...)), y))
+}
+
+// emitOneHot: where(mod(indices, depth) == c along the new axis, on, off)
+// with c = 0 .. depth-1, as ONNX's reference (negative indices count from
+// the end); indices of any numeric dtype, depth a constant.
+func emitOneHot(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	idx, err := im.id(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	dc, err := im.constIn(n, 1)
+	if err != nil {
+		return nil, err
+	}
+	if dc.n() != 1 {
+		return nil, fmt.Errorf("depth has %d elements, expected 1", dc.n())
+	}
+	depth := int(dc.floats()[0])
+	if depth < 1 || depth > MaxFolded {
+		return nil, fmt.Errorf("depth %d is not in [1, %d]", depth, MaxFolded)
+	}
+	values, err := im.id(n, 2)
+	if err != nil {
+		return nil, err
+	}
+	if vs := im.shapeOf(values); prod(vs) != 2 || len(vs) != 1 {
+		return nil, fmt.Errorf("values has shape %v, expected [2] (off, on)", vs)
+	}
+	is := im.shapeOf(idx)
+	axis, err := normAxis(int(attrInt(n, "axis", -1)), len(is)+1)
+	if err != nil {
+		return nil, err
+	}
+	b := &builder{im: im}
+	dt := b.dtype(idx)
+	shape := append(append(append([]int(nil), is[:axis]...), 1), is[axis:]...)
+	x := b.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(shape...)), b.op(ir.OpMod, nil, idx, b.scalar(dt, float64(depth))))
+	cs := append(append(ones(axis), depth), ones(len(is)-axis)...)
+	classes := &tensor{dt: dt, shape: cs}
+	for c := range depth {
+		if dt.IsFloat() {
+			classes.f = append(classes.f, float64(c))
+		} else {
+			classes.i = append(classes.i, int64(c))
+		}
+	}
+	pick := func(k int) ir.ID {
+		s := b.op(ir.OpSlice, ir.MakeAttrs("axis", ir.Int(0), "start", ir.Int(k), "end", ir.Int(k+1)), values)
+		return b.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints()), s)
+	}
+	return b.result(b.op(ir.OpWhere, nil, b.op(ir.OpEqual, nil, x, b.constant(classes)), pick(1), pick(0)))
 }
