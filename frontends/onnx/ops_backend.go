@@ -109,6 +109,7 @@ func backendOps() map[string]Rule {
 		"Scatter":                   {emitScatterElements, "as ScatterElements"},
 		"ScatterND":                 {emitScatterND, "index_add on the data flattened over the indexed dims (reduction add), or for none as ScatterElements"},
 		"OneHot":                    {emitOneHot, "where(mod(indices, depth) equals the class along the new axis, on, off), as ONNX's reference; indices of any numeric dtype, depth a constant input"},
+		"DFT":                       {emitDFT, "matmuls with constant cos and sin matrices along axis (real input [..., 1] or complex [..., 2]; inverse, onesided); dft_length only the axis's size"},
 		"MeanVarianceNormalization": {emitMVN, "(x - mean) / sqrt(var) over axes (default [0,2,3]), biased variance"},
 	}
 }
@@ -1202,4 +1203,89 @@ func emitOneHot(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 		return b.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints()), s)
 	}
 	return b.result(b.op(ir.OpWhere, nil, b.op(ir.OpEqual, nil, x, b.constant(classes)), pick(1), pick(0)))
+}
+
+// emitDFT: the discrete Fourier transform along axis as two matmuls with
+// constant cos and sin matrices; real input [..., 1] or complex [..., 2],
+// complex output [..., 2]; inverse divides by N; onesided keeps the first
+// N/2+1 frequencies. dft_length, when given, must be the axis's size.
+func emitDFT(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	x, err := im.id(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	s := im.shapeOf(x)
+	r := len(s)
+	if r < 2 || (s[r-1] != 1 && s[r-1] != 2) {
+		return nil, fmt.Errorf("expected an input [..., N, ..., 1 or 2], found %v", s)
+	}
+	axis, err := normAxis(int(attrInt(n, "axis", 1)), r)
+	if err != nil {
+		return nil, err
+	}
+	if axis == r-1 {
+		return nil, errors.New("the axis is the real and imaginary axis")
+	}
+	N := s[axis]
+	if has(n, 1) {
+		c, err := im.constIn(n, 1)
+		if err != nil {
+			return nil, err
+		}
+		if c.n() != 1 || c.ints()[0] != int64(N) {
+			return nil, fmt.Errorf("dft_length %v differs from the axis's size %d (padding and truncating are not supported)", c.ints(), N)
+		}
+	}
+	M := N
+	if attrInt(n, "onesided", 0) != 0 {
+		M = N/2 + 1
+	}
+	if N*M > MaxFolded {
+		return nil, fmt.Errorf("a DFT of %d points needs a %dx%d matrix; constants computed at import are limited to %d elements (onnx.MaxFolded)", N, N, M, MaxFolded)
+	}
+	inverse := attrInt(n, "inverse", 0) != 0
+	b := &builder{im: im}
+	dt := b.dtype(x)
+	cm, sm := &tensor{dt: dt, shape: []int{N, M}}, &tensor{dt: dt, shape: []int{N, M}}
+	scale, sign := 1.0, 1.0
+	if inverse {
+		scale, sign = 1/float64(N), -1
+	}
+	for i := range N {
+		for k := range M {
+			th := 2 * math.Pi * float64((i*k)%N) / float64(N)
+			cm.f = append(cm.f, scale*math.Cos(th))
+			sm.f = append(sm.f, sign*scale*math.Sin(th))
+		}
+	}
+	// The parts, each [..., N] with the axis moved last.
+	perm := make([]int, 0, r-1)
+	for k := range r - 1 {
+		if k != axis {
+			perm = append(perm, k)
+		}
+	}
+	perm = append(perm, axis)
+	part := func(k int) ir.ID {
+		p := b.op(ir.OpSlice, ir.MakeAttrs("axis", ir.Int(r-1), "start", ir.Int(k), "end", ir.Int(k+1)), x)
+		p = b.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(s[:r-1]...)), p)
+		return b.op(ir.OpTranspose, ir.MakeAttrs("perm", ir.Ints(perm...)), p)
+	}
+	C, S := b.constant(cm), b.constant(sm)
+	re := part(0)
+	outRe := b.op(ir.OpMatmul, nil, re, C)
+	outIm := b.op(ir.OpNeg, nil, b.op(ir.OpMatmul, nil, re, S))
+	if s[r-1] == 2 {
+		im2 := part(1)
+		outRe = b.op(ir.OpAdd, nil, outRe, b.op(ir.OpMatmul, nil, im2, S))
+		outIm = b.op(ir.OpAdd, nil, outIm, b.op(ir.OpMatmul, nil, im2, C))
+	}
+	back := make([]int, r-1)
+	for k, p := range perm {
+		back[p] = k
+	}
+	y := b.op(ir.OpStack, ir.MakeAttrs("axis", ir.Int(r-1)),
+		b.op(ir.OpTranspose, ir.MakeAttrs("perm", ir.Ints(back...)), outRe),
+		b.op(ir.OpTranspose, ir.MakeAttrs("perm", ir.Ints(back...)), outIm))
+	return b.result(y)
 }
