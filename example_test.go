@@ -8,6 +8,7 @@ import (
 
 	"github.com/kilnml/kiln"
 	"github.com/kilnml/kiln/frontends"
+	"github.com/kilnml/kiln/frontends/safetensors"
 	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/passes"
 )
@@ -97,4 +98,28 @@ func ExampleTrainer_Step() {
 	// signature without data: true
 	// resumed at step 100 with 100 executor steps
 	// loss below 0.01: true
+}
+
+// Run a model's forward graph once on given inputs and params; the outputs
+// come back by name, each with its own dtype.
+func ExampleEval() {
+	b := frontends.NewBuilder("affine")
+	x := b.Input("x", ir.F32, 2)
+	y := b.Add(b.Mul(x, b.Param("w", ir.F32, 2)), b.Const(ir.F32, []int{2}, 1, 1))
+	b.Output(y)
+	g, err := b.Build()
+	if err != nil {
+		log.Fatal(err)
+	}
+	xs, _ := safetensors.FromFloat64("x", ir.F32, ir.Shape{2}, []float64{3, 4})
+	ws, _ := safetensors.FromFloat64("w", ir.F32, ir.Shape{2}, []float64{0.5, -2})
+	out, err := kiln.Eval(context.Background(), g, []safetensors.Tensor{xs, ws}, kiln.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, t := range out {
+		fmt.Println(t.Type, t.Float64s())
+	}
+	// Output:
+	// f32[2] [2.5 -7]
 }

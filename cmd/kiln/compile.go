@@ -47,6 +47,7 @@ func loadModel(path string, mf *modelFlags) (*ir.Graph, []safetensors.Tensor, *o
 		if err != nil {
 			return nil, nil, nil, err
 		}
+		m.Graph.File = path // later errors name the model file
 		return m.Graph, slices.Concat(m.Params, m.States), m, nil
 	}
 	if given := mf.given(); len(given) > 0 {

@@ -42,7 +42,7 @@ func TestTrainDeviceGPU(t *testing.T) {
 }
 
 func TestDeviceUsage(t *testing.T) {
-	for _, cmd := range []string{"train", "grad", "run", "bench", "compile"} {
+	for _, cmd := range []string{"train", "grad", "eval", "run", "bench", "compile"} {
 		r := runKiln(t, cmd, "-device", "tpu", "x")
 		r.want(t, 2)
 		if first, _, _ := strings.Cut(r.stderr, "\n"); !strings.Contains(first, `-device must be cpu or gpu, found "tpu"`) {

@@ -32,6 +32,8 @@ func init() {
 	commands = []command{
 		{"dump", "[-after PASS|all] [-dot] [-html OUT.html] [-O0] [-optimizer sgd|adam] [-recompute P] [-memory-budget B] FILE.kir", "print the IR after a pass (default: after the whole pipeline), or write every pass as one HTML page", runDump},
 		{"grad", "FILE.kir -inputs IN.safetensors -out OUT.safetensors [-recompute P] [-memory-budget B]", "run the graph and its backward; write the outputs and grad/PARAM for every param", runGrad},
+		{"eval", "FILE.kir -inputs IN.safetensors -out OUT.safetensors [-init P.safetensors] [-device cpu|gpu]", "run the forward graph alone (no gradient, dropout off); write every output by name", runEval},
+		{"import", "FILE.onnx -o FILE.kir", "write an ONNX model as a .kir graph, and its initializers (the params' initial values) as FILE.safetensors beside it", runImport},
 		{"plan", "[-O0] [-report] [-optimizer sgd|adam] [-recompute sqrt|segments=K] [-memory-budget BYTES] FILE.kir", "print the execution plan: steps, buffers with offsets, peak and lower bound (-report: a short memory report)", runPlan},
 		{"bench", "[-O0] [-device cpu|gpu] [-matmul N] [-peak-gflops X] [-batch N] [-steps N] [-warmup N] [-optimizer sgd|adam] [-seed N] [-recompute P] [-memory-budget B] FILE.kir", "time training steps on random inputs: median step time, samples/s, memory traffic", runBench},
 		{"train", "[MODEL.kir -data FILE.csv|digits|kan2d|reverse] [-epochs N] [-steps N] [-optimizer adam] [-recompute P] [-memory-budget B] ...", "train a model (with no arguments: the built-in digits MLP; a model with no inputs needs no -data)", runTrain},

@@ -101,8 +101,7 @@ func TestLayerNormalization(t *testing.T) {
 }
 
 // TestGatherComputedIndices checks Gather with indices that are a graph
-// input: embedding for a rank-2 table along axis 0 (nn.Embedding), and
-// index_select for 1-D indices along another axis.
+// input, along axis 0 (nn.Embedding) and another, of rank 1 and 2.
 func TestGatherComputedIndices(t *testing.T) {
 	table := f32s("table", []int64{4, 2}, 0, 1, 10, 11, 20, 21, 30, 31)
 	cube := f32s("cube", []int64{2, 4}, 0, 1, 2, 3, 4, 5, 6, 7)
@@ -118,7 +117,7 @@ func TestGatherComputedIndices(t *testing.T) {
 	}{
 		{"embedding", table, []int{2, 2}, 0, []float64{3, 0, 1, 1}, ir.Shape{2, 2, 2}, []float64{30, 31, 0, 1, 10, 11, 10, 11}, ""},
 		{"index_select", cube, []int{3}, 1, []float64{3, 0, 3}, ir.Shape{2, 3}, []float64{3, 0, 3, 7, 4, 7}, ""},
-		{"rank-2 indices on axis 1", cube, []int{1, 2}, 1, nil, nil, nil, `node "Gather_y" (Gather): computed indices of rank 2 are supported only into a rank-2 table along axis 0 (embedding)`},
+		{"rank-2 indices on axis 1", cube, []int{1, 2}, 1, []float64{3, 1}, ir.Shape{2, 1, 2}, []float64{3, 1, 7, 5}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, err := graphModel(t, onnxpb.TensorProto_INT64, tc.dims, []*onnxpb.TensorProto{tc.init},

@@ -25,12 +25,15 @@ import (
 	"github.com/kilnml/kiln/frontends/onnx/onnxpb"
 	"github.com/kilnml/kiln/frontends/safetensors"
 	"github.com/kilnml/kiln/ir"
-	"google.golang.org/protobuf/proto"
 )
 
-// MinOpset and MaxOpset bound the default-domain opset versions Import reads.
+// MinOpset and MaxOpset bound the default-domain opset versions Import
+// reads. Opsets before 7 are read with their legacy broadcasting (the
+// broadcast and axis attributes of the binary ops and Pow) and their
+// attributes (Concat's default axis 1 before 4, Pad's paddings before 2,
+// Dropout's is_test before 7).
 const (
-	MinOpset = 7
+	MinOpset = 1
 	MaxOpset = 21
 )
 
@@ -73,6 +76,12 @@ type Options struct {
 	// "labels" (with a suffix if the model has that name), the loss is the
 	// new first output, named "loss", and the model's outputs follow it.
 	Loss string
+	// Constants gives graph inputs, by ONNX name, values known at import:
+	// such an input is a constant of the graph, so the shape arithmetic a
+	// model takes as an input (a Reshape's shape, a Slice's bounds, the
+	// axes of a reduction) folds. Each must have the input's dtype and
+	// agree with the dims the model states.
+	Constants map[string]safetensors.Tensor
 }
 
 // Losses are the values of Options.Loss, each with the loss it appends on
@@ -108,13 +117,14 @@ func (o Options) Import(path string) (*Model, error) {
 }
 
 // Decode imports a serialized ONNX ModelProto. dir is the folder external
-// data files are read from ("" refuses external data).
+// data files are read from ("" refuses external data). The params' values
+// (Model.Params) may share data's bytes: data must not change after.
 func Decode(data []byte, dir string) (*Model, error) { return Options{}.Decode(data, dir) }
 
 // Decode imports a serialized ONNX ModelProto with the options o.
 func (o Options) Decode(data []byte, dir string) (*Model, error) {
-	var mp onnxpb.ModelProto
-	if err := proto.Unmarshal(data, &mp); err != nil {
+	mp, err := unmarshalModel(data)
+	if err != nil {
 		return nil, fmt.Errorf("not an ONNX model (a truncated or damaged file?): %v", err)
 	}
 	if mp.Graph == nil {
@@ -169,11 +179,7 @@ type importer struct {
 }
 
 func (im *importer) run(gp *onnxpb.GraphProto) error {
-	name := kirName(gp.GetName())
-	if name == "" {
-		name = "onnx"
-	}
-	im.g = ir.New(name)
+	im.g = ir.New(graphName(gp.GetName()))
 	// Unsupported ops are reported all at once, before anything else.
 	if err := unsupported(gp.Node); err != nil {
 		return err
@@ -191,9 +197,21 @@ func (im *importer) run(gp *onnxpb.GraphProto) error {
 		if inits[in.GetName()] {
 			continue
 		}
-		t, err := valueType(in, im.opts.Shapes[in.GetName()])
+		shape := im.opts.Shapes[in.GetName()]
+		c, isConst := im.opts.Constants[in.GetName()]
+		if isConst {
+			shape = c.Type.Shape
+		}
+		t, err := valueType(in, shape)
 		if err != nil {
 			return fmt.Errorf("input %q: %w", ir.Excerpt(in.GetName()), err)
+		}
+		if isConst {
+			if !c.Type.Equal(t) {
+				return fmt.Errorf("input %q: the constant given is %s, the model's input %s", ir.Excerpt(in.GetName()), c.Type, t)
+			}
+			im.env[in.GetName()] = &val{id: ir.NoID, c: constTensor(c), name: in.GetName()}
+			continue
 		}
 		id, err := im.g.Leaf(ir.OpInput, im.sanitize(in.GetName()), t, nil)
 		if err != nil {
@@ -224,8 +242,14 @@ func (im *importer) run(gp *onnxpb.GraphProto) error {
 		}
 	}
 	for name := range im.opts.Shapes {
-		if v, ok := im.env[name]; !ok || v.id == ir.NoID || im.g.Value(v.id).Op != ir.OpInput {
+		_, isConst := im.opts.Constants[name]
+		if v, ok := im.env[name]; !ok || (!isConst && (v.id == ir.NoID || im.g.Value(v.id).Op != ir.OpInput)) {
 			return fmt.Errorf("a shape is given for %q, which is not a graph input", ir.Excerpt(name))
+		}
+	}
+	for name := range im.opts.Constants {
+		if !slices.ContainsFunc(gp.Input, func(in *onnxpb.ValueInfoProto) bool { return in.GetName() == name && !inits[name] }) {
+			return fmt.Errorf("a constant is given for %q, which is not a graph input", ir.Excerpt(name))
 		}
 	}
 	if len(gp.Output) == 0 {
@@ -405,9 +429,25 @@ var badNameChar = regexp.MustCompile(`[^A-Za-z0-9_.]`)
 // a leading '/' (PyTorch's "/fc1/Gemm_output_0") is kept as is.
 func kirName(s string) string { return badNameChar.ReplaceAllString(s, "_") }
 
+var badGraphNameChar = regexp.MustCompile(`[^A-Za-z0-9_]`)
+
+// graphName maps an ONNX graph name to a .kir graph name (an identifier):
+// every character other than a letter, digit or '_' becomes '_', a leading
+// digit gets a '_' before it, and an empty name is "onnx".
+func graphName(s string) string {
+	s = badGraphNameChar.ReplaceAllString(s, "_")
+	switch {
+	case s == "":
+		return "onnx"
+	case s[0] >= '0' && s[0] <= '9':
+		return "_" + s
+	}
+	return s
+}
+
 // sanitize returns the kiln name of ONNX name s, unique in the graph: s
-// itself when it is valid .kir, else kirName(s) with a numeric suffix when
-// two ONNX names map to one.
+// itself when it is valid .kir, else kirName(s); a numeric suffix is added
+// when another ONNX name maps to it or a value kiln named (%t12) has it.
 func (im *importer) sanitize(s string) string {
 	k := kirName(s)
 	if k == "" {
@@ -416,7 +456,10 @@ func (im *importer) sanitize(s string) string {
 	base := k
 	for i := 1; ; i++ {
 		prev, ok := im.names[k]
-		if !ok || prev == s {
+		if ok && prev == s {
+			break
+		}
+		if _, taken := im.g.Lookup(k); !ok && !taken {
 			break
 		}
 		k = fmt.Sprintf("%s_%d", base, i)

@@ -32,7 +32,7 @@ func init() {
 		"Log":     {unary(ir.OpLog), "log"},
 		"Exp":     {unary(ir.OpExp), "exp"},
 		"Sqrt":    {unary(ir.OpSqrt), "sqrt"},
-		"Neg":     {unary(ir.OpNeg), "neg"},
+		"Neg":     {emitNeg, "neg; folded on integer constants (shape arithmetic)"},
 		"Identity": {func(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 			v, err := im.in(n, 0)
 			return []*val{v}, err
@@ -44,18 +44,18 @@ func init() {
 		"Flatten":                   {emitFlatten, "reshape to [prod(dims before axis), prod(dims from axis)]; axis default 1, negative counts from the end"},
 		"Reshape":                   {emitReshape, "reshape to the constant shape input (opset >= 5; 0 copies the input's dim unless allowzero=1, -1 is inferred); folded on constants"},
 		"Transpose":                 {emitTranspose, "transpose {perm}; perm default reverses the axes"},
-		"Conv":                      {emitConv, "conv1d/conv2d {stride, padding, dilation, groups}; auto_pad NOTSET only, pads equal at both ends, kernel_shape checked against the weight"},
-		"MaxPool":                   {pool(ir.OpMaxPool2d), "max_pool2d {kernel, stride, padding, dilation}; 2-D, ceil_mode 0, auto_pad NOTSET, symmetric pads, no Indices output; strides default 1 as in ONNX"},
-		"AveragePool":               {pool(ir.OpAvgPool2d), "avg_pool2d {kernel, stride, padding, count_include_pad}; 2-D, ceil_mode 0, auto_pad NOTSET, symmetric pads; count_include_pad default 0 as in ONNX"},
+		"Conv":                      {emitConv, "conv1d/conv2d {stride, padding, dilation, groups}; auto_pad (SAME_UPPER, SAME_LOWER, VALID) and pads that differ at the two ends through a pad op of zeros; kernel_shape checked against the weight"},
+		"MaxPool":                   {pool(ir.OpMaxPool2d), "max_pool2d {kernel, stride, padding, dilation}; 1-D through 2-D; auto_pad, pads that differ at the two ends or exceed half the kernel, and ceil_mode through a pad op of -inf; no Indices output; strides default 1 as in ONNX"},
+		"AveragePool":               {pool(ir.OpAvgPool2d), "avg_pool2d {kernel, stride, padding, count_include_pad}; 1-D through 2-D; auto_pad, pads that differ at the two ends or exceed half the kernel, and ceil_mode: the pooled zero-padded input divided by the pooled count of the positions that count; count_include_pad default 0 as in ONNX"},
 		"GlobalAveragePool":         {emitGlobalAveragePool, "mean over the spatial axes, keepdims"},
 		"Pad":                       {emitPad, "pad {pads, value}; mode constant only; pads (and constant_value) from constant inputs at opset >= 11, attributes before; no axes input"},
 		"BatchNormalization":        {emitBatchNorm, "training_mode=1 (opset >= 14): batch_norm with the batch's statistics; running mean and variance initializers become state that each training step updates as PyTorch's module does, momentum*running + (1-momentum)*batch with the batch's unbiased variance (ONNX's spec says the population variance), and outputs 1 and 2 are the updated values; otherwise the inference form (x - mean) / sqrt(var + eps) * scale + B with the running statistics as constants"},
-		"Dropout":                   {emitDropout, "the input when not training (training_mode input absent or false; before opset 12 always) or when ratio is 0; in training mode dropout {p=ratio} (kiln's own random stream, not PyTorch's); the mask output is not computed"},
-		"SoftmaxCrossEntropyLoss":   {emitSCE, "softmax_cross_entropy {reduction} on scores [N,C] and labels [N]; no weights; ignore_index must lie outside [0, C) (kiln refuses labels outside [0, C)); the log_prob output is log_softmax"},
-		"NegativeLogLikelihoodLoss": {emitNLL, "nll_loss {reduction} on [N,C] and labels [N]; no weights; ignore_index as SoftmaxCrossEntropyLoss"},
+		"Dropout":                   {emitDropout, "the input when not training (training_mode input absent or false; from opset 7 to 11 always; before 7 when is_test is set) or when ratio is 0, with a mask output of all true; in training mode dropout {p=ratio} (kiln's own random stream, not PyTorch's), whose mask output is not computed"},
+		"SoftmaxCrossEntropyLoss":   {emitSoftmaxCE, "softmax_cross_entropy {reduction} on scores [N,C] and labels [N]; with scores [N,C,d1,...], class weights, an ignore_index in [0, C) or the log_prob output: log_softmax on axis 1, then as NegativeLogLikelihoodLoss; the log_prob output is that log_softmax"},
+		"NegativeLogLikelihoodLoss": {emitNLLLoss, "nll_loss {reduction} on [N,C] and labels [N]; scores [N,C,d1,...] with the class axis moved last and flattened; with class weights or an ignore_index in [0, C): nll_loss per element times weight[label] (0 at ignore_index), mean divided by the weights' sum; an ignore_index outside [0, C) (PyTorch's -100) changes nothing, and such a label is refused when the model runs"},
 		"Constant":                  {emitConstant, "folded: value (a tensor), value_float(s) or value_int(s)"},
 		"Shape":                     {emitShape, "folded: the static shape as i64, with start/end (opset >= 15)"},
-		"Gather":                    {emitGather, "folded on constants; on a kiln value with constant indices, index_select {axis} (a scalar index drops the axis); with computed indices, embedding for a rank-2 table along axis 0, else index_select for indices of rank <= 1"},
+		"Gather":                    {emitGather, "folded on constants; else index_select {axis} on the flattened indices, reshaped to data[:axis] + indices.shape + data[axis+1:]; computed indices must lie in [0, size) (checked when the model runs), constant ones may be negative"},
 		"Unsqueeze":                 {emitUnsqueeze, "reshape (unsqueeze); axes an attribute before opset 13, a constant input from 13; folded on constants"},
 		"Squeeze":                   {emitSqueeze, "reshape (squeeze); axes an attribute before opset 13, a constant input from 13 (absent: every axis of size 1); folded on constants"},
 		"Concat":                    {emitConcat, "concat {axis}; folded when every input is a constant"},
@@ -64,11 +64,14 @@ func init() {
 		"RNN":  {emitRecurrent(cellRNN), recurrentDoc(cellRNN)},
 		"GRU":  {emitRecurrent(cellGRU), recurrentDoc(cellGRU)},
 		"LSTM": {emitRecurrent(cellLSTM), recurrentDoc(cellLSTM)},
-		// layers of the PyTorch fixtures (ops_models.go)
-		"LayerNormalization": {emitLayerNorm, "layer_norm {axes from axis on, eps=epsilon}; Scale and B as weight and bias when they have the normalized shape, else mul and add with broadcasting; the Mean and InvStdDev outputs are not computed"},
 	}
-	for k, r := range mergeRows(moreOps(), shapeOps()) {
-		Ops[k] = r
+	for _, rows := range []map[string]Rule{moreOps(), shapeOps(), backendOps()} {
+		for k, r := range rows {
+			if _, dup := Ops[k]; dup {
+				panic("onnx: two rules for " + k) // a merge gave an op two rows
+			}
+			Ops[k] = r
+		}
 	}
 }
 
@@ -227,6 +230,9 @@ func binaryOp(op ir.Op) func(*importer, *onnxpb.NodeProto) ([]*val, error) {
 		}
 		y, err := im.value(b, true)
 		if err != nil {
+			return nil, err
+		}
+		if y, err = im.legacyBroadcast(n, x, y); err != nil {
 			return nil, err
 		}
 		return one(im.add(op, nil, x, y))
@@ -526,7 +532,10 @@ func emitConv(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	}
 	pad, err := spatial(n, d)
 	if err != nil {
-		return nil, err
+		// auto_pad or pads that differ at the two ends: a pad op first.
+		if x, pad, err = im.convPad(n, x, ws); err != nil {
+			return nil, err
+		}
 	}
 	attrs := ir.MakeAttrs("stride", ir.Ints(intsOr(n, "strides", d, 1)...), "padding", ir.Ints(pad...),
 		"dilation", ir.Ints(intsOr(n, "dilations", d, 1)...), "groups", ir.Int(int(attrInt(n, "group", 1))))
@@ -546,6 +555,9 @@ func pool(op ir.Op) func(*importer, *onnxpb.NodeProto) ([]*val, error) {
 		x, err := im.id(n, 0)
 		if err != nil {
 			return nil, err
+		}
+		if out, ok, err := im.poolGeneral(op, n, x); ok {
+			return out, err
 		}
 		if len(n.Output) > 1 && n.Output[1] != "" {
 			return nil, errors.New("the Indices output is not supported")
@@ -601,7 +613,11 @@ func emitPad(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	var pads []int
 	value := 0.0
 	if im.opset < 11 {
-		pads, _ = attrInts(n, "pads")
+		if im.opset < 2 {
+			pads, _ = attrInts(n, "paddings") // Pad-1's name
+		} else {
+			pads, _ = attrInts(n, "pads")
+		}
 		value = attrFloat(n, "value", 0)
 	} else {
 		if has(n, 3) {
@@ -642,6 +658,9 @@ func emitBatchNorm(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 		return nil, err
 	}
 	eps := attrFloat(n, "epsilon", 1e-5)
+	if im.opset < 9 && attrInt(n, "spatial", 1) == 0 {
+		return nil, errors.New("spatial=0 (statistics per activation) is not supported")
+	}
 	training := im.opset >= 14 && attrInt(n, "training_mode", 0) != 0
 	if training {
 		w, err := im.id(n, 1)
@@ -828,7 +847,14 @@ func emitDropout(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 			training = c.n() > 0 && c.floats()[0] != 0
 		}
 	}
+	if im.opset < 7 {
+		training = attrInt(n, "is_test", 0) == 0 // Dropout-1 and -6 train unless is_test
+	}
 	if !training || ratio == 0 {
+		if len(n.Output) > 1 && n.Output[1] != "" {
+			mask, err := keepAll(im.shapeOfVal(x))
+			return []*val{x, mask}, err
+		}
 		return []*val{x}, nil
 	}
 	id, err := im.value(x, true)
@@ -836,62 +862,6 @@ func emitDropout(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 		return nil, err
 	}
 	return one(im.add(ir.OpDropout, ir.MakeAttrs("p", ir.Float(ratio)), id))
-}
-
-func lossArgs(im *importer, n *onnxpb.NodeProto) (ir.ID, ir.ID, ir.Attrs, error) {
-	if has(n, 2) {
-		return ir.NoID, ir.NoID, nil, errors.New("class weights are not supported")
-	}
-	x, err := im.id(n, 0)
-	if err != nil {
-		return ir.NoID, ir.NoID, nil, err
-	}
-	l, err := im.id(n, 1)
-	if err != nil {
-		return ir.NoID, ir.NoID, nil, err
-	}
-	xs := im.shapeOf(x)
-	if len(xs) != 2 {
-		return ir.NoID, ir.NoID, nil, fmt.Errorf("expected scores of rank 2 [N,C], found %v", xs)
-	}
-	if a := attr(n, "ignore_index"); a != nil && a.GetI() >= 0 && a.GetI() < int64(xs[1]) {
-		return ir.NoID, ir.NoID, nil, fmt.Errorf("ignore_index %d is a class (in [0, %d)); skipping labels is not supported", a.GetI(), xs[1])
-	}
-	red := attrString(n, "reduction", "mean")
-	switch red {
-	case "mean", "sum", "none":
-	default:
-		return ir.NoID, ir.NoID, nil, fmt.Errorf("unknown reduction %q", ir.Excerpt(red))
-	}
-	return x, l, ir.MakeAttrs("reduction", ir.String(red)), nil
-}
-
-func emitSCE(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
-	x, l, attrs, err := lossArgs(im, n)
-	if err != nil {
-		return nil, err
-	}
-	loss, err := im.add(ir.OpSoftmaxCrossEntropy, attrs, x, l)
-	if err != nil {
-		return nil, err
-	}
-	outs := []*val{loss}
-	if len(n.Output) > 1 && n.Output[1] != "" {
-		lp, err := im.add(ir.OpLogSoftmax, ir.MakeAttrs("axis", ir.Int(1)), x)
-		if err != nil {
-			return nil, err
-		}
-		outs = append(outs, lp)
-	}
-	return outs, nil
-}
-
-func emitNLL(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
-	x, l, attrs, err := lossArgs(im, n)
-	if err != nil {
-		return nil, err
-	}
-	return one(im.add(ir.OpNLLLoss, attrs, x, l))
 }
 
 func emitConstant(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
@@ -960,20 +930,46 @@ func emitGather(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	if err != nil {
 		return nil, err
 	}
+	iv, err := im.in(n, 1)
+	if err != nil {
+		return nil, err
+	}
 	shape := im.shapeOfVal(data)
 	axis, err := normAxis(int(attrInt(n, "axis", 0)), len(shape))
 	if err != nil {
 		return nil, err
 	}
-	if iv, err := im.in(n, 1); err != nil {
-		return nil, err
-	} else if !isConst(iv) {
-		return gatherComputed(im, n, data, axis)
+	// The result has shape data[:axis] + indices.shape + data[axis+1:]:
+	// index_select on the flattened indices, reshaped.
+	ishape := im.shapeOfVal(iv)
+	outShape := append(append(append([]int(nil), shape[:axis]...), ishape...), shape[axis+1:]...)
+	gather := func(x, ix ir.ID) ([]*val, error) {
+		if len(ishape) != 1 {
+			var err error
+			if ix, err = im.g.Add("", ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(prod(ishape))), ix); err != nil {
+				return nil, err
+			}
+		}
+		y, err := im.g.Add("", ir.OpIndexSelect, ir.MakeAttrs("axis", ir.Int(axis)), x, ix)
+		if err != nil || len(ishape) == 1 {
+			return []*val{{id: y}}, err
+		}
+		return one(im.add(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(outShape...)), y))
 	}
-	idx, err := im.constIn(n, 1)
-	if err != nil {
-		return nil, err
+	if iv.c == nil {
+		// Computed indices (token ids): they must lie in [0, size), which
+		// index_select checks when the model runs.
+		x, err := im.value(data, true)
+		if err != nil {
+			return nil, err
+		}
+		ix, err := im.value(iv, false)
+		if err != nil {
+			return nil, err
+		}
+		return gather(x, ix)
 	}
+	idx := iv.c
 	ids := append([]int64(nil), idx.ints()...)
 	for k, i := range ids {
 		if i < 0 {
@@ -984,11 +980,14 @@ func emitGather(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 		}
 		ids[k] = i
 	}
-	if data.c != nil && !data.param && len(idx.shape) <= 1 {
-		// Folded: the result has shape data[:axis] + idx.shape + data[axis+1:].
+	if data.c != nil && !data.param {
+		if k := prod(outShape); k > MaxFolded {
+			return nil, fmt.Errorf("a constant of shape %v has %d elements; constants computed at import are limited to %d (onnx.MaxFolded)", outShape, k, MaxFolded)
+		}
+		// Folded.
 		data.c.load()
 		outer, inner := prod(shape[:axis]), prod(shape[axis+1:])
-		out := &tensor{dt: data.c.dt, shape: append(append(append([]int(nil), shape[:axis]...), idx.shape...), shape[axis+1:]...)}
+		out := &tensor{dt: data.c.dt, shape: outShape}
 		for o := range outer {
 			for _, i := range ids {
 				base := (o*shape[axis] + int(i)) * inner
@@ -1001,25 +1000,15 @@ func emitGather(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 		}
 		return []*val{{id: ir.NoID, c: out}}, nil
 	}
-	if len(idx.shape) > 1 {
-		return nil, fmt.Errorf("indices of rank %d are not supported (rank 0 and 1 are)", len(idx.shape))
-	}
 	x, err := im.value(data, true)
 	if err != nil {
 		return nil, err
 	}
-	ic, err := im.constOp(&tensor{dt: ir.I64, shape: []int{len(ids)}, i: ids})
+	ic, err := im.constOp(&tensor{dt: ir.I64, shape: append([]int{}, ishape...), i: ids})
 	if err != nil {
 		return nil, err
 	}
-	y, err := im.g.Add("", ir.OpIndexSelect, ir.MakeAttrs("axis", ir.Int(axis)), x, ic)
-	if err != nil {
-		return nil, err
-	}
-	if len(idx.shape) == 0 {
-		return one(im.add(ir.OpSqueeze, ir.MakeAttrs("axes", ir.Ints(axis)), y))
-	}
-	return []*val{{id: y}}, nil
+	return gather(x, ic)
 }
 
 // axesIn returns the axes of Squeeze/Unsqueeze: an attribute before opset
@@ -1148,7 +1137,11 @@ func emitConcat(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 		return nil, errors.New("no inputs")
 	}
 	s0 := im.shapeOfVal(vs[0])
-	axis, err := normAxis(int(attrInt(n, "axis", 0)), len(s0))
+	def := int64(0)
+	if im.opset < 4 {
+		def = 1 // Concat-1's default
+	}
+	axis, err := normAxis(int(attrInt(n, "axis", def)), len(s0))
 	if err != nil {
 		return nil, err
 	}

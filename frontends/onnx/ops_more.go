@@ -119,6 +119,9 @@ func emitPow(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	if err != nil {
 		return nil, err
 	}
+	if y, err = im.legacyBroadcast(n, x, y); err != nil {
+		return nil, err
+	}
 	return one(im.add(ir.OpPow, nil, x, y))
 }
 

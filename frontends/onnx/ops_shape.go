@@ -327,6 +327,9 @@ func emitSplit(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 		return nil, err
 	}
 	var sizes []int
+	if im.opset < 2 && has(n, 1) {
+		return nil, errors.New("Split-1's split input is not supported")
+	}
 	if im.opset < 13 {
 		sizes, _ = attrInts(n, "split")
 	} else if has(n, 1) {
@@ -382,14 +385,4 @@ func emitSplit(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 		outs = append(outs, o)
 	}
 	return outs, nil
-}
-
-func mergeRows(tables ...map[string]Rule) map[string]Rule {
-	out := map[string]Rule{}
-	for _, t := range tables {
-		for k, r := range t {
-			out[k] = r
-		}
-	}
-	return out
 }

@@ -269,7 +269,7 @@ func TestDropoutTraining(t *testing.T) {
 // TestNames checks that ONNX names outside .kir's syntax are mapped to it
 // and that names mapping to one get distinct suffixes.
 func TestNames(t *testing.T) {
-	im := &importer{names: map[string]string{}}
+	im := &importer{names: map[string]string{}, g: ir.New("t")}
 	for _, tc := range []struct{ in, want string }{
 		{"fc1.weight", "fc1.weight"},
 		{"/fc1/Gemm_output_0", "_fc1_Gemm_output_0"},

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/kilnml/kiln"
+	"github.com/kilnml/kiln/frontends/safetensors"
+	"github.com/kilnml/kiln/ir"
+)
+
+// runEval implements kiln eval: one run of a model's forward graph (no
+// gradient, no optimizer update, dropout off) on tensors from a
+// safetensors file, writing every output under its name.
+func runEval(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
+	mf := addModelFlags(fs)
+	o0 := addO0Flag(fs)
+	inPath := fs.String("inputs", "", "safetensors file with a tensor for every input, and for params the model file gives no value (named without %)")
+	initPath := fs.String("init", "", "safetensors file with values of params (over the ONNX initializers; -inputs overrides both)")
+	outPath := fs.String("out", "", "safetensors file to write: every output of the graph by name")
+	workers := addWorkersFlag(fs)
+	device := addDeviceFlag(fs)
+	pos, err := parseFlags(fs, args, stdout)
+	if err != nil {
+		return err
+	}
+	if err := checkRun(*workers, *device); err != nil {
+		return err
+	}
+	path, err := oneFile(pos, "FILE.kir")
+	if err != nil {
+		return err
+	}
+	if *outPath == "" {
+		return usagef("missing -out OUT.safetensors")
+	}
+	if err := checkFiles([]fileArg{{"FILE.kir", path}, {"-inputs", *inPath}, {"-init", *initPath}}, []fileArg{{"-out", *outPath}}); err != nil {
+		return err
+	}
+	dbg, err := debugSwitches()
+	if err != nil {
+		return err
+	}
+	g, feeds, err := loadGraph(path, mf)
+	if err != nil {
+		return err
+	}
+	feeds = slices.Clone(feeds)
+	for _, f := range []struct {
+		path   string
+		params bool
+	}{{*initPath, true}, {*inPath, false}} {
+		if f.path == "" {
+			continue
+		}
+		ts, _, err := safetensors.ReadFile(f.path)
+		if err != nil {
+			return err
+		}
+		for _, t := range ts {
+			if id, ok := g.Lookup(t.Name); f.params && (!ok || g.Value(id).Op != ir.OpParam) {
+				return fmt.Errorf("%s: tensor %q is not a param of %s", f.path, ir.Excerpt(t.Name), path)
+			}
+			if err := kiln.CheckFeed(g, t); err != nil {
+				return fmt.Errorf("%s: %v", f.path, err)
+			}
+		}
+		feeds = append(feeds, ts...)
+	}
+	if err := kiln.CheckFeeds(g, feeds); err != nil {
+		if *inPath != "" {
+			return fmt.Errorf("%s: %v", *inPath, err)
+		}
+		return fail(path, "%v (give them with -inputs)", err)
+	}
+	out, err := kiln.Eval(context.Background(), g, feeds, kiln.Options{Device: *device, Workers: *workers, O0: *o0, Debug: dbg})
+	if err != nil {
+		return err
+	}
+	if err := safetensors.WriteFile(*outPath, out, map[string]string{"graph": g.Name, "source": path}); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %d outputs to %s\n", len(out), *outPath)
+	return nil
+}
