@@ -13,12 +13,17 @@ import (
 	"github.com/kilnml/kiln/kernels"
 )
 
-// CheckFeed checks that t can be fed to g: its name is an input or a param
-// of g and its type is that value's type. The error is one line naming the
-// tensor, what was expected and what was found.
+// CheckFeed checks that t can be fed to g: its name is an input, a param or
+// a state value of g (an imported model's BatchNorm running statistics) and
+// its type is that value's type. The error is one line naming the tensor,
+// what was expected and what was found.
 func CheckFeed(g *ir.Graph, t safetensors.Tensor) error {
 	id, ok := g.Lookup(t.Name)
-	if !ok || (g.Value(id).Op != ir.OpInput && g.Value(id).Op != ir.OpParam) {
+	if ok {
+		op := g.Value(id).Op
+		ok = op == ir.OpInput || op == ir.OpParam || op == ir.OpState
+	}
+	if !ok {
 		var names []string
 		for _, id := range append(g.Inputs(), g.Params()...) {
 			names = append(names, g.Value(id).Name)
@@ -32,7 +37,8 @@ func CheckFeed(g *ir.Graph, t safetensors.Tensor) error {
 }
 
 // CheckFeeds checks feeds with CheckFeed and that they give every input
-// and param of g; the error for missing ones names them all.
+// and param of g (state values start from their init unless fed); the
+// error for missing ones names them all.
 func CheckFeeds(g *ir.Graph, feeds []safetensors.Tensor) error {
 	given := map[string]bool{}
 	for _, t := range feeds {

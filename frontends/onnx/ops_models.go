@@ -113,5 +113,3 @@ func emitWhereFold(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	}
 	return []*val{{id: ir.NoID, c: out}}, nil
 }
-
-
