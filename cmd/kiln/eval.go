@@ -45,22 +45,27 @@ func runEval(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	files := []struct {
+		path    string
+		params  bool
+		tensors []safetensors.Tensor
+	}{{path: *initPath, params: true}, {path: *inPath}}
+	for k, f := range files {
+		if f.path == "" {
+			continue
+		}
+		if files[k].tensors, _, err = safetensors.ReadFile(f.path); err != nil {
+			return err
+		}
+	}
+	mf.feed(files[1].tensors) // a symbolic dim takes the inputs' shape
 	g, feeds, err := loadGraph(path, mf)
 	if err != nil {
 		return err
 	}
 	feeds = slices.Clone(feeds)
-	for _, f := range []struct {
-		path   string
-		params bool
-	}{{*initPath, true}, {*inPath, false}} {
-		if f.path == "" {
-			continue
-		}
-		ts, _, err := safetensors.ReadFile(f.path)
-		if err != nil {
-			return err
-		}
+	for _, f := range files {
+		ts := f.tensors
 		for _, t := range ts {
 			if id, ok := g.Lookup(t.Name); f.params && (!ok || g.Value(id).Op != ir.OpParam) {
 				return fmt.Errorf("%s: tensor %q is not a param of %s", f.path, ir.Excerpt(t.Name), path)

@@ -43,6 +43,11 @@ func runGrad(args []string, stdout io.Writer) error {
 	if err := checkFiles([]fileArg{{"FILE.kir", path}, {"-inputs", *inPath}}, []fileArg{{"-out", *outPath}}); err != nil {
 		return err
 	}
+	tensors, _, err := safetensors.ReadFile(*inPath)
+	if err != nil {
+		return err
+	}
+	mf.feed(tensors)
 	g, params, opts, err := load(path, mf, nil, *o0)
 	if err != nil {
 		return err
@@ -60,10 +65,6 @@ func runGrad(args []string, stdout io.Writer) error {
 		return fail(path, "%v", err)
 	}
 	defer x.Close()
-	tensors, _, err := safetensors.ReadFile(*inPath)
-	if err != nil {
-		return err
-	}
 	// Params the model file gives values (ONNX initializers) may be left
 	// out of -inputs.
 	tensors = append(slices.Clone(params), tensors...)

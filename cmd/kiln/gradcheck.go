@@ -8,6 +8,7 @@ import (
 
 	"github.com/kilnml/kiln"
 	"github.com/kilnml/kiln/frontends/safetensors"
+	"github.com/kilnml/kiln/ir"
 )
 
 // runGradcheck implements kiln gradcheck: the analytic gradient of every
@@ -42,6 +43,13 @@ func runGradcheck(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	var tensors []safetensors.Tensor
+	if *inPath != "" {
+		if tensors, _, err = safetensors.ReadFile(*inPath); err != nil {
+			return err
+		}
+		mf.feed(tensors) // a symbolic dim takes the inputs' shape
+	}
 	g, _, opts, err := load(path, mf, nil, *o0)
 	if err != nil {
 		return err
@@ -51,13 +59,9 @@ func runGradcheck(args []string, stdout io.Writer) error {
 	}
 	feeds := kiln.RandomFeeds(g, *seed)
 	if *inPath != "" {
-		tensors, _, err := safetensors.ReadFile(*inPath)
-		if err != nil {
-			return err
-		}
 		for _, t := range tensors {
 			id, ok := g.Lookup(t.Name)
-			if !ok || (g.Value(id).Op.String() != "input" && g.Value(id).Op.String() != "param") {
+			if !ok || (g.Value(id).Op != ir.OpInput && g.Value(id).Op != ir.OpParam) {
 				return fmt.Errorf("%s: tensor %q is not an input or param of %s", *inPath, t.Name, path)
 			}
 			if want := g.Type(id); !want.Equal(t.Type) {

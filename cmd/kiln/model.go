@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/kilnml/kiln/frontends/onnx"
+	"github.com/kilnml/kiln/frontends/safetensors"
 )
 
 // modelFlags are the flags that choose how an ONNX model is imported:
@@ -18,6 +19,17 @@ type modelFlags struct {
 	shapes        shapesFlag
 	freeze, train string
 	loss          string
+	fed           map[string][]int // the shapes of the tensors of the run's inputs file
+}
+
+// feed records the shapes of the tensors a run feeds (its -inputs file), so
+// that an ONNX input with a symbolic dim takes its shape from there when
+// -shape does not give it.
+func (m *modelFlags) feed(tensors []safetensors.Tensor) {
+	m.fed = map[string][]int{}
+	for _, t := range tensors {
+		m.fed[t.Name] = t.Type.Shape
+	}
 }
 
 func addModelFlags(fs *flag.FlagSet) *modelFlags {
@@ -75,6 +87,7 @@ func (m *modelFlags) options() (onnx.Options, error) {
 		return o, usagef("-loss must be ce, mse or bce, found %q", m.loss)
 	}
 	o.Loss = m.loss
+	o.FeedShapes = m.fed
 	if len(m.shapes) > 0 {
 		o.Shapes = map[string][]int(m.shapes)
 	}

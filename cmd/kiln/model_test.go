@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -69,4 +70,27 @@ func TestResumeModelFlags(t *testing.T) {
 	r.want(t, 1)
 	containsAll(t, "stderr", oneLine(t, r.stderr), "was trained with -freeze body\\., model sha256 ", "this run has -freeze body\\.0, model sha256 ")
 	runKiln(t, "train", ft, "-data", "digits", "-loss", "ce", "-freeze", `body\.`, "-epochs", "2", "-checkpoint", dir, "-resume").want(t, 0)
+}
+
+// TestShapesFromInputs checks that an ONNX input with a symbolic dim takes
+// its shape from the -inputs file: kiln grad and kiln eval on the dynamic
+// fixture without -shape write what they write with it.
+func TestShapesFromInputs(t *testing.T) {
+	t.Parallel()
+	dyn, in := onnxFixture("dynamic.onnx"), onnxFixture("dynamic.inputs.safetensors")
+	for _, cmd := range []string{"grad", "eval"} {
+		dir := t.TempDir()
+		fed, given := filepath.Join(dir, "fed.safetensors"), filepath.Join(dir, "given.safetensors")
+		runKiln(t, cmd, dyn, "-inputs", in, "-out", fed).want(t, 0)
+		runKiln(t, cmd, dyn, "-inputs", in, "-shape", "x=4x1x8x8", "-shape", "labels=4", "-out", given).want(t, 0)
+		a, b := readTensors(t, fed), readTensors(t, given)
+		if len(a) == 0 || len(a) != len(b) {
+			t.Fatalf("kiln %s: %d tensors from the inputs' shapes, %d with -shape", cmd, len(a), len(b))
+		}
+		for name, ta := range a {
+			if tb, ok := b[name]; !ok || !ta.Type.Equal(tb.Type) || !bytes.Equal(ta.Data, tb.Data) {
+				t.Errorf("kiln %s: %q differs between the inputs' shapes and -shape", cmd, name)
+			}
+		}
+	}
 }

@@ -62,6 +62,11 @@ type Options struct {
 	// needed for an input with a symbolic dim (a batch size exported as
 	// dynamic), and must agree with every static dim the model states.
 	Shapes map[string][]int
+	// FeedShapes gives the shapes of the tensors a run will feed, by name
+	// (those of an inputs file): a graph input with a symbolic dim that
+	// Shapes does not give takes its shape from here. Other names, and
+	// inputs whose shape the model states in full, are left alone.
+	FeedShapes map[string][]int
 	// Freeze, when set, keeps the params whose ONNX name it matches
 	// (anywhere in the name; anchor with ^ and $) at their initializer
 	// values: they become constants, so no gradient is taken for them and
@@ -198,6 +203,9 @@ func (im *importer) run(gp *onnxpb.GraphProto) error {
 			continue
 		}
 		shape := im.opts.Shapes[in.GetName()]
+		if fed, ok := im.opts.FeedShapes[in.GetName()]; ok && shape == nil && !staticShape(in) {
+			shape = fed
+		}
 		c, isConst := im.opts.Constants[in.GetName()]
 		if isConst {
 			shape = c.Type.Shape

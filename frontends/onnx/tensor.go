@@ -302,6 +302,21 @@ func (im *importer) external(tp *onnxpb.TensorProto, want int) ([]byte, error) {
 
 // valueType returns the static kiln type of a graph input; given, when
 // not nil, is its shape from Options.Shapes.
+// staticShape reports whether vi states its shape in full, every dim a
+// number.
+func staticShape(vi *onnxpb.ValueInfoProto) bool {
+	shape := vi.GetType().GetTensorType().GetShape()
+	if shape == nil {
+		return false
+	}
+	for _, d := range shape.Dim {
+		if d.GetDimParam() != "" || d.Value == nil {
+			return false
+		}
+	}
+	return true
+}
+
 func valueType(vi *onnxpb.ValueInfoProto, given []int) (ir.Type, error) {
 	tt := vi.GetType().GetTensorType()
 	if tt == nil {
