@@ -47,7 +47,7 @@ func init() {
 		"Conv":                      {emitConv, "conv1d/conv2d {stride, padding, dilation, groups}; auto_pad (SAME_UPPER, SAME_LOWER, VALID) and pads that differ at the two ends through a pad op of zeros; kernel_shape checked against the weight"},
 		"MaxPool":                   {pool(ir.OpMaxPool2d), "max_pool2d {kernel, stride, padding, dilation}; 1-D through 2-D; auto_pad, pads that differ at the two ends or exceed half the kernel, and ceil_mode through a pad op of -inf; no Indices output; strides default 1 as in ONNX"},
 		"AveragePool":               {pool(ir.OpAvgPool2d), "avg_pool2d {kernel, stride, padding, count_include_pad}; 1-D through 2-D; auto_pad, pads that differ at the two ends or exceed half the kernel, and ceil_mode: the pooled zero-padded input divided by the pooled count of the positions that count; count_include_pad default 0 as in ONNX"},
-		"GlobalAveragePool":         {emitGlobalAveragePool, "mean over the spatial axes, keepdims"},
+		"GlobalAveragePool":         {globalPool(ir.OpMean), "mean over the spatial axes, keepdims"},
 		"Pad":                       {emitPad, "pad {pads, value}; mode constant only; pads (and constant_value) from constant inputs at opset >= 11, attributes before; no axes input"},
 		"BatchNormalization":        {emitBatchNorm, "training_mode=1 (opset >= 14): batch_norm with the batch's statistics; running mean and variance initializers become state that each training step updates as PyTorch's module does, momentum*running + (1-momentum)*batch with the batch's unbiased variance (ONNX's spec says the population variance), and outputs 1 and 2 are the updated values; otherwise the inference form (x - mean) / sqrt(var + eps) * scale + B with the running statistics as constants"},
 		"Dropout":                   {emitDropout, "the input when not training (training_mode input absent or false; from opset 7 to 11 always; before 7 when is_test is set) or when ratio is 0, with a mask output of all true; in training mode dropout {p=ratio} (kiln's own random stream, not PyTorch's), whose mask output is not computed"},
@@ -144,6 +144,10 @@ func (im *importer) in(n *onnxpb.NodeProto, k int) (*val, error) {
 	return v, nil
 }
 
+// isConst reports whether v is a constant known at import that is not a
+// param.
+func isConst(v *val) bool { return v.c != nil && !v.param }
+
 func has(n *onnxpb.NodeProto, k int) bool { return k < len(n.Input) && n.Input[k] != "" }
 
 // id returns input k as a kiln value (a float initializer becomes a param).
@@ -153,6 +157,19 @@ func (im *importer) id(n *onnxpb.NodeProto, k int) (ir.ID, error) {
 		return ir.NoID, err
 	}
 	return im.value(v, true)
+}
+
+// ids returns inputs 0 to count-1 as kiln values, as id does.
+func (im *importer) ids(n *onnxpb.NodeProto, count int) ([]ir.ID, error) {
+	out := make([]ir.ID, count)
+	for k := range out {
+		id, err := im.id(n, k)
+		if err != nil {
+			return nil, err
+		}
+		out[k] = id
+	}
+	return out, nil
 }
 
 // constIn returns input k, which must be known at import.
@@ -217,7 +234,7 @@ func binaryOp(op ir.Op) func(*importer, *onnxpb.NodeProto) ([]*val, error) {
 		if err != nil {
 			return nil, err
 		}
-		if arith := op == ir.OpAdd || op == ir.OpSub || op == ir.OpMul || op == ir.OpDiv; arith && a.c != nil && b.c != nil && !a.param && !b.param {
+		if folds(op) && isConst(a) && isConst(b) {
 			c, err := foldBinary(op, a.c, b.c)
 			if err != nil {
 				return nil, err
@@ -239,33 +256,59 @@ func binaryOp(op ir.Op) func(*importer, *onnxpb.NodeProto) ([]*val, error) {
 	}
 }
 
-// foldBinary computes a op b, one of add, sub, mul and div, on constants of
-// one dtype, either of which may be a single element, through ir.Arith (so
-// an f32 constant is rounded as the kernel would); integer division
-// truncates, as ONNX's does.
+// folds reports whether foldBinary computes op.
+func folds(op ir.Op) bool {
+	switch op {
+	case ir.OpAdd, ir.OpSub, ir.OpMul, ir.OpDiv,
+		ir.OpEqual, ir.OpLess, ir.OpLessEqual, ir.OpGreater, ir.OpGreaterEqual:
+		return true
+	}
+	return false
+}
+
+// foldBinary computes a op b on constants of one dtype with NumPy
+// broadcasting: add, sub, mul and div through ir.Arith (so an f32 constant
+// is rounded as the kernel would; integer division truncates, as ONNX's
+// does), and the comparisons, which give bools.
 func foldBinary(op ir.Op, a, b *tensor) (*tensor, error) {
 	a.load()
 	b.load()
 	if a.dt != b.dt {
 		return nil, fmt.Errorf("operands of different dtypes %s and %s", a.dt, b.dt)
 	}
-	na, nb := a.n(), b.n()
-	shape := a.shape
-	if na != nb {
-		switch {
-		case nb == 1:
-		case na == 1:
-			shape = b.shape
-		default:
-			return nil, fmt.Errorf("folding broadcasts other than with one element is not supported (%v and %v)", a.shape, b.shape)
-		}
+	shape, ok := ir.BroadcastShapes(ir.Shape(a.shape), ir.Shape(b.shape))
+	if !ok {
+		return nil, fmt.Errorf("shapes %v and %v do not broadcast", a.shape, b.shape)
 	}
-	n := max(na, nb)
-	out := &tensor{dt: a.dt, shape: append([]int(nil), shape...)}
+	if shape.NumElements() > MaxFolded {
+		return nil, fmt.Errorf("a constant of shape %v has %d elements; constants computed at import are limited to %d (onnx.MaxFolded)", shape, shape.NumElements(), MaxFolded)
+	}
+	a, b = broadcastConst(a, shape), broadcastConst(b, shape)
+	n := shape.NumElements()
+	if cmp := foldCompare(op); cmp != nil {
+		out := &tensor{dt: ir.Bool, shape: []int(shape), i: make([]int64, n)}
+		for k := range n {
+			var c int
+			if a.dt.IsFloat() {
+				x, y := a.f[k], b.f[k]
+				if x != x || y != y { // NaN: every comparison but != is false
+					continue
+				}
+				c = cmpFloat(x, y)
+			} else {
+				c = cmpInt(a.i[k], b.i[k])
+			}
+			if cmp(c) {
+				out.i[k] = 1
+			}
+		}
+		return out, nil
+	}
+	out := &tensor{dt: a.dt, shape: []int(shape)}
 	if a.dt.IsFloat() {
 		out.f = make([]float64, n)
 		for k := range n {
-			x, y := a.f[k%na], b.f[k%nb]
+			x, y := a.f[k], b.f[k]
 			if a.dt == ir.F32 {
 				r, _ := ir.Arith(op, float32(x), float32(y))
 				out.f[k] = float64(r)
@@ -277,7 +320,7 @@ func foldBinary(op ir.Op, a, b *tensor) (*tensor, error) {
 	}
 	out.i = make([]int64, n)
 	for k := range n {
-		x, y := a.i[k%na], b.i[k%nb]
+		x, y := a.i[k], b.i[k]
 		switch {
 		case op != ir.OpDiv && a.dt == ir.I32:
 			r, _ := ir.Arith(op, int32(x), int32(y))
@@ -291,6 +334,44 @@ func foldBinary(op ir.Op, a, b *tensor) (*tensor, error) {
 		}
 	}
 	return out, nil
+}
+
+// foldCompare returns, for a comparison op, whether it holds given the
+// sign of a - b; nil for other ops.
+func foldCompare(op ir.Op) func(c int) bool {
+	switch op {
+	case ir.OpEqual:
+		return func(c int) bool { return c == 0 }
+	case ir.OpLess:
+		return func(c int) bool { return c < 0 }
+	case ir.OpLessEqual:
+		return func(c int) bool { return c <= 0 }
+	case ir.OpGreater:
+		return func(c int) bool { return c > 0 }
+	case ir.OpGreaterEqual:
+		return func(c int) bool { return c >= 0 }
+	}
+	return nil
+}
+
+func cmpFloat(x, y float64) int {
+	switch {
+	case x < y:
+		return -1
+	case x > y:
+		return 1
+	}
+	return 0
+}
+
+func cmpInt(x, y int64) int {
+	switch {
+	case x < y:
+		return -1
+	case x > y:
+		return 1
+	}
+	return 0
 }
 
 func emitMatMul(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
@@ -586,20 +667,24 @@ func pool(op ir.Op) func(*importer, *onnxpb.NodeProto) ([]*val, error) {
 	}
 }
 
-func emitGlobalAveragePool(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
-	x, err := im.id(n, 0)
-	if err != nil {
-		return nil, err
+// globalPool is GlobalAveragePool (op mean) or GlobalMaxPool (op max): op
+// over the spatial axes, keeping them.
+func globalPool(op ir.Op) func(*importer, *onnxpb.NodeProto) ([]*val, error) {
+	return func(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+		x, err := im.id(n, 0)
+		if err != nil {
+			return nil, err
+		}
+		r := len(im.shapeOf(x))
+		if r < 3 {
+			return nil, fmt.Errorf("expected an input of rank >= 3, found rank %d", r)
+		}
+		axes := make([]int, 0, r-2)
+		for k := 2; k < r; k++ {
+			axes = append(axes, k)
+		}
+		return one(im.add(op, ir.MakeAttrs("axes", ir.Ints(axes...), "keepdims", ir.BoolAttr(true)), x))
 	}
-	r := len(im.shapeOf(x))
-	if r < 3 {
-		return nil, fmt.Errorf("expected an input of rank >= 3, found rank %d", r)
-	}
-	axes := make([]int, 0, r-2)
-	for k := 2; k < r; k++ {
-		axes = append(axes, k)
-	}
-	return one(im.add(ir.OpMean, ir.MakeAttrs("axes", ir.Ints(axes...), "keepdims", ir.BoolAttr(true)), x))
 }
 
 func emitPad(im *importer, n *onnxpb.NodeProto) ([]*val, error) {

@@ -92,7 +92,7 @@ func backendOps() map[string]Rule {
 		"Asinh":                     {emitFn(asinh), "sign(x) * log(abs(x) + sqrt(x^2 + 1))"},
 		"Acosh":                     {emitFn(acosh), "log(x + sqrt(x^2 - 1))"},
 		"Atanh":                     {emitFn(atanh), "(log1p(x) - log1p(-x)) / 2"},
-		"GlobalMaxPool":             {emitGlobalMaxPool, "max over the spatial axes, keepdims"},
+		"GlobalMaxPool":             {globalPool(ir.OpMax), "max over the spatial axes, keepdims"},
 		"DepthToSpace":              {emitDepthToSpace, "reshape, transpose, reshape (mode DCR or CRD)"},
 		"SpaceToDepth":              {emitSpaceToDepth, "reshape, transpose, reshape"},
 		"EyeLike":                   {emitEyeLike, "folded: ones on diagonal k of the input's (static) shape, dtype from the attribute or the input"},
@@ -556,22 +556,6 @@ func emitPRelu(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	b := &builder{im: im}
 	dt := b.dtype(x)
 	return b.result(b.op(ir.OpWhere, nil, b.op(ir.OpLess, nil, x, b.scalar(dt, 0)), b.op(ir.OpMul, nil, x, s), x))
-}
-
-func emitGlobalMaxPool(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
-	x, err := im.id(n, 0)
-	if err != nil {
-		return nil, err
-	}
-	r := len(im.shapeOf(x))
-	if r < 3 {
-		return nil, fmt.Errorf("expected an input of rank >= 3, found rank %d", r)
-	}
-	axes := make([]int, 0, r-2)
-	for k := 2; k < r; k++ {
-		axes = append(axes, k)
-	}
-	return one(im.add(ir.OpMax, ir.MakeAttrs("axes", ir.Ints(axes...), "keepdims", ir.BoolAttr(true)), x))
 }
 
 // blockArgs returns the input of DepthToSpace or SpaceToDepth, its shape
@@ -1101,13 +1085,9 @@ func scatterInto(b *builder, n *onnxpb.NodeProto, data ir.ID, shape []int, upd i
 }
 
 func emitScatterElements(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
-	args := make([]ir.ID, 3)
-	for k := range args {
-		id, err := im.id(n, k)
-		if err != nil {
-			return nil, err
-		}
-		args[k] = id
+	args, err := im.ids(n, 3)
+	if err != nil {
+		return nil, err
 	}
 	data, idx, upd := args[0], args[1], args[2]
 	s := im.shapeOf(data)
@@ -1127,13 +1107,9 @@ func emitScatterElements(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 }
 
 func emitScatterND(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
-	args := make([]ir.ID, 3)
-	for k := range args {
-		id, err := im.id(n, k)
-		if err != nil {
-			return nil, err
-		}
-		args[k] = id
+	args, err := im.ids(n, 3)
+	if err != nil {
+		return nil, err
 	}
 	data, idx, upd := args[0], args[1], args[2]
 	ds, is := im.shapeOf(data), im.shapeOf(idx)

@@ -24,12 +24,12 @@ func moreOps() map[string]Rule {
 		"Not":            {unary(ir.OpLogicalNot), "logical_not"},
 		"And":            {binaryOp(ir.OpLogicalAnd), "logical_and"},
 		"Or":             {binaryOp(ir.OpLogicalOr), "logical_or"},
-		"Equal":          {compare(ir.OpEqual), "equal; folded on constants"},
-		"Greater":        {compare(ir.OpGreater), "greater; folded on constants"},
-		"GreaterOrEqual": {compare(ir.OpGreaterEqual), "greater_equal; folded on constants"},
-		"Less":           {compare(ir.OpLess), "less; folded on constants"},
-		"LessOrEqual":    {compare(ir.OpLessEqual), "less_equal; folded on constants"},
-		"Where":          {emitWhereFold, "where (cond bool; a and b of one dtype); folded when all three are constants"},
+		"Equal":          {binaryOp(ir.OpEqual), "equal; folded on constants"},
+		"Greater":        {binaryOp(ir.OpGreater), "greater; folded on constants"},
+		"GreaterOrEqual": {binaryOp(ir.OpGreaterEqual), "greater_equal; folded on constants"},
+		"Less":           {binaryOp(ir.OpLess), "less; folded on constants"},
+		"LessOrEqual":    {binaryOp(ir.OpLessEqual), "less_equal; folded on constants"},
+		"Where":          {emitWhere, "where (cond bool; a and b of one dtype); folded when all three are constants"},
 		"Max":            {variadic(ir.OpMaximum), "maximum, folded left over the inputs"},
 		"Min":            {variadic(ir.OpMinimum), "minimum, folded left over the inputs"},
 		"LeakyRelu":      {withAlpha(ir.OpLeakyRelu, 0.01), "leaky_relu {alpha} (default 0.01)"},
@@ -69,16 +69,52 @@ func emitGelu(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	return unaryAttrs(ir.OpGelu, ir.MakeAttrs("approximate", ir.String(a)))(im, n)
 }
 
+// emitWhere is Where, folded when the condition and both values are
+// constants.
 func emitWhere(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
-	args := make([]ir.ID, 3)
-	for k := range args {
-		id, err := im.id(n, k)
+	var vs [3]*val
+	for k := range vs {
+		v, err := im.in(n, k)
 		if err != nil {
 			return nil, err
 		}
-		args[k] = id
+		vs[k] = v
 	}
-	return one(im.add(ir.OpWhere, nil, args...))
+	if !isConst(vs[0]) || !isConst(vs[1]) || !isConst(vs[2]) {
+		args, err := im.ids(n, 3)
+		if err != nil {
+			return nil, err
+		}
+		return one(im.add(ir.OpWhere, nil, args...))
+	}
+	cond, a, b := vs[0].c, vs[1].c, vs[2].c
+	if a.dt != b.dt {
+		return nil, fmt.Errorf("values of different dtypes %s and %s", a.dt, b.dt)
+	}
+	shape, ok := ir.BroadcastShapes(ir.Shape(cond.shape), ir.Shape(a.shape))
+	if ok {
+		shape, ok = ir.BroadcastShapes(shape, ir.Shape(b.shape))
+	}
+	if !ok {
+		return nil, fmt.Errorf("shapes %v, %v and %v do not broadcast", cond.shape, a.shape, b.shape)
+	}
+	if shape.NumElements() > MaxFolded {
+		return nil, fmt.Errorf("a constant of shape %v has %d elements; constants computed at import are limited to %d (onnx.MaxFolded)", shape, shape.NumElements(), MaxFolded)
+	}
+	c, x, y := broadcastConst(cond, shape), broadcastConst(a, shape), broadcastConst(b, shape)
+	out := &tensor{dt: a.dt, shape: []int(shape.Clone())}
+	for k, t := range c.floats() {
+		pick := y
+		if t != 0 {
+			pick = x
+		}
+		if out.dt.IsFloat() {
+			out.f = append(out.f, pick.f[k])
+		} else {
+			out.i = append(out.i, pick.i[k])
+		}
+	}
+	return []*val{{id: ir.NoID, c: out}}, nil
 }
 
 func variadic(op ir.Op) func(*importer, *onnxpb.NodeProto) ([]*val, error) {

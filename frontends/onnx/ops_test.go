@@ -3,6 +3,8 @@ package onnx
 import (
 	"context"
 	"math"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/kilnml/kiln"
@@ -291,5 +293,42 @@ func TestOtherDomainNode(t *testing.T) {
 	err := unsupported([]*onnxpb.NodeProto{{Name: proto.String("q"), OpType: proto.String("Relu"), Domain: proto.String("com.microsoft")}})
 	if err == nil || err.Error() != `unsupported op com.microsoft.Relu: 1 node(s), the first "q"` {
 		t.Errorf("error %v", err)
+	}
+}
+
+// TestFoldBinary checks the folds of two constants: arithmetic rounded as
+// the f32 kernel would, integer division truncating, comparisons exact on
+// large integers and false on NaN, and NumPy broadcasting.
+func TestFoldBinary(t *testing.T) {
+	nan := math.NaN()
+	f32 := func(shape []int, v ...float64) *tensor { return &tensor{dt: ir.F32, shape: shape, f: v} }
+	i64 := func(shape []int, v ...int64) *tensor { return &tensor{dt: ir.I64, shape: shape, i: v} }
+	for _, tc := range []struct {
+		name  string
+		op    ir.Op
+		a, b  *tensor
+		shape []int
+		f     []float64
+		i     []int64
+	}{
+		{"f32 add rounds", ir.OpAdd, f32([]int{1}, 1), f32([]int{1}, 1e-8), []int{1}, []float64{1}, nil},
+		{"broadcast [2,1] by [3]", ir.OpMul, f32([]int{2, 1}, 1, 2), f32([]int{3}, 1, 2, 3), []int{2, 3}, []float64{1, 2, 3, 2, 4, 6}, nil},
+		{"i64 div truncates", ir.OpDiv, i64([]int{2}, 7, -7), i64([]int{}, 2), []int{2}, nil, []int64{3, -3}},
+		{"i64 equal beyond 2^53", ir.OpEqual, i64([]int{1}, 1<<53+1), i64([]int{1}, 1<<53), []int{1}, nil, []int64{0}},
+		{"less broadcast", ir.OpLess, i64([]int{3}, 1, 2, 3), i64([]int{}, 2), []int{3}, nil, []int64{1, 0, 0}},
+		{"NaN compares false", ir.OpGreaterEqual, f32([]int{2}, nan, 1), f32([]int{2}, 0, nan), []int{2}, nil, []int64{0, 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := foldBinary(tc.op, tc.a, tc.b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got.shape, tc.shape) || !slices.Equal(got.f, tc.f) || !slices.Equal(got.i, tc.i) {
+				t.Errorf("got shape %v, floats %v, ints %v; want %v, %v, %v", got.shape, got.f, got.i, tc.shape, tc.f, tc.i)
+			}
+		})
+	}
+	if _, err := foldBinary(ir.OpAdd, f32([]int{2}, 1, 2), f32([]int{3}, 1, 2, 3)); err == nil || !strings.Contains(err.Error(), "do not broadcast") {
+		t.Errorf("shapes [2] and [3]: error %v, want one saying they do not broadcast", err)
 	}
 }
