@@ -59,6 +59,9 @@ func init() {
 		"Squeeze":                   {emitSqueeze, "reshape (squeeze); axes an attribute before opset 13, a constant input from 13 (absent: every axis of size 1); folded on constants"},
 		"Concat":                    {emitConcat, "concat {axis}; folded when every input is a constant"},
 		"ConstantOfShape":           {emitConstantOfShape, "folded: a constant of the constant shape input, filled with value (default f32 0)"},
+
+		// Array ops (ops_array.go).
+		"CastLike": {emitCastLike, "cast {dtype} to the second input's dtype, as Cast (opset 15)"},
 	}
 	for k, r := range mergeRows(moreOps(), shapeOps()) {
 		Ops[k] = r

@@ -15,7 +15,7 @@ func shapeOps() map[string]Rule {
 	return map[string]Rule{
 		"Slice":  {emitSlice, "slice {axis, start, end, step} per axis; starts, ends, axes, steps attributes before opset 10, constant inputs from 10; steps >= 1; folded on constants"},
 		"Expand": {emitExpand, "broadcast_to the broadcast of the input's shape with the constant shape input; folded on constants"},
-		"Cast":   {emitCast, "folded on constants; on a kiln value only to its own dtype (kiln has no cast op yet)"},
+		"Cast":   {emitCast, "cast {dtype=to} (f32, f64, i32, i64, bool; floats to integers truncate, NaN gives 0, out of range saturates); folded on constants by the same rules"},
 		"Range":  {emitRange, "folded: start, limit, delta constants"},
 		"Split":  {emitSplit, "slice {axis} per output; sizes from the split attribute before opset 13, the constant split input from 13, else equal parts (num_outputs at opset 18)"},
 	}
@@ -236,14 +236,12 @@ func emitCast(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	if err != nil {
 		return nil, err
 	}
-	if from := im.g.Type(x).DType; from != to {
-		return nil, fmt.Errorf("a cast of a computed value from %s to %s is not supported yet", from, to)
-	}
-	return []*val{{id: x}}, nil
+	return castValue(im, x, to)
 }
 
-// castConst converts a constant as ONNX's Cast does (floats to integers
-// truncate toward zero; nonzero is true).
+// castConst converts a constant as kiln's cast op does (ir's cast doc:
+// floats to integers truncate toward zero, NaN gives 0 and out of range
+// saturates; integers wrap; nonzero is true).
 func castConst(c *tensor, to ir.DType) *tensor {
 	c.load()
 	out := &tensor{dt: to, shape: c.shape}
@@ -251,7 +249,11 @@ func castConst(c *tensor, to ir.DType) *tensor {
 		out.f = make([]float64, c.n())
 		for k, x := range c.floats() {
 			if to == ir.F32 {
-				x = float64(float32(x))
+				if c.dt == ir.I64 {
+					x = float64(float32(c.i[k])) // rounded once, as the kernel
+				} else {
+					x = float64(float32(x))
+				}
 			}
 			out.f[k] = x
 		}
@@ -266,8 +268,8 @@ func castConst(c *tensor, to ir.DType) *tensor {
 				if f != 0 {
 					x = 1
 				}
-			} else if !math.IsNaN(f) {
-				x = int64(math.Trunc(max(min(f, math.MaxInt64/2), math.MinInt64/2)))
+			} else {
+				x = ir.CastFloatToInt(f, to)
 			}
 		} else {
 			x = c.i[k]

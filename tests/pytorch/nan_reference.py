@@ -330,6 +330,10 @@ glog[2, 3] = inf
 case("logic_gate", "%y = logic_gate %a, %b, %l", {"a": ga, "b": gb, "l": glog}, logic_gate)
 
 
+# Array ops (ir/ops_array.go).
+case("cast_f32", "%y = cast %x {dtype=\"f32\"}", {"x": u}, lambda x: x.to(torch.float32), grad=False)
+case("cast_bool", "%y = cast %x {dtype=\"bool\"}", {"x": u}, lambda x: x.bool(), grad=False)
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     texts, tensors = [], {}

@@ -1,0 +1,64 @@
+package onnx
+
+import (
+	"testing"
+
+	"github.com/kilnml/kiln/frontends/onnx/onnxpb"
+	"github.com/kilnml/kiln/ir"
+)
+
+func aTo(dt onnxpb.TensorProto_DataType) *onnxpb.AttributeProto { return aInt("to", int64(dt)) }
+
+// TestArrayOpRules checks the rules of the array ops (ops_array.go) on
+// x = 0, 1, 2, ...
+func TestArrayOpRules(t *testing.T) {
+	tests := []struct {
+		name  string
+		opset int64
+		xs    []int64
+		inits []*onnxpb.TensorProto
+		nodes []*onnxpb.NodeProto
+		want  []float64
+	}{
+		{"Cast of a computed value truncates toward zero", 17, []int64{4}, []*onnxpb.TensorProto{f32s("two", nil, 2), f32s("k", nil, 1.7)},
+			[]*onnxpb.NodeProto{node("Sub", []string{"x", "two"}, []string{"d"}), node("Mul", []string{"d", "k"}, []string{"m"}),
+				node("Cast", []string{"m"}, []string{"i"}, aTo(onnxpb.TensorProto_INT32)),
+				node("Cast", []string{"i"}, []string{"y"}, aTo(onnxpb.TensorProto_FLOAT))},
+			// (x-2)*1.7 = -3.4, -1.7, 0, 1.7.
+			[]float64{-3, -1, 0, 1}},
+		{"Cast to bool and back", 17, []int64{3}, nil,
+			[]*onnxpb.NodeProto{node("Cast", []string{"x"}, []string{"b"}, aTo(onnxpb.TensorProto_BOOL)),
+				node("Cast", []string{"b"}, []string{"y"}, aTo(onnxpb.TensorProto_DOUBLE))},
+			[]float64{0, 1, 1}},
+		{"CastLike an i64 initializer", 17, []int64{3}, []*onnxpb.TensorProto{i64s("like", 7), f32s("k", nil, 0.5)},
+			[]*onnxpb.NodeProto{node("Add", []string{"x", "k"}, []string{"h"}), node("CastLike", []string{"h", "like"}, []string{"i"}),
+				node("CastLike", []string{"i", "k"}, []string{"y"})},
+			[]float64{0, 1, 2}},
+		{"causal mask from positions", 17, []int64{3, 3}, []*onnxpb.TensorProto{i64s("a", 0), i64s("n", 3), i64s("d", 1), i64s("ax0", 0), i64s("ax1", 1), f32s("ninf", nil, -100)},
+			[]*onnxpb.NodeProto{node("Range", []string{"a", "n", "d"}, []string{"pos"}),
+				node("Unsqueeze", []string{"pos", "ax0"}, []string{"row"}), node("Unsqueeze", []string{"pos", "ax1"}, []string{"col"}),
+				node("LessOrEqual", []string{"row", "col"}, []string{"keep"}),
+				node("Where", []string{"keep", "x", "ninf"}, []string{"y"})},
+			[]float64{0, -100, -100, 3, 4, -100, 6, 7, 8}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, y := forward(t, tc.opset, tc.xs, tc.inits, tc.nodes...)
+			near(t, y, tc.want)
+		})
+	}
+}
+
+// TestCastFoldsLikeTheKernel checks that a Cast folded at import gives the
+// cast op's results: NaN to 0, saturation, truncation.
+func TestCastFoldsLikeTheKernel(t *testing.T) {
+	c := &tensor{dt: ir.F32, shape: []int{5}, f: []float64{-2.7, 3e10, -3e10, 2.9, 0}}
+	c.f[4] = c.f[4] / c.f[4] // NaN
+	got := castConst(c, ir.I32)
+	want := []int64{-2, 2147483647, -2147483648, 2, 0}
+	for k, w := range want {
+		if got.i[k] != w {
+			t.Errorf("element %d = %d, want %d", k, got.i[k], w)
+		}
+	}
+}
