@@ -163,6 +163,8 @@ const (
 
 	// Array ops that ONNX models use (ops_array.go).
 	OpCast
+	OpCumsum
+	OpTrilu
 
 	numOps
 )

@@ -27,6 +27,21 @@ var arrayGradCases = []gradCase{
 		three := b.Const(dt, nil, 3)
 		return b.Mul(a, castTo(b, castTo(b, b.Mul(a, three), ir.I32), dt))
 	}},
+	{name: "cumsum middle axis", build: func(b *frontends.Builder, dt ir.DType) frontends.Value {
+		return b.Op(ir.OpCumsum, ir.MakeAttrs("axis", ir.Int(1)), p(b, "a", dt, 2, 4, 3))
+	}},
+	{name: "cumsum exclusive reverse", build: func(b *frontends.Builder, dt ir.DType) frontends.Value {
+		return b.Op(ir.OpCumsum, ir.MakeAttrs("axis", ir.Int(-1), "exclusive", ir.BoolAttr(true), "reverse", ir.BoolAttr(true)), p(b, "a", dt, 3, 5))
+	}},
+	{name: "cumsum exclusive", build: func(b *frontends.Builder, dt ir.DType) frontends.Value {
+		return b.Op(ir.OpCumsum, ir.MakeAttrs("axis", ir.Int(0), "exclusive", ir.BoolAttr(true)), p(b, "a", dt, 4, 2))
+	}},
+	{name: "triu k=1 batched", build: func(b *frontends.Builder, dt ir.DType) frontends.Value {
+		return b.Op(ir.OpTrilu, ir.MakeAttrs("k", ir.Int(1)), p(b, "a", dt, 2, 3, 4))
+	}},
+	{name: "tril k=-1", build: func(b *frontends.Builder, dt ir.DType) frontends.Value {
+		return b.Op(ir.OpTrilu, ir.MakeAttrs("upper", ir.BoolAttr(false), "k", ir.Int(-1)), p(b, "a", dt, 4, 3))
+	}},
 }
 
 // TestSecondOrderArray differentiates the first-order gradient graphs of
@@ -46,6 +61,10 @@ func TestSecondOrderArray(t *testing.T) {
 		{"cast", []int{3, 2}, func(b *frontends.Builder, w frontends.Value) frontends.Value {
 			k := castTo(b, castTo(b, b.Mul(w, b.Const(ir.F64, nil, 3)), ir.I32), ir.F64)
 			return castTo(b, b.Mul(b.Tanh(w), k), ir.F64)
+		}},
+		{"cumsum and trilu", []int{3, 4}, func(b *frontends.Builder, w frontends.Value) frontends.Value {
+			c := b.Op(ir.OpCumsum, ir.MakeAttrs("axis", ir.Int(1), "reverse", ir.BoolAttr(true)), w)
+			return b.Op(ir.OpTrilu, ir.MakeAttrs("upper", ir.BoolAttr(false)), b.Mul(c, b.Tanh(w)))
 		}},
 	}
 	for _, tc := range tests {

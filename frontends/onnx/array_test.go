@@ -5,7 +5,12 @@ import (
 
 	"github.com/kilnml/kiln/frontends/onnx/onnxpb"
 	"github.com/kilnml/kiln/ir"
+	"google.golang.org/protobuf/proto"
 )
+
+func scalarI64(name string, v int64) *onnxpb.TensorProto {
+	return &onnxpb.TensorProto{Name: proto.String(name), DataType: proto.Int32(int32(onnxpb.TensorProto_INT64)), Int64Data: []int64{v}}
+}
 
 func aTo(dt onnxpb.TensorProto_DataType) *onnxpb.AttributeProto { return aInt("to", int64(dt)) }
 
@@ -40,6 +45,14 @@ func TestArrayOpRules(t *testing.T) {
 				node("LessOrEqual", []string{"row", "col"}, []string{"keep"}),
 				node("Where", []string{"keep", "x", "ninf"}, []string{"y"})},
 			[]float64{0, -100, -100, 3, 4, -100, 6, 7, 8}},
+		{"CumSum axis input", 17, []int64{2, 3}, []*onnxpb.TensorProto{i64s("ax", 1)},
+			[]*onnxpb.NodeProto{node("CumSum", []string{"x", "ax"}, []string{"y"})}, []float64{0, 1, 3, 3, 7, 12}},
+		{"CumSum exclusive reverse, scalar axis", 17, []int64{2, 3}, []*onnxpb.TensorProto{scalarI64("ax", -1)},
+			[]*onnxpb.NodeProto{node("CumSum", []string{"x", "ax"}, []string{"y"}, aInt("exclusive", 1), aInt("reverse", 1))}, []float64{3, 2, 0, 9, 5, 0}},
+		{"Trilu upper default", 17, []int64{3, 3}, nil,
+			[]*onnxpb.NodeProto{node("Trilu", []string{"x"}, []string{"y"})}, []float64{0, 1, 2, 0, 4, 5, 0, 0, 8}},
+		{"Trilu lower with k", 17, []int64{3, 3}, []*onnxpb.TensorProto{scalarI64("k", -1)},
+			[]*onnxpb.NodeProto{node("Trilu", []string{"x", "k"}, []string{"y"}, aInt("upper", 0))}, []float64{0, 0, 0, 3, 0, 0, 6, 7, 0}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -62,6 +62,8 @@ func init() {
 
 		// Array ops (ops_array.go).
 		"CastLike": {emitCastLike, "cast {dtype} to the second input's dtype, as Cast (opset 15)"},
+		"CumSum":   {emitCumSum, "cumsum {axis, exclusive, reverse}; axis a constant input"},
+		"Trilu":    {emitTrilu, "trilu {upper, k}; k an optional constant input (default 0)"},
 	}
 	for k, r := range mergeRows(moreOps(), shapeOps()) {
 		Ops[k] = r

@@ -3,8 +3,9 @@ package wgsltest
 // Array returns the cases of the array ops (ir/ops_array.go) and of the
 // integer forms of the comparisons and where: every cast between f32, i32,
 // i64 and bool (i64 values far outside i32, negative, saturated), integer
-// comparisons with broadcasting, where over i32, i64 and bool. Their
-// results are exact on both sides.
+// comparisons with broadcasting, where over i32, i64 and bool, cumsum in
+// every direction, trilu in every dtype. Their results are exact on both
+// sides (cumsum adds in the CPU's order).
 func Array() []Case {
 	return []Case{
 		{Name: "cast", Labels: 1000, Src: `input %a: f32[7,37]
@@ -55,5 +56,26 @@ input %c: bool[3,41]
 %w6 = where %g, %m, %k
 %wb = where %c, %g, %eq6
 output %g, %ge, %lt, %le, %eq, %ne, %g6, %ge6, %lt6, %le6, %eq6, %ne6, %w, %w6, %wb`},
+		{Name: "cumsum", Labels: 100, Src: `input %a: f32[5,37,3]
+input %i: i32[300,2]
+%y = cumsum %a {axis=1}
+%e = cumsum %a {axis=-1, exclusive=true}
+%r = cumsum %a {axis=0, reverse=true}
+%re = cumsum %a {axis=1, reverse=true, exclusive=true}
+%n = cumsum %i {axis=0}
+%m = cumsum %i {axis=1, reverse=true}
+output %y, %e, %r, %re, %n, %m`},
+		{Name: "trilu", Labels: 100, Src: `input %a: f32[3,7,5]
+input %i: i32[5,3]
+input %l: i64[2,4,4]
+input %c: bool[3,9,7]
+%u = trilu %a
+%u1 = trilu %a {k=1}
+%d = trilu %a {upper=false, k=-2}
+%far = trilu %a {k=100000000000}
+%ti = trilu %i {upper=false}
+%tl = trilu %l {k=-1}
+%tc = trilu %c {upper=false, k=2}
+output %u, %u1, %d, %far, %ti, %tl, %tc`},
 	}
 }
