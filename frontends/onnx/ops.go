@@ -54,16 +54,21 @@ func init() {
 		"NegativeLogLikelihoodLoss": {emitNLL, "nll_loss {reduction} on [N,C] and labels [N]; no weights; ignore_index as SoftmaxCrossEntropyLoss"},
 		"Constant":                  {emitConstant, "folded: value (a tensor), value_float(s) or value_int(s)"},
 		"Shape":                     {emitShape, "folded: the static shape as i64, with start/end (opset >= 15)"},
-		"Gather":                    {emitGather, "folded on constants; on a kiln value with constant indices, index_select {axis} (a scalar index drops the axis)"},
+		"Gather":                    {emitGather, "folded on constants; on a kiln value with constant indices, index_select {axis} (a scalar index drops the axis); computed indices (token ids) go through index_select and reshape and must lie in [0, size)"},
 		"Unsqueeze":                 {emitUnsqueeze, "reshape (unsqueeze); axes an attribute before opset 13, a constant input from 13; folded on constants"},
 		"Squeeze":                   {emitSqueeze, "reshape (squeeze); axes an attribute before opset 13, a constant input from 13 (absent: every axis of size 1); folded on constants"},
 		"Concat":                    {emitConcat, "concat {axis}; folded when every input is a constant"},
 		"ConstantOfShape":           {emitConstantOfShape, "folded: a constant of the constant shape input, filled with value (default f32 0)"},
 
 		// Array ops (ops_array.go).
-		"CastLike": {emitCastLike, "cast {dtype} to the second input's dtype, as Cast (opset 15)"},
-		"CumSum":   {emitCumSum, "cumsum {axis, exclusive, reverse}; axis a constant input"},
-		"Trilu":    {emitTrilu, "trilu {upper, k}; k an optional constant input (default 0)"},
+		"CastLike":        {emitCastLike, "cast {dtype} to the second input's dtype, as Cast (opset 15)"},
+		"CumSum":          {emitCumSum, "cumsum {axis, exclusive, reverse}; axis a constant input"},
+		"Trilu":           {emitTrilu, "trilu {upper, k}; k an optional constant input (default 0)"},
+		"GatherElements":  {emitGatherElements, "gather {axis} (torch.gather); negative constant indices count from the end, a computed index must lie in [0, size)"},
+		"ArgMax":          {emitArg(ir.OpArgmax), "argmax {axes=[axis], keepdims} (default 1); the first largest (select_last_index 0 only); a NaN is larger than any number"},
+		"ArgMin":          {emitArg(ir.OpArgmin), "argmin {axes=[axis], keepdims} (default 1); the first smallest (select_last_index 0 only); a NaN is smaller than any number"},
+		"ReduceProd":      {reduce(ir.OpProd, 18), "prod {axes, keepdims}; axes as ReduceMean"},
+		"ReduceLogSumExp": {reduce(ir.OpLogSumExp, 18), "logsumexp {axes, keepdims}; axes as ReduceMean"},
 	}
 	for k, r := range mergeRows(moreOps(), shapeOps()) {
 		Ops[k] = r
@@ -861,6 +866,9 @@ func emitGather(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	data, err := im.in(n, 0)
 	if err != nil {
 		return nil, err
+	}
+	if iv, err := im.in(n, 1); err == nil && iv.c == nil {
+		return gatherComputed(im, n, data, iv)
 	}
 	idx, err := im.constIn(n, 1)
 	if err != nil {

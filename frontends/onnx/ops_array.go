@@ -89,3 +89,110 @@ func emitTrilu(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	}
 	return one(im.add(ir.OpTrilu, ir.MakeAttrs("upper", ir.BoolAttr(attrInt(n, "upper", 1) != 0), "k", ir.Int(k)), x))
 }
+
+// emitGatherElements maps GatherElements to gather {axis}, which is
+// torch.gather: constant indices have their negative entries counted from
+// the end here; a computed index must lie in [0, size) (gather reports an
+// index out of range when the model runs).
+func emitGatherElements(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	x, err := im.id(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	xs := im.shapeOf(x)
+	axis, err := normAxis(int(attrInt(n, "axis", 0)), len(xs))
+	if err != nil {
+		return nil, err
+	}
+	iv, err := im.in(n, 1)
+	if err != nil {
+		return nil, err
+	}
+	var idx ir.ID
+	if iv.c != nil {
+		c, err := normIndices(iv.c, xs[axis])
+		if err != nil {
+			return nil, err
+		}
+		if idx, err = im.constOp(c); err != nil {
+			return nil, err
+		}
+	} else if idx, err = im.value(iv, false); err != nil {
+		return nil, err
+	}
+	return one(im.add(ir.OpGather, ir.MakeAttrs("axis", ir.Int(axis)), x, idx))
+}
+
+// normIndices returns the integer constant c with its entries counted from
+// the end of an axis of size d where negative, checked against [0, d).
+func normIndices(c *tensor, d int) (*tensor, error) {
+	if c.dt != ir.I32 && c.dt != ir.I64 {
+		return nil, fmt.Errorf("expected integer indices, found %s", c.dt)
+	}
+	out := &tensor{dt: c.dt, shape: c.shape, i: make([]int64, c.n())}
+	for k, v := range c.ints() {
+		w := v
+		if w < 0 {
+			w += int64(d)
+		}
+		if w < 0 || w >= int64(d) {
+			return nil, fmt.Errorf("index %d is out of range for an axis of size %d", v, d)
+		}
+		out.i[k] = w
+	}
+	return out, nil
+}
+
+// emitArg maps ArgMax and ArgMin to argmax and argmin {axes=[axis],
+// keepdims}: the first extreme element, as ONNX's default
+// select_last_index=0.
+func emitArg(op ir.Op) func(*importer, *onnxpb.NodeProto) ([]*val, error) {
+	return func(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+		x, err := im.id(n, 0)
+		if err != nil {
+			return nil, err
+		}
+		if attrInt(n, "select_last_index", 0) != 0 {
+			return nil, fmt.Errorf("select_last_index=1 is not supported (kiln's %s picks the first)", op)
+		}
+		axis, err := normAxis(int(attrInt(n, "axis", 0)), len(im.shapeOf(x)))
+		if err != nil {
+			return nil, err
+		}
+		return one(im.add(op, ir.MakeAttrs("axes", ir.Ints(axis), "keepdims", ir.BoolAttr(attrInt(n, "keepdims", 1) != 0)), x))
+	}
+}
+
+// gatherComputed is Gather with indices computed from graph inputs (token
+// ids): index_select of the flattened indices, reshaped to data[:axis] +
+// indices.shape + data[axis+1:]. An index must lie in [0, size);
+// index_select reports one that does not when the model runs.
+func gatherComputed(im *importer, n *onnxpb.NodeProto, data, iv *val) ([]*val, error) {
+	x, err := im.value(data, true)
+	if err != nil {
+		return nil, err
+	}
+	idx, err := im.value(iv, false)
+	if err != nil {
+		return nil, err
+	}
+	xs, is := im.shapeOf(x), im.shapeOf(idx)
+	axis, err := normAxis(int(attrInt(n, "axis", 0)), len(xs))
+	if err != nil {
+		return nil, err
+	}
+	if len(is) != 1 {
+		if idx, err = im.g.Add("", ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(prod(is))), idx); err != nil {
+			return nil, err
+		}
+	}
+	y, err := im.g.Add("", ir.OpIndexSelect, ir.MakeAttrs("axis", ir.Int(axis)), x, idx)
+	if err != nil {
+		return nil, err
+	}
+	if len(is) == 1 {
+		return []*val{{id: y}}, nil
+	}
+	out := append(append(append([]int(nil), xs[:axis]...), is...), xs[axis+1:]...)
+	return one(im.add(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(out...)), y))
+}
