@@ -73,6 +73,13 @@ func TestArrayOpRules(t *testing.T) {
 			// m = [[9,1,11],[3,13,5]].
 			[]float64{1, 0, 1}},
 		{"ReduceProd", 17, []int64{2, 2}, nil, []*onnxpb.NodeProto{node("ReduceProd", []string{"x"}, []string{"y"}, aInts("axes", 1), aInt("keepdims", 0))}, []float64{0, 6}},
+		// Each group of 4 values 0..3 (+4) normalizes to (x-1.5)/sqrt(1.25).
+		{"GroupNormalization per-group scale (opset 18)", 18, []int64{1, 4, 2}, []*onnxpb.TensorProto{f32s("s", []int64{2}, 1, 2), f32s("b", []int64{2}, 0, 1)},
+			[]*onnxpb.NodeProto{node("GroupNormalization", []string{"x", "s", "b"}, []string{"y"}, aInt("num_groups", 2), aFloat("epsilon", 0))},
+			[]float64{-1.3416408, -0.4472136, 0.4472136, 1.3416408, -1.6832816, 0.1055728, 1.8944272, 3.6832816}},
+		{"GroupNormalization per-channel scale (opset 21)", 21, []int64{1, 4, 2}, []*onnxpb.TensorProto{f32s("s", []int64{4}, 1, 1, 2, 2), f32s("b", []int64{4}, 0, 0, 1, 1)},
+			[]*onnxpb.NodeProto{node("GroupNormalization", []string{"x", "s", "b"}, []string{"y"}, aInt("num_groups", 2), aFloat("epsilon", 0))},
+			[]float64{-1.3416408, -0.4472136, 0.4472136, 1.3416408, -1.6832816, 0.1055728, 1.8944272, 3.6832816}},
 		{"Trilu upper default", 17, []int64{3, 3}, nil,
 			[]*onnxpb.NodeProto{node("Trilu", []string{"x"}, []string{"y"})}, []float64{0, 1, 2, 0, 4, 5, 0, 0, 8}},
 		{"Trilu lower with k", 17, []int64{3, 3}, []*onnxpb.TensorProto{scalarI64("k", -1)},

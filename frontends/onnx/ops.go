@@ -61,14 +61,17 @@ func init() {
 		"ConstantOfShape":           {emitConstantOfShape, "folded: a constant of the constant shape input, filled with value (default f32 0)"},
 
 		// Array ops (ops_array.go).
-		"CastLike":        {emitCastLike, "cast {dtype} to the second input's dtype, as Cast (opset 15)"},
-		"CumSum":          {emitCumSum, "cumsum {axis, exclusive, reverse}; axis a constant input"},
-		"Trilu":           {emitTrilu, "trilu {upper, k}; k an optional constant input (default 0)"},
-		"GatherElements":  {emitGatherElements, "gather {axis} (torch.gather); negative constant indices count from the end, a computed index must lie in [0, size)"},
-		"ArgMax":          {emitArg(ir.OpArgmax), "argmax {axes=[axis], keepdims} (default 1); the first largest (select_last_index 0 only); a NaN is larger than any number"},
-		"ArgMin":          {emitArg(ir.OpArgmin), "argmin {axes=[axis], keepdims} (default 1); the first smallest (select_last_index 0 only); a NaN is smaller than any number"},
-		"ReduceProd":      {reduce(ir.OpProd, 18), "prod {axes, keepdims}; axes as ReduceMean"},
-		"ReduceLogSumExp": {reduce(ir.OpLogSumExp, 18), "logsumexp {axes, keepdims}; axes as ReduceMean"},
+		"CastLike":              {emitCastLike, "cast {dtype} to the second input's dtype, as Cast (opset 15)"},
+		"CumSum":                {emitCumSum, "cumsum {axis, exclusive, reverse}; axis a constant input"},
+		"Trilu":                 {emitTrilu, "trilu {upper, k}; k an optional constant input (default 0)"},
+		"GatherElements":        {emitGatherElements, "gather {axis} (torch.gather); negative constant indices count from the end, a computed index must lie in [0, size)"},
+		"ArgMax":                {emitArg(ir.OpArgmax), "argmax {axes=[axis], keepdims} (default 1); the first largest (select_last_index 0 only); a NaN is larger than any number"},
+		"ArgMin":                {emitArg(ir.OpArgmin), "argmin {axes=[axis], keepdims} (default 1); the first smallest (select_last_index 0 only); a NaN is smaller than any number"},
+		"ReduceProd":            {reduce(ir.OpProd, 18), "prod {axes, keepdims}; axes as ReduceMean"},
+		"ReduceLogSumExp":       {reduce(ir.OpLogSumExp, 18), "logsumexp {axes, keepdims}; axes as ReduceMean"},
+		"LayerNormalization":    {emitLayerNormalization, "layer_norm {axes=[axis..], eps=epsilon}, times Scale plus B broadcast; the Mean and InvStdDev outputs are not computed"},
+		"InstanceNormalization": {emitInstanceNormalization, "layer_norm {axes=[2..], eps=epsilon} (each sample and channel over its spatial axes), times scale plus B per channel"},
+		"GroupNormalization":    {emitGroupNormalization, "reshape to [N, num_groups, rest], layer_norm {axes=[2], eps=epsilon}, reshape back, times scale plus bias per channel (opset 21) or per group (opset 18's [G] scale)"},
 	}
 	for k, r := range mergeRows(moreOps(), shapeOps()) {
 		Ops[k] = r

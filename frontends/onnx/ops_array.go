@@ -196,3 +196,138 @@ func gatherComputed(im *importer, n *onnxpb.NodeProto, data, iv *val) ([]*val, e
 	out := append(append(append([]int(nil), xs[:axis]...), is...), xs[axis+1:]...)
 	return one(im.add(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(out...)), y))
 }
+
+// Normalizations. LayerNormalization is kiln's layer_norm; the instance
+// and group normalizations are compositions around it (layer_norm over the
+// spatial axes of each (sample, channel) or (sample, group) slice, then the
+// per-channel scale and bias as broadcast mul and add), so their gradients
+// are layer_norm's exact analytic rule, checked against central
+// differences with the rest of the op table, and they run wherever
+// layer_norm runs, the GPU included, without a kernel of their own.
+
+// emitLayerNormalization maps LayerNormalization (opset 17) to layer_norm
+// {axes=[axis..], eps}; the Mean and InvStdDev outputs are not computed.
+func emitLayerNormalization(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	x, err := im.id(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	xs := im.shapeOf(x)
+	axis, err := normAxis(int(attrInt(n, "axis", -1)), len(xs))
+	if err != nil {
+		return nil, err
+	}
+	axes := make([]int, 0, len(xs)-axis)
+	for k := axis; k < len(xs); k++ {
+		axes = append(axes, k)
+	}
+	y, err := im.g.Add("", ir.OpLayerNorm, ir.MakeAttrs("axes", ir.Ints(axes...), "eps", ir.Float(attrFloat(n, "epsilon", 1e-5))), x)
+	if err != nil {
+		return nil, err
+	}
+	return im.scaleShift(n, y, nil)
+}
+
+// scaleShift returns y * input 1 + input 2 (when present), each broadcast
+// to y (as shape when shape is given, else as it is).
+func (im *importer) scaleShift(n *onnxpb.NodeProto, y ir.ID, shape []int) ([]*val, error) {
+	for k, op := range []ir.Op{ir.OpMul, ir.OpAdd} {
+		if !has(n, k+1) {
+			continue
+		}
+		v, err := im.id(n, k+1)
+		if err != nil {
+			return nil, err
+		}
+		if shape != nil && !ir.Shape(im.shapeOf(v)).Equal(shape) {
+			if im.g.Type(v).Shape.NumElements() != prod(shape) {
+				return nil, fmt.Errorf("input %d has shape %v, expected %d elements", k+1, im.shapeOf(v), prod(shape))
+			}
+			if v, err = im.g.Add("", ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(shape...)), v); err != nil {
+				return nil, err
+			}
+		}
+		if y, err = im.g.Add("", op, nil, y, v); err != nil {
+			return nil, err
+		}
+	}
+	return []*val{{id: y}}, nil
+}
+
+// channelShape returns [c, 1, ...] for an input of rank r: a per-channel
+// vector broadcast against [N, C, ...].
+func channelShape(c, r int) []int {
+	s := make([]int, r-1)
+	s[0] = c
+	for k := 1; k < len(s); k++ {
+		s[k] = 1
+	}
+	return s
+}
+
+// emitInstanceNormalization: layer_norm over the spatial axes, then scale
+// and B per channel.
+func emitInstanceNormalization(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	x, err := im.id(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	xs := im.shapeOf(x)
+	if len(xs) < 3 {
+		return nil, fmt.Errorf("expected an input [N,C,D1,...] of rank >= 3, found %v", xs)
+	}
+	axes := make([]int, 0, len(xs)-2)
+	for k := 2; k < len(xs); k++ {
+		axes = append(axes, k)
+	}
+	y, err := im.g.Add("", ir.OpLayerNorm, ir.MakeAttrs("axes", ir.Ints(axes...), "eps", ir.Float(attrFloat(n, "epsilon", 1e-5))), x)
+	if err != nil {
+		return nil, err
+	}
+	return im.scaleShift(n, y, channelShape(xs[1], len(xs)))
+}
+
+// emitGroupNormalization: x [N,C,...] reshaped to [N, G, rest], layer_norm
+// over rest, reshaped back, then scale and bias per channel (opset 21 and
+// opset 18 models whose scale has C elements) or per group (opset 18's
+// [G] scale, repeated over each group's channels by the reshape to
+// [N, G, rest]).
+func emitGroupNormalization(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	x, err := im.id(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	xs := im.shapeOf(x)
+	g := int(attrInt(n, "num_groups", 0))
+	if len(xs) < 3 || g < 1 || xs[1]%g != 0 {
+		return nil, fmt.Errorf("expected an input [N,C,D1,...] of rank >= 3 and num_groups dividing C, found %v and num_groups %d", xs, g)
+	}
+	rest := prod(xs[1:]) / g
+	h, err := im.g.Add("", ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(xs[0], g, rest)), x)
+	if err != nil {
+		return nil, err
+	}
+	if h, err = im.g.Add("", ir.OpLayerNorm, ir.MakeAttrs("axes", ir.Ints(2), "eps", ir.Float(attrFloat(n, "epsilon", 1e-5))), h); err != nil {
+		return nil, err
+	}
+	scaleN := 0
+	if has(n, 1) {
+		v, err := im.id(n, 1)
+		if err != nil {
+			return nil, err
+		}
+		scaleN = im.g.Type(v).Shape.NumElements()
+	}
+	if scaleN == g && g != xs[1] {
+		// Per group: scale and bias [G] broadcast as [G, 1] over [N, G, rest].
+		out, err := im.scaleShift(n, h, []int{g, 1})
+		if err != nil {
+			return nil, err
+		}
+		return one(im.add(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(xs...)), out[0].id))
+	}
+	if h, err = im.g.Add("", ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(xs...)), h); err != nil {
+		return nil, err
+	}
+	return im.scaleShift(n, h, channelShape(xs[1], len(xs)))
+}

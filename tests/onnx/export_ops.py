@@ -1,0 +1,56 @@
+#!/usr/bin/python3
+"""Writes the ONNX fixtures of the array and normalization ops under
+tests/testdata/onnx/, as tests/onnx/export.py does for the models (same
+export settings, same files beside each model).
+
+ops_norm: InstanceNorm2d, GroupNorm and LayerNorm (exported as
+InstanceNormalization, reshapes around it, and LayerNormalization), a causal
+mask from torch.arange (Range, comparisons of i64, Where), torch.triu
+(Trilu), torch.cumsum (CumSum) and a cast of a computed value.
+
+Rerun with /usr/bin/python3 tests/onnx/export_ops.py from the repository
+root; the output is deterministic. CI only reads the committed files.
+"""
+import os
+import sys
+
+import torch
+import torch.nn as nn
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from export import fixture  # noqa: E402
+
+torch.set_num_threads(1)
+
+
+class OpsNorm(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 4, 3, padding=1)
+        self.inorm = nn.InstanceNorm2d(4, affine=True)
+        self.gnorm = nn.GroupNorm(2, 4)
+        self.lnorm = nn.LayerNorm(8)
+        self.fc = nn.Linear(4 * 64, 10)
+
+    def forward(self, x, labels):
+        h = self.inorm(self.conv(x))
+        h = self.lnorm(torch.tanh(self.gnorm(h)))       # [N,4,8,8]
+        s = h.flatten(2)                                 # [N,4,64]
+        att = torch.matmul(s, s.transpose(1, 2)) / 8.0  # [N,4,4]
+        pos = torch.arange(4)
+        att = att.masked_fill(pos[None, :] > pos[:, None], -1e9)
+        att = torch.softmax(att, dim=-1) + 0.1 * torch.triu(att.clamp(-5, 5), 1)
+        pooled = torch.matmul(att, s)                    # [N,4,64]
+        c = torch.cumsum(pooled, dim=-1) * 0.05
+        keep = (c > -0.5).to(torch.float32)              # a cast of a computed value
+        logits = self.fc((c * keep).flatten(1))
+        return nn.functional.cross_entropy(logits, labels)
+
+
+def main():
+    torch.manual_seed(10)
+    fixture("ops_norm", OpsNorm(), torch.randn(3, 1, 8, 8), torch.randint(0, 10, (3,)))
+
+
+if __name__ == "__main__":
+    main()
