@@ -1,6 +1,7 @@
 package onnx
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/kilnml/kiln/frontends/onnx/onnxpb"
@@ -103,6 +104,29 @@ func TestCastFoldsLikeTheKernel(t *testing.T) {
 	for k, w := range want {
 		if got.i[k] != w {
 			t.Errorf("element %d = %d, want %d", k, got.i[k], w)
+		}
+	}
+}
+
+// TestEinsumRefusals checks that the einsum forms import does not lower
+// are refused with one line naming the equation and the reason.
+func TestEinsumRefusals(t *testing.T) {
+	for _, tc := range []struct{ eq, want string }{
+		{"ii,jk->i", `equation "ii,jk->i": letter i repeats in one term (a diagonal), which is not supported`},
+		{"ij,ij->ij", `equation "ij,ij->ij": letter i has sizes 2 and 3 (broadcasting in einsum is not supported)`},
+		{"ij,jk->iz", `equation "ij,jk->iz": output letter z is repeated or in no input`},
+		{"ijk,jk->i", `term "ijk" has 3 letters for input 0 of rank 2`},
+		{"ij->ji", `node "e" (Einsum): equation "ij->ji" names 1 operands, the node has 2 inputs`},
+	} {
+		w := wTensor()
+		w.RawData = wRaw()
+		data := tinyModel(w, func(m *onnxpb.ModelProto) {
+			m.Graph.Node = []*onnxpb.NodeProto{{Name: proto.String("e"), OpType: proto.String("Einsum"), Input: []string{"x", "w"}, Output: []string{"y"},
+				Attribute: []*onnxpb.AttributeProto{{Name: proto.String("equation"), Type: onnxpb.AttributeProto_STRING.Enum(), S: []byte(tc.eq)}}}}
+		})
+		_, err := Decode(data, "")
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want %q", tc.eq, err, tc.want)
 		}
 	}
 }

@@ -69,6 +69,7 @@ func init() {
 		"ArgMin":                {emitArg(ir.OpArgmin), "argmin {axes=[axis], keepdims} (default 1); the first smallest (select_last_index 0 only); a NaN is smaller than any number"},
 		"ReduceProd":            {reduce(ir.OpProd, 18), "prod {axes, keepdims}; axes as ReduceMean"},
 		"ReduceLogSumExp":       {reduce(ir.OpLogSumExp, 18), "logsumexp {axes, keepdims}; axes as ReduceMean"},
+		"Einsum":                {emitEinsum, "lowered to transpose, reshape, sum and one batched matmul per pair of operands (left to right); ellipsis and implicit output supported; no repeated letter in one term (diagonals) and no broadcasting of a letter's dims"},
 		"LayerNormalization":    {emitLayerNormalization, "layer_norm {axes=[axis..], eps=epsilon}, times Scale plus B broadcast; the Mean and InvStdDev outputs are not computed"},
 		"InstanceNormalization": {emitInstanceNormalization, "layer_norm {axes=[2..], eps=epsilon} (each sample and channel over its spatial axes), times scale plus B per channel"},
 		"GroupNormalization":    {emitGroupNormalization, "reshape to [N, num_groups, rest], layer_norm {axes=[2], eps=epsilon}, reshape back, times scale plus bias per channel (opset 21) or per group (opset 18's [G] scale)"},

@@ -7,6 +7,7 @@ ops_norm: InstanceNorm2d, GroupNorm and LayerNorm (exported as
 InstanceNormalization, reshapes around it, and LayerNormalization), a causal
 mask from torch.arange (Range, comparisons of i64, Where), torch.triu
 (Trilu), torch.cumsum (CumSum) and a cast of a computed value.
+ops_einsum: torch.einsum (Einsum) in the forms models use.
 
 Rerun with /usr/bin/python3 tests/onnx/export_ops.py from the repository
 root; the output is deterministic. CI only reads the committed files.
@@ -47,9 +48,37 @@ class OpsNorm(nn.Module):
         return nn.functional.cross_entropy(logits, labels)
 
 
+class OpsEinsum(nn.Module):
+    """Einsum in the forms models use: batched matmul, attention scores
+    with heads, a contraction over two letters, an outer product, a matrix
+    times a vector, a trace-free sum, an ellipsis and an implicit output."""
+
+    def __init__(self):
+        super().__init__()
+        self.wq = nn.Parameter(torch.randn(6, 2, 4) * 0.3)
+        self.wk = nn.Parameter(torch.randn(6, 2, 4) * 0.3)
+        self.u = nn.Parameter(torch.randn(5) * 0.5)
+        self.fc = nn.Linear(2 * 5 * 5 + 5 + 1, 10)
+
+    def forward(self, x, labels):
+        # x [N,5,6]
+        q = torch.einsum("nsd,dhe->nhse", x, self.wq)
+        k = torch.einsum("nsd,dhe->nhse", x, self.wk)
+        att = torch.einsum("nhqe,nhke->nhqk", q, k)           # [N,2,5,5]
+        both = torch.einsum("nhqk,nhqk->n", att, att)         # contraction over three letters
+        outer = torch.einsum("i,j->ij", self.u, self.u)       # [5,5]
+        mv = torch.einsum("nij,j->ni", att.sum(1), self.u)    # [N,5]
+        ell = torch.einsum("...ij,jk->...ik", att, outer)     # [N,2,5,5]
+        imp = torch.einsum("nsd,nsd", x, x)                   # implicit output: a scalar
+        feat = torch.cat([ell.flatten(1), mv, (both * 0.01 + imp * 0.001)[:, None]], 1)
+        return nn.functional.cross_entropy(self.fc(feat), labels)
+
+
 def main():
     torch.manual_seed(10)
     fixture("ops_norm", OpsNorm(), torch.randn(3, 1, 8, 8), torch.randint(0, 10, (3,)))
+    torch.manual_seed(11)
+    fixture("ops_einsum", OpsEinsum(), torch.randn(3, 5, 6), torch.randint(0, 10, (3,)))
 
 
 if __name__ == "__main__":
