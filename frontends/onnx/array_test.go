@@ -81,6 +81,13 @@ func TestArrayOpRules(t *testing.T) {
 		{"GroupNormalization per-channel scale (opset 21)", 21, []int64{1, 4, 2}, []*onnxpb.TensorProto{f32s("s", []int64{4}, 1, 1, 2, 2), f32s("b", []int64{4}, 0, 0, 1, 1)},
 			[]*onnxpb.NodeProto{node("GroupNormalization", []string{"x", "s", "b"}, []string{"y"}, aInt("num_groups", 2), aFloat("epsilon", 0))},
 			[]float64{-1.3416408, -0.4472136, 0.4472136, 1.3416408, -1.6832816, 0.1055728, 1.8944272, 3.6832816}},
+		// x = [0, 1] by w = [1, 2] with stride 2: [0, 0, 1, 2] before cropping.
+		{"ConvTranspose pads begin only", 17, []int64{1, 1, 2}, []*onnxpb.TensorProto{f32s("w", []int64{1, 1, 2}, 1, 2)},
+			[]*onnxpb.NodeProto{node("ConvTranspose", []string{"x", "w"}, []string{"y"}, aInts("strides", 2), aInts("pads", 1, 0))}, []float64{0, 1, 2}},
+		{"ConvTranspose output_shape", 17, []int64{1, 1, 2}, []*onnxpb.TensorProto{f32s("w", []int64{1, 1, 2}, 1, 2), f32s("b", []int64{1}, 10)},
+			[]*onnxpb.NodeProto{node("ConvTranspose", []string{"x", "w", "b"}, []string{"y"}, aInts("strides", 2), aInts("output_shape", 3))}, []float64{10, 11, 12}},
+		{"ConvTranspose output_padding", 17, []int64{1, 1, 2}, []*onnxpb.TensorProto{f32s("w", []int64{1, 1, 2}, 1, 2)},
+			[]*onnxpb.NodeProto{node("ConvTranspose", []string{"x", "w"}, []string{"y"}, aInts("strides", 3), aInts("output_padding", 2))}, []float64{0, 0, 0, 1, 2, 0, 0}},
 		{"Trilu upper default", 17, []int64{3, 3}, nil,
 			[]*onnxpb.NodeProto{node("Trilu", []string{"x"}, []string{"y"})}, []float64{0, 1, 2, 0, 4, 5, 0, 0, 8}},
 		{"Trilu lower with k", 17, []int64{3, 3}, []*onnxpb.TensorProto{scalarI64("k", -1)},

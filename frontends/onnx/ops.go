@@ -70,6 +70,7 @@ func init() {
 		"ReduceProd":            {reduce(ir.OpProd, 18), "prod {axes, keepdims}; axes as ReduceMean"},
 		"ReduceLogSumExp":       {reduce(ir.OpLogSumExp, 18), "logsumexp {axes, keepdims}; axes as ReduceMean"},
 		"Einsum":                {emitEinsum, "lowered to transpose, reshape, sum and one batched matmul per pair of operands (left to right); ellipsis and implicit output supported; no repeated letter in one term (diagonals) and no broadcasting of a letter's dims"},
+		"ConvTranspose":         {emitConvTranspose, "conv_input_grad {stride, padding, dilation, groups, input_shape} (the adjoint of a convolution: gradients conv and conv_weight_grad), plus B per channel; 1-D and 2-D; pads may differ at the ends when 0 <= output_padding + begin - end < stride; output_shape sets the pads as ONNX says"},
 		"LayerNormalization":    {emitLayerNormalization, "layer_norm {axes=[axis..], eps=epsilon}, times Scale plus B broadcast; the Mean and InvStdDev outputs are not computed"},
 		"InstanceNormalization": {emitInstanceNormalization, "layer_norm {axes=[2..], eps=epsilon} (each sample and channel over its spatial axes), times scale plus B per channel"},
 		"GroupNormalization":    {emitGroupNormalization, "reshape to [N, num_groups, rest], layer_norm {axes=[2], eps=epsilon}, reshape back, times scale plus bias per channel (opset 21) or per group (opset 18's [G] scale)"},

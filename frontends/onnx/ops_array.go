@@ -331,3 +331,84 @@ func emitGroupNormalization(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	}
 	return im.scaleShift(n, h, channelShape(xs[1], len(xs)))
 }
+
+// emitConvTranspose maps ConvTranspose (1-D and 2-D) to conv_input_grad,
+// the adjoint of the convolution whose input has the transposed
+// convolution's output shape: its gradients are conv and conv_weight_grad,
+// exact. Pads [a.., b..] and output_padding op give padding a and an output
+// of (in-1)*stride + dilation*(k-1) + 1 - a - b + op per axis, which that
+// convolution maps back to the input's size when 0 <= op + a - b < stride;
+// output_shape, when given, sets the pads as ONNX says (the odd one at the
+// end unless auto_pad is SAME_UPPER).
+func emitConvTranspose(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	x, err := im.id(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	w, err := im.id(n, 1)
+	if err != nil {
+		return nil, err
+	}
+	xs, ws := im.shapeOf(x), im.shapeOf(w)
+	d := len(ws) - 2
+	if d != 1 && d != 2 || len(xs) != d+2 {
+		return nil, fmt.Errorf("expected a 1-D or 2-D transposed convolution (input [N,C,...] and weight [C,C_out/group,k...] of one rank 3 or 4), found input %v and weight %v", xs, ws)
+	}
+	if ks, ok := attrInts(n, "kernel_shape"); ok && !ir.Shape(ks).Equal(ir.Shape(ws[2:])) {
+		return nil, fmt.Errorf("kernel_shape %v does not match the weight's shape %v", ks, ws)
+	}
+	groups := int(attrInt(n, "group", 1))
+	if groups < 1 || xs[1] != ws[0] || ws[0]%groups != 0 {
+		return nil, fmt.Errorf("expected input channels %d equal to the weight's first dim %d and divisible by group %d", xs[1], ws[0], groups)
+	}
+	stride, dil, outPad := intsOr(n, "strides", d, 1), intsOr(n, "dilations", d, 1), intsOr(n, "output_padding", d, 0)
+	if len(stride) != d || len(dil) != d || len(outPad) != d {
+		return nil, fmt.Errorf("expected strides, dilations and output_padding of %d entries", d)
+	}
+	begin, end := make([]int, d), make([]int, d)
+	autoPad := attrString(n, "auto_pad", "NOTSET")
+	if os, ok := attrInts(n, "output_shape"); ok {
+		if len(os) != d {
+			return nil, fmt.Errorf("expected output_shape of %d entries, found %v", d, os)
+		}
+		for k := range d {
+			total := stride[k]*(xs[k+2]-1) + outPad[k] + (ws[k+2]-1)*dil[k] + 1 - os[k]
+			begin[k], end[k] = total-total/2, total/2
+			if autoPad == "SAME_UPPER" {
+				begin[k], end[k] = total/2, total-total/2
+			}
+		}
+	} else if autoPad != "NOTSET" {
+		return nil, fmt.Errorf("auto_pad %q without output_shape is not supported (only NOTSET with explicit pads)", ir.Excerpt(autoPad))
+	} else if pads, ok := attrInts(n, "pads"); ok {
+		if len(pads) != 2*d {
+			return nil, fmt.Errorf("expected %d pads, found %d", 2*d, len(pads))
+		}
+		copy(begin, pads[:d])
+		copy(end, pads[d:])
+	}
+	out := []int{xs[0], ws[1] * groups}
+	for k := range d {
+		extra := outPad[k] + begin[k] - end[k]
+		if begin[k] < 0 || end[k] < 0 || extra < 0 || extra >= stride[k] {
+			return nil, fmt.Errorf("axis %d: pads %d and %d with output_padding %d and stride %d are not supported (pads >= 0 and 0 <= output_padding + begin - end < stride)", k, begin[k], end[k], outPad[k], stride[k])
+		}
+		out = append(out, (xs[k+2]-1)*stride[k]+dil[k]*(ws[k+2]-1)+1-begin[k]-end[k]+outPad[k])
+	}
+	y, err := im.g.Add("", ir.OpConvInputGrad, ir.MakeAttrs("stride", ir.Ints(stride...), "padding", ir.Ints(begin...),
+		"dilation", ir.Ints(dil...), "groups", ir.Int(groups), "input_shape", ir.Ints(out...)), x, w)
+	if err != nil {
+		return nil, err
+	}
+	if !has(n, 2) {
+		return []*val{{id: y}}, nil
+	}
+	b, err := im.id(n, 2)
+	if err != nil {
+		return nil, err
+	}
+	if b, err = im.g.Add("", ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(channelShape(out[1], len(out))...)), b); err != nil {
+		return nil, err
+	}
+	return one(im.add(ir.OpAdd, nil, y, b))
+}

@@ -8,6 +8,8 @@ InstanceNormalization, reshapes around it, and LayerNormalization), a causal
 mask from torch.arange (Range, comparisons of i64, Where), torch.triu
 (Trilu), torch.cumsum (CumSum) and a cast of a computed value.
 ops_einsum: torch.einsum (Einsum) in the forms models use.
+ops_convt: ConvTranspose2d and ConvTranspose1d (ConvTranspose) with stride,
+padding, output_padding, groups and dilation.
 
 Rerun with /usr/bin/python3 tests/onnx/export_ops.py from the repository
 root; the output is deterministic. CI only reads the committed files.
@@ -74,11 +76,31 @@ class OpsEinsum(nn.Module):
         return nn.functional.cross_entropy(self.fc(feat), labels)
 
 
+class OpsConvT(nn.Module):
+    """ConvTranspose2d with stride, padding, output_padding, groups and
+    dilation, and ConvTranspose1d, as decoders and upsamplers use them."""
+
+    def __init__(self):
+        super().__init__()
+        self.up1 = nn.ConvTranspose2d(2, 4, 3, stride=2, padding=1, output_padding=1, groups=2)
+        self.up2 = nn.ConvTranspose2d(4, 3, 2, stride=1, padding=0, dilation=2, bias=False)
+        self.up3 = nn.ConvTranspose1d(3, 2, 4, stride=3, padding=1)
+        self.fc = nn.Linear(2 * 29, 10)
+
+    def forward(self, x, labels):
+        h = torch.tanh(self.up1(x))      # [N,4,8,8]
+        h = torch.tanh(self.up2(h))      # [N,3,10,10]
+        h = self.up3(h.mean(3))          # [N,2,29]
+        return nn.functional.cross_entropy(self.fc(h.flatten(1)), labels)
+
+
 def main():
     torch.manual_seed(10)
     fixture("ops_norm", OpsNorm(), torch.randn(3, 1, 8, 8), torch.randint(0, 10, (3,)))
     torch.manual_seed(11)
     fixture("ops_einsum", OpsEinsum(), torch.randn(3, 5, 6), torch.randint(0, 10, (3,)))
+    torch.manual_seed(12)
+    fixture("ops_convt", OpsConvT(), torch.randn(3, 2, 4, 4), torch.randint(0, 10, (3,)))
 
 
 if __name__ == "__main__":
