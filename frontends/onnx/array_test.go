@@ -13,6 +13,10 @@ func scalarI64(name string, v int64) *onnxpb.TensorProto {
 	return &onnxpb.TensorProto{Name: proto.String(name), DataType: proto.Int32(int32(onnxpb.TensorProto_INT64)), Int64Data: []int64{v}}
 }
 
+func aString(name, v string) *onnxpb.AttributeProto {
+	return &onnxpb.AttributeProto{Name: proto.String(name), Type: onnxpb.AttributeProto_STRING.Enum(), S: []byte(v)}
+}
+
 func aTo(dt onnxpb.TensorProto_DataType) *onnxpb.AttributeProto { return aInt("to", int64(dt)) }
 
 // TestArrayOpRules checks the rules of the array ops (ops_array.go) on
@@ -88,6 +92,16 @@ func TestArrayOpRules(t *testing.T) {
 			[]*onnxpb.NodeProto{node("ConvTranspose", []string{"x", "w", "b"}, []string{"y"}, aInts("strides", 2), aInts("output_shape", 3))}, []float64{10, 11, 12}},
 		{"ConvTranspose output_padding", 17, []int64{1, 1, 2}, []*onnxpb.TensorProto{f32s("w", []int64{1, 1, 2}, 1, 2)},
 			[]*onnxpb.NodeProto{node("ConvTranspose", []string{"x", "w"}, []string{"y"}, aInts("strides", 3), aInts("output_padding", 2))}, []float64{0, 0, 0, 1, 2, 0, 0}},
+		{"Pad reflect", 17, []int64{1, 4}, []*onnxpb.TensorProto{i64s("p", 0, 2, 0, 3)},
+			[]*onnxpb.NodeProto{node("Pad", []string{"x", "p"}, []string{"y"}, aString("mode", "reflect"))}, []float64{2, 1, 0, 1, 2, 3, 2, 1, 0}},
+		{"Pad edge with a crop", 17, []int64{1, 4}, []*onnxpb.TensorProto{i64s("p", 0, -1, 0, 2)},
+			[]*onnxpb.NodeProto{node("Pad", []string{"x", "p"}, []string{"y"}, aString("mode", "edge"))}, []float64{1, 2, 3, 3, 3}},
+		{"Pad wrap both axes", 19, []int64{2, 2}, []*onnxpb.TensorProto{i64s("p", 1, 0, 0, 1)},
+			[]*onnxpb.NodeProto{node("Pad", []string{"x", "p"}, []string{"y"}, aString("mode", "wrap"))}, []float64{2, 3, 2, 0, 1, 0, 2, 3, 2}},
+		{"Slice negative step", 17, []int64{5}, []*onnxpb.TensorProto{i64s("s", -1), i64s("e", -100), i64s("a", 0), i64s("st", -2)},
+			[]*onnxpb.NodeProto{node("Slice", []string{"x", "s", "e", "a", "st"}, []string{"y"})}, []float64{4, 2, 0}},
+		{"Slice negative step, end inside", 17, []int64{2, 4}, []*onnxpb.TensorProto{i64s("s", 2), i64s("e", 0), i64s("a", 1), i64s("st", -1)},
+			[]*onnxpb.NodeProto{node("Slice", []string{"x", "s", "e", "a", "st"}, []string{"y"})}, []float64{2, 1, 6, 5}},
 		{"Trilu upper default", 17, []int64{3, 3}, nil,
 			[]*onnxpb.NodeProto{node("Trilu", []string{"x"}, []string{"y"})}, []float64{0, 1, 2, 0, 4, 5, 0, 0, 8}},
 		{"Trilu lower with k", 17, []int64{3, 3}, []*onnxpb.TensorProto{scalarI64("k", -1)},

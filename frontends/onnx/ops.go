@@ -41,13 +41,13 @@ func init() {
 		"Softmax":                   {softmax(ir.OpSoftmax), "softmax {axis}; opset >= 13: along axis (default -1); before 13: over the flattened axes from axis on (default 1), through reshapes"},
 		"LogSoftmax":                {softmax(ir.OpLogSoftmax), "log_softmax {axis}; axis semantics as Softmax"},
 		"Flatten":                   {emitFlatten, "reshape to [prod(dims before axis), prod(dims from axis)]; axis default 1, negative counts from the end"},
-		"Reshape":                   {emitReshape, "reshape to the constant shape input (opset >= 5; 0 copies the input's dim unless allowzero=1, -1 is inferred)"},
-		"Transpose":                 {emitTranspose, "transpose {perm}; perm default reverses the axes"},
+		"Reshape":                   {emitReshape, "reshape to the constant shape input (opset >= 5; 0 copies the input's dim unless allowzero=1, -1 is inferred); folded on constants"},
+		"Transpose":                 {emitTranspose, "transpose {perm}; perm default reverses the axes; folded on constants"},
 		"Conv":                      {emitConv, "conv1d/conv2d {stride, padding, dilation, groups}; auto_pad NOTSET only, pads equal at both ends, kernel_shape checked against the weight"},
 		"MaxPool":                   {pool(ir.OpMaxPool2d), "max_pool2d {kernel, stride, padding, dilation}; 2-D, ceil_mode 0, auto_pad NOTSET, symmetric pads, no Indices output; strides default 1 as in ONNX"},
 		"AveragePool":               {pool(ir.OpAvgPool2d), "avg_pool2d {kernel, stride, padding, count_include_pad}; 2-D, ceil_mode 0, auto_pad NOTSET, symmetric pads; count_include_pad default 0 as in ONNX"},
 		"GlobalAveragePool":         {emitGlobalAveragePool, "mean over the spatial axes, keepdims"},
-		"Pad":                       {emitPad, "pad {pads, value}; mode constant only; pads (and constant_value) from constant inputs at opset >= 11, attributes before; no axes input"},
+		"Pad":                       {emitPad, "pad {pads, value} in mode constant; modes reflect, edge and wrap as slices, flips, broadcasts and a concat per axis (exact gradients); pads (and constant_value) from constant inputs at opset >= 11, attributes before; no axes input"},
 		"BatchNormalization":        {emitBatchNorm, "training_mode=1 (opset >= 14): batch_norm with the batch's statistics (the running statistics are not updated); otherwise the inference form (x - mean) / sqrt(var + eps) * scale + B with the running statistics as constants"},
 		"Dropout":                   {emitDropout, "the input when not training (training_mode input absent or false; before opset 12 always) or when ratio is 0; in training mode dropout {p=ratio} (kiln's own random stream, not PyTorch's); the mask output is not computed"},
 		"SoftmaxCrossEntropyLoss":   {emitSCE, "softmax_cross_entropy {reduction} on scores [N,C] and labels [N]; no weights; ignore_index must lie outside [0, C) (kiln refuses labels outside [0, C)); the log_prob output is log_softmax"},
@@ -404,7 +404,7 @@ func emitFlatten(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 }
 
 func emitReshape(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
-	x, err := im.id(n, 0)
+	v, err := im.in(n, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -421,7 +421,7 @@ func emitReshape(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 		}
 		want = c.ints()
 	}
-	in := im.shapeOf(x)
+	in := im.shapeOfVal(v)
 	allowZero := attrInt(n, "allowzero", 0) != 0
 	shape := make([]int, len(want))
 	infer := -1
@@ -448,11 +448,28 @@ func emitReshape(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 		}
 		shape[infer] = prod(in) / rest
 	}
+	if v.c != nil && !v.param {
+		if prod(shape) != prod(in) {
+			return nil, fmt.Errorf("cannot reshape %v to %v", in, shape)
+		}
+		return []*val{{id: ir.NoID, c: reshapeConst(v.c, shape)}}, nil
+	}
+	x, err := im.value(v, true)
+	if err != nil {
+		return nil, err
+	}
 	return one(im.add(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(shape...)), x))
 }
 
 func emitTranspose(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
-	x, err := im.id(n, 0)
+	v, err := im.in(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	if v.c != nil && !v.param {
+		return foldTranspose(n, v.c)
+	}
+	x, err := im.value(v, true)
 	if err != nil {
 		return nil, err
 	}
@@ -593,8 +610,9 @@ func emitPad(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	if err != nil {
 		return nil, err
 	}
-	if m := attrString(n, "mode", "constant"); m != "constant" {
-		return nil, fmt.Errorf("mode %q is not supported (only constant)", ir.Excerpt(m))
+	mode := attrString(n, "mode", "constant")
+	if mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap" {
+		return nil, fmt.Errorf("mode %q is not supported (constant, reflect, edge, wrap)", ir.Excerpt(mode))
 	}
 	var pads []int
 	value := 0.0
@@ -625,6 +643,9 @@ func emitPad(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	r := len(im.shapeOf(x))
 	if len(pads) != 2*r {
 		return nil, fmt.Errorf("expected %d pads for rank %d, found %d", 2*r, r, len(pads))
+	}
+	if mode != "constant" {
+		return padMode(im, x, mode, pads)
 	}
 	// ONNX: [b_0 .. b_r-1, e_0 .. e_r-1]; kiln: pairs from the last axis.
 	kp := make([]int, 0, 2*r)

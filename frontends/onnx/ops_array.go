@@ -412,3 +412,135 @@ func emitConvTranspose(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	}
 	return one(im.add(ir.OpAdd, nil, y, b))
 }
+
+// padMode pads x with ONNX's pads [b_0 .., e_0 ..] in mode reflect
+// (mirrored without the edge element, as numpy.pad's reflect and
+// torch's "reflect"), edge (the edge element repeated) or wrap (the other
+// end's elements), axis by axis: a concat of slices of x (flipped for
+// reflect, broadcast for edge) around it, so the gradients are those of
+// slice, flip, broadcast_to and concat. A negative pad crops first.
+func padMode(im *importer, x ir.ID, mode string, pads []int) ([]*val, error) {
+	r := len(im.shapeOf(x))
+	slice := func(x ir.ID, axis, start, end int) (ir.ID, error) {
+		return im.g.Add("", ir.OpSlice, ir.MakeAttrs("axis", ir.Int(axis), "start", ir.Int(start), "end", ir.Int(end), "step", ir.Int(1)), x)
+	}
+	for k := range r {
+		b, e := pads[k], pads[k+r]
+		var err error
+		if b < 0 || e < 0 {
+			d := im.shapeOf(x)[k]
+			if x, err = slice(x, k, max(-b, 0), d-max(-e, 0)); err != nil {
+				return nil, err
+			}
+			b, e = max(b, 0), max(e, 0)
+		}
+		if b == 0 && e == 0 {
+			continue
+		}
+		d := im.shapeOf(x)[k]
+		if mode == "reflect" && (b >= d || e >= d) || d == 0 {
+			return nil, fmt.Errorf("axis %d of size %d cannot be padded by %d and %d in mode %s (reflect needs pads below the size)", k, d, b, e, mode)
+		}
+		if mode == "wrap" && (b > d || e > d) {
+			return nil, fmt.Errorf("axis %d of size %d cannot be padded by %d and %d in mode wrap (pads up to the size)", k, d, b, e)
+		}
+		part := func(before bool, p int) (ir.ID, error) {
+			switch mode {
+			case "reflect":
+				lo, hi := 1, p+1
+				if !before {
+					lo, hi = d-1-p, d-1
+				}
+				s, err := slice(x, k, lo, hi)
+				if err != nil {
+					return ir.NoID, err
+				}
+				return im.g.Add("", ir.OpFlip, ir.MakeAttrs("axes", ir.Ints(k)), s)
+			case "edge":
+				at := 0
+				if !before {
+					at = d - 1
+				}
+				s, err := slice(x, k, at, at+1)
+				if err != nil {
+					return ir.NoID, err
+				}
+				shape := append([]int(nil), im.shapeOf(x)...)
+				shape[k] = p
+				return im.g.Add("", ir.OpBroadcastTo, ir.MakeAttrs("shape", ir.Ints(shape...)), s)
+			}
+			if before {
+				return slice(x, k, d-p, d)
+			}
+			return slice(x, k, 0, p)
+		}
+		args := []ir.ID{}
+		if b > 0 {
+			s, err := part(true, b)
+			if err != nil {
+				return nil, err
+			}
+			args = append(args, s)
+		}
+		args = append(args, x)
+		if e > 0 {
+			s, err := part(false, e)
+			if err != nil {
+				return nil, err
+			}
+			args = append(args, s)
+		}
+		if x, err = im.g.Add("", ir.OpConcat, ir.MakeAttrs("axis", ir.Int(k)), args...); err != nil {
+			return nil, err
+		}
+	}
+	return []*val{{id: x}}, nil
+}
+
+// foldTranspose transposes the constant c by n's perm (default reversed):
+// shape arithmetic (PyTorch's exported pad lists) transposes constants.
+func foldTranspose(n *onnxpb.NodeProto, c *tensor) ([]*val, error) {
+	c.load()
+	r := len(c.shape)
+	perm, ok := attrInts(n, "perm")
+	if !ok {
+		perm = make([]int, r)
+		for k := range perm {
+			perm[k] = r - 1 - k
+		}
+	}
+	if len(perm) != r {
+		return nil, fmt.Errorf("perm %v for a constant of rank %d", perm, r)
+	}
+	seen := make([]bool, r)
+	shape := make([]int, r)
+	for k, p := range perm {
+		if p < 0 || p >= r || seen[p] {
+			return nil, fmt.Errorf("perm %v is not a permutation of %d axes", perm, r)
+		}
+		seen[p] = true
+		shape[k] = c.shape[p]
+	}
+	st := ir.Shape(c.shape).Strides()
+	out := &tensor{dt: c.dt, shape: shape}
+	idx := make([]int, r)
+	for range prod(shape) {
+		src := 0
+		for k, p := range perm {
+			src += idx[k] * st[p]
+		}
+		if c.dt.IsFloat() {
+			out.f = append(out.f, c.f[src])
+		} else {
+			out.i = append(out.i, c.i[src])
+		}
+		for k := r - 1; k >= 0; k-- {
+			idx[k]++
+			if idx[k] < shape[k] {
+				break
+			}
+			idx[k] = 0
+		}
+	}
+	return []*val{{id: ir.NoID, c: out}}, nil
+}

@@ -10,6 +10,7 @@ mask from torch.arange (Range, comparisons of i64, Where), torch.triu
 ops_einsum: torch.einsum (Einsum) in the forms models use.
 ops_convt: ConvTranspose2d and ConvTranspose1d (ConvTranspose) with stride,
 padding, output_padding, groups and dilation.
+ops_pad: F.pad in modes reflect and replicate (Pad modes reflect, edge).
 
 Rerun with /usr/bin/python3 tests/onnx/export_ops.py from the repository
 root; the output is deterministic. CI only reads the committed files.
@@ -94,6 +95,23 @@ class OpsConvT(nn.Module):
         return nn.functional.cross_entropy(self.fc(h.flatten(1)), labels)
 
 
+class OpsPad(nn.Module):
+    """Padding modes: reflect and replicate (ONNX Pad modes reflect and
+    edge) around convolutions, as image models pad."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(2, 3, 3)
+        self.conv2 = nn.Conv2d(3, 2, 3)
+        self.fc = nn.Linear(2 * 6 * 7, 10)
+
+    def forward(self, x, labels):
+        h = torch.tanh(self.conv1(nn.functional.pad(x, (2, 1, 1, 2), mode="reflect")))  # [N,3,7,8]
+        h = self.conv2(nn.functional.pad(h, (0, 1, 1, 0), mode="replicate"))          # [N,2,6,7]
+        h = nn.functional.pad(h.flatten(2), (3, 1), mode="reflect")[..., 2:-2]         # 3-D input: one axis
+        return nn.functional.cross_entropy(self.fc(h.flatten(1)), labels)
+
+
 def main():
     torch.manual_seed(10)
     fixture("ops_norm", OpsNorm(), torch.randn(3, 1, 8, 8), torch.randint(0, 10, (3,)))
@@ -101,6 +119,8 @@ def main():
     fixture("ops_einsum", OpsEinsum(), torch.randn(3, 5, 6), torch.randint(0, 10, (3,)))
     torch.manual_seed(12)
     fixture("ops_convt", OpsConvT(), torch.randn(3, 2, 4, 4), torch.randint(0, 10, (3,)))
+    torch.manual_seed(13)
+    fixture("ops_pad", OpsPad(), torch.randn(3, 2, 6, 7), torch.randint(0, 10, (3,)))
 
 
 if __name__ == "__main__":
