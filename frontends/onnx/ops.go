@@ -43,9 +43,9 @@ func init() {
 		"Flatten":                   {emitFlatten, "reshape to [prod(dims before axis), prod(dims from axis)]; axis default 1, negative counts from the end"},
 		"Reshape":                   {emitReshape, "reshape to the constant shape input (opset >= 5; 0 copies the input's dim unless allowzero=1, -1 is inferred); folded on constants"},
 		"Transpose":                 {emitTranspose, "transpose {perm}; perm default reverses the axes; folded on constants"},
-		"Conv":                      {emitConv, "conv1d/conv2d {stride, padding, dilation, groups}; auto_pad NOTSET only, pads equal at both ends, kernel_shape checked against the weight"},
-		"MaxPool":                   {pool(ir.OpMaxPool2d), "max_pool2d {kernel, stride, padding, dilation}; 2-D, ceil_mode 0, auto_pad NOTSET, symmetric pads, no Indices output; strides default 1 as in ONNX"},
-		"AveragePool":               {pool(ir.OpAvgPool2d), "avg_pool2d {kernel, stride, padding, count_include_pad}; 2-D, ceil_mode 0, auto_pad NOTSET, symmetric pads; count_include_pad default 0 as in ONNX"},
+		"Conv":                      {emitConv, "conv1d/conv2d {stride, padding, dilation, groups}; 3-D as conv2d per depth tap on the depth slices folded into the batch, added; auto_pad NOTSET only, pads equal at both ends, kernel_shape checked against the weight"},
+		"MaxPool":                   {pool(ir.OpMaxPool2d), "max_pool2d {kernel, stride, padding, dilation}; 3-D as max_pool2d per depth tap, maximum of the taps (depth padding the dtype's lowest finite value); ceil_mode 0, auto_pad NOTSET, symmetric pads, no Indices output; strides default 1 as in ONNX"},
+		"AveragePool":               {pool(ir.OpAvgPool2d), "avg_pool2d {kernel, stride, padding, count_include_pad}; 3-D as the mean of avg_pool2d per depth tap (padded 3-D pooling only with count_include_pad=1); ceil_mode 0, auto_pad NOTSET, symmetric pads; count_include_pad default 0 as in ONNX"},
 		"GlobalAveragePool":         {emitGlobalAveragePool, "mean over the spatial axes, keepdims"},
 		"Pad":                       {emitPad, "pad {pads, value} in mode constant; modes reflect, edge and wrap as slices, flips, broadcasts and a concat per axis (exact gradients); pads (and constant_value) from constant inputs at opset >= 11, attributes before; no axes input"},
 		"BatchNormalization":        {emitBatchNorm, "training_mode=1 (opset >= 14): batch_norm with the batch's statistics (the running statistics are not updated); otherwise the inference form (x - mean) / sqrt(var + eps) * scale + B with the running statistics as constants"},
@@ -533,8 +533,10 @@ func emitConv(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 		op = ir.OpConv1d
 	case 2:
 		op = ir.OpConv2d
+	case 3:
+		return emitConv3d(im, n, x, w) // conv3d.go
 	default:
-		return nil, fmt.Errorf("%d-D convolution is not supported (1-D and 2-D are)", d)
+		return nil, fmt.Errorf("%d-D convolution is not supported (1-D, 2-D and 3-D are)", d)
 	}
 	if ks, ok := attrInts(n, "kernel_shape"); ok && !ir.Shape(ks).Equal(ir.Shape(ws[2:])) {
 		return nil, fmt.Errorf("kernel_shape %v does not match the weight's shape %v", ks, ws)
@@ -566,11 +568,14 @@ func pool(op ir.Op) func(*importer, *onnxpb.NodeProto) ([]*val, error) {
 			return nil, errors.New("the Indices output is not supported")
 		}
 		kernel, ok := attrInts(n, "kernel_shape")
-		if !ok || len(kernel) != 2 {
-			return nil, fmt.Errorf("expected a 2-D kernel_shape, found %v", kernel)
+		if !ok || len(kernel) != 2 && len(kernel) != 3 {
+			return nil, fmt.Errorf("expected a 2-D or 3-D kernel_shape, found %v", kernel)
 		}
 		if attrInt(n, "ceil_mode", 0) != 0 {
 			return nil, errors.New("ceil_mode 1 is not supported")
+		}
+		if len(kernel) == 3 {
+			return pool3d(im, n, op, x, kernel) // conv3d.go
 		}
 		pad, err := spatial(n, 2)
 		if err != nil {

@@ -11,6 +11,7 @@ ops_einsum: torch.einsum (Einsum) in the forms models use.
 ops_convt: ConvTranspose2d and ConvTranspose1d (ConvTranspose) with stride,
 padding, output_padding, groups and dilation.
 ops_pad: F.pad in modes reflect and replicate (Pad modes reflect, edge).
+ops_3d: Conv3d, MaxPool3d and AvgPool3d.
 
 Rerun with /usr/bin/python3 tests/onnx/export_ops.py from the repository
 root; the output is deterministic. CI only reads the committed files.
@@ -112,6 +113,24 @@ class OpsPad(nn.Module):
         return nn.functional.cross_entropy(self.fc(h.flatten(1)), labels)
 
 
+class Ops3d(nn.Module):
+    """Conv3d, MaxPool3d and AvgPool3d (Conv, MaxPool and AveragePool with
+    3-D kernels) with stride, padding, groups and dilation."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv3d(2, 4, (3, 3, 2), stride=(2, 1, 1), padding=(1, 1, 0), groups=2)
+        self.pool1 = nn.MaxPool3d(2, stride=(1, 2, 2), padding=1)
+        self.conv2 = nn.Conv3d(4, 3, 2, dilation=(2, 1, 1))
+        self.pool2 = nn.AvgPool3d((2, 2, 2), stride=1, padding=(1, 0, 1))
+        self.fc = nn.Linear(54, 10)
+
+    def forward(self, x, labels):
+        h = self.pool1(torch.tanh(self.conv1(x)))   # x [N,2,5,6,5] -> [N,4,3,6,4] -> [N,4,4,4,3]
+        h = self.pool2(torch.tanh(self.conv2(h)))   # [N,3,2,3,2] -> [N,3,3,2,3]
+        return nn.functional.cross_entropy(self.fc(h.flatten(1)), labels)
+
+
 def main():
     torch.manual_seed(10)
     fixture("ops_norm", OpsNorm(), torch.randn(3, 1, 8, 8), torch.randint(0, 10, (3,)))
@@ -121,6 +140,8 @@ def main():
     fixture("ops_convt", OpsConvT(), torch.randn(3, 2, 4, 4), torch.randint(0, 10, (3,)))
     torch.manual_seed(13)
     fixture("ops_pad", OpsPad(), torch.randn(3, 2, 6, 7), torch.randint(0, 10, (3,)))
+    torch.manual_seed(14)
+    fixture("ops_3d", Ops3d(), torch.randn(3, 2, 5, 6, 5), torch.randint(0, 10, (3,)))
 
 
 if __name__ == "__main__":
