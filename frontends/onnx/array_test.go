@@ -1,6 +1,7 @@
 package onnx
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -102,6 +103,32 @@ func TestArrayOpRules(t *testing.T) {
 			[]*onnxpb.NodeProto{node("Slice", []string{"x", "s", "e", "a", "st"}, []string{"y"})}, []float64{4, 2, 0}},
 		{"Slice negative step, end inside", 17, []int64{2, 4}, []*onnxpb.TensorProto{i64s("s", 2), i64s("e", 0), i64s("a", 1), i64s("st", -1)},
 			[]*onnxpb.NodeProto{node("Slice", []string{"x", "s", "e", "a", "st"}, []string{"y"})}, []float64{2, 1, 6, 5}},
+		{"ThresholdedRelu", 17, []int64{4}, nil, []*onnxpb.NodeProto{node("ThresholdedRelu", []string{"x"}, []string{"y"}, aFloat("alpha", 1.5))}, []float64{0, 0, 2, 3}},
+		{"Tan", 17, []int64{2}, nil, []*onnxpb.NodeProto{node("Tan", []string{"x"}, []string{"y"})}, []float64{0, math.Tan(1)}},
+		{"Mish", 17, []int64{2}, nil, []*onnxpb.NodeProto{node("Mish", []string{"x"}, []string{"y"})}, []float64{0, math.Tanh(math.Log1p(math.E))}},
+		{"IsNaN and IsInf of x/0", 17, []int64{3}, []*onnxpb.TensorProto{f32s("z", nil, 0), f32s("one", nil, 1), f32s("two", nil, 2)},
+			[]*onnxpb.NodeProto{node("Sub", []string{"x", "one"}, []string{"s"}), node("Div", []string{"s", "z"}, []string{"q"}), // -inf, nan, inf
+				node("IsNaN", []string{"q"}, []string{"n"}), node("IsInf", []string{"q"}, []string{"i"}, aInt("detect_negative", 0)),
+				node("Where", []string{"n", "one", "z"}, []string{"a"}), node("Where", []string{"i", "two", "z"}, []string{"b"}), node("Add", []string{"a", "b"}, []string{"y"})},
+			[]float64{0, 1, 2}},
+		{"Sum and Mean", 17, []int64{2}, []*onnxpb.TensorProto{f32s("a", nil, 1), f32s("b", []int64{2}, 10, 20)},
+			[]*onnxpb.NodeProto{node("Sum", []string{"x", "a", "b"}, []string{"s"}), node("Mean", []string{"s", "x", "a"}, []string{"y"})},
+			// s = 11, 22; mean of (11, 0, 1) and (22, 1, 1).
+			[]float64{4, 8}},
+		{"ReduceSumSquare and ReduceLogSum", 18, []int64{2, 2}, []*onnxpb.TensorProto{i64s("ax", 1)},
+			[]*onnxpb.NodeProto{node("ReduceSumSquare", []string{"x", "ax"}, []string{"q"}, aInt("keepdims", 0)), node("ReduceLogSum", []string{"q"}, []string{"y"})},
+			[]float64{math.Log(1 + 13)}},
+		{"GlobalMaxPool", 17, []int64{1, 2, 2}, nil, []*onnxpb.NodeProto{node("GlobalMaxPool", []string{"x"}, []string{"y"})}, []float64{1, 3}},
+		{"SpaceToDepth", 17, []int64{1, 1, 2, 2}, nil, []*onnxpb.NodeProto{node("SpaceToDepth", []string{"x"}, []string{"y"}, aInt("blocksize", 2))}, []float64{0, 1, 2, 3}},
+		{"DepthToSpace DCR", 17, []int64{1, 4, 1, 1}, nil, []*onnxpb.NodeProto{node("DepthToSpace", []string{"x"}, []string{"y"}, aInt("blocksize", 2))}, []float64{0, 1, 2, 3}},
+		{"Tile", 17, []int64{2}, []*onnxpb.TensorProto{i64s("r", 3)}, []*onnxpb.NodeProto{node("Tile", []string{"x", "r"}, []string{"y"})}, []float64{0, 1, 0, 1, 0, 1}},
+		{"Mod fmod 0", 17, []int64{4}, []*onnxpb.TensorProto{f32s("two", nil, 2), f32s("m", nil, -3)},
+			[]*onnxpb.NodeProto{node("Sub", []string{"x", "two"}, []string{"d"}), node("Mod", []string{"d", "m"}, []string{"y"})},
+			// -2, -1, 0, 1 mod -3 with the divisor's sign.
+			[]float64{-2, -1, 0, -2}},
+		{"PRelu broadcast slope", 17, []int64{2, 2}, []*onnxpb.TensorProto{f32s("two", nil, 2), f32s("s", []int64{2}, 0.5, 0.25)},
+			[]*onnxpb.NodeProto{node("Sub", []string{"x", "two"}, []string{"d"}), node("PRelu", []string{"d", "s"}, []string{"y"})},
+			[]float64{-1, -0.25, 0, 1}},
 		{"Trilu upper default", 17, []int64{3, 3}, nil,
 			[]*onnxpb.NodeProto{node("Trilu", []string{"x"}, []string{"y"})}, []float64{0, 1, 2, 0, 4, 5, 0, 0, 8}},
 		{"Trilu lower with k", 17, []int64{3, 3}, []*onnxpb.TensorProto{scalarI64("k", -1)},

@@ -167,32 +167,44 @@ func reduce(op ir.Op, inputFrom int) func(*importer, *onnxpb.NodeProto) ([]*val,
 		if err != nil {
 			return nil, err
 		}
-		var axes []int
-		if im.opset < inputFrom {
-			axes, _ = attrInts(n, "axes")
-		} else if has(n, 1) {
-			c, err := im.constIn(n, 1)
-			if err != nil {
-				return nil, err
-			}
-			for _, a := range c.ints() {
-				axes = append(axes, int(a))
-			}
+		attrs, err := im.reduceAttrs(n, x, inputFrom)
+		if err != nil || attrs == nil {
+			return []*val{{id: x}}, err
 		}
-		r := len(im.shapeOf(x))
-		if len(axes) == 0 {
-			if attrInt(n, "noop_with_empty_axes", 0) != 0 {
-				return []*val{{id: x}}, nil
-			}
-			for k := range r {
-				axes = append(axes, k)
-			}
-		}
-		for k, a := range axes {
-			if axes[k], err = normAxis(a, r); err != nil {
-				return nil, err
-			}
-		}
-		return one(im.add(op, ir.MakeAttrs("axes", ir.Ints(axes...), "keepdims", ir.BoolAttr(attrInt(n, "keepdims", 1) != 0)), x))
+		return one(im.add(op, attrs, x))
 	}
+}
+
+// reduceAttrs returns the {axes, keepdims} of ReduceX node n on x, whose
+// axes moved from an attribute to an input at opset inputFrom, or nil
+// attrs when the node is the identity (no axes, noop_with_empty_axes=1).
+func (im *importer) reduceAttrs(n *onnxpb.NodeProto, x ir.ID, inputFrom int) (ir.Attrs, error) {
+	var err error
+	var axes []int
+	if im.opset < inputFrom {
+		axes, _ = attrInts(n, "axes")
+	} else if has(n, 1) {
+		c, err := im.constIn(n, 1)
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range c.ints() {
+			axes = append(axes, int(a))
+		}
+	}
+	r := len(im.shapeOf(x))
+	if len(axes) == 0 {
+		if attrInt(n, "noop_with_empty_axes", 0) != 0 {
+			return nil, nil
+		}
+		for k := range r {
+			axes = append(axes, k)
+		}
+	}
+	for k, a := range axes {
+		if axes[k], err = normAxis(a, r); err != nil {
+			return nil, err
+		}
+	}
+	return ir.MakeAttrs("axes", ir.Ints(axes...), "keepdims", ir.BoolAttr(attrInt(n, "keepdims", 1) != 0)), nil
 }

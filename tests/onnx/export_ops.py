@@ -12,6 +12,7 @@ ops_convt: ConvTranspose2d and ConvTranspose1d (ConvTranspose) with stride,
 padding, output_padding, groups and dilation.
 ops_pad: F.pad in modes reflect and replicate (Pad modes reflect, edge).
 ops_3d: Conv3d, MaxPool3d and AvgPool3d.
+ops_act: activations and shape ops that import composes (see OpsAct).
 
 Rerun with /usr/bin/python3 tests/onnx/export_ops.py from the repository
 root; the output is deterministic. CI only reads the committed files.
@@ -131,6 +132,31 @@ class Ops3d(nn.Module):
         return nn.functional.cross_entropy(self.fc(h.flatten(1)), labels)
 
 
+class OpsAct(nn.Module):
+    """Activations and shape ops exported as ONNX ops that import composes
+    from kiln ops: HardSigmoid, HardSwish, Selu, Celu, Softsign, PRelu (per
+    channel and shared), Tile, DepthToSpace, GlobalMaxPool, ReduceL2,
+    ReduceL1."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(2, 8, 3, padding=1)
+        self.prelu_c = nn.PReLU(8)
+        self.prelu_1 = nn.PReLU()
+        self.fc = nn.Linear(2 * 8 * 8 + 8 + 4 + 4, 10)
+
+    def forward(self, x, labels):
+        h = self.prelu_c(self.conv(x))                                       # [N,8,4,4]
+        h = nn.functional.hardswish(h) + nn.functional.hardsigmoid(h) + nn.functional.selu(h)
+        h = nn.functional.celu(h, 0.7) + nn.functional.softsign(h) + self.prelu_1(h)
+        up = nn.functional.pixel_shuffle(h, 2)                               # [N,2,8,8]
+        g = nn.functional.adaptive_max_pool2d(h, 1).flatten(1)               # [N,8]
+        rows = torch.norm(x.flatten(2), p=2, dim=2).repeat(1, 2)             # [N,4]
+        l1 = torch.norm(h.flatten(2), p=1, dim=2)[:, :4] * 0.1               # [N,4]
+        feat = torch.cat([up.flatten(1), g, rows, l1], 1)
+        return nn.functional.cross_entropy(self.fc(feat), labels)
+
+
 def main():
     torch.manual_seed(10)
     fixture("ops_norm", OpsNorm(), torch.randn(3, 1, 8, 8), torch.randint(0, 10, (3,)))
@@ -142,6 +168,8 @@ def main():
     fixture("ops_pad", OpsPad(), torch.randn(3, 2, 6, 7), torch.randint(0, 10, (3,)))
     torch.manual_seed(14)
     fixture("ops_3d", Ops3d(), torch.randn(3, 2, 5, 6, 5), torch.randint(0, 10, (3,)))
+    torch.manual_seed(15)
+    fixture("ops_act", OpsAct(), torch.randn(3, 2, 4, 4), torch.randint(0, 10, (3,)))
 
 
 if __name__ == "__main__":
