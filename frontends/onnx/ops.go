@@ -94,6 +94,8 @@ func init() {
 		"DepthToSpace":          {emitDepthToSpace, "reshape, transpose, reshape (modes DCR and CRD)"},
 		"SpaceToDepth":          {emitSpaceToDepth, "reshape, transpose, reshape"},
 		"Mod":                   {emitMod, "mod (the remainder with the divisor's sign) for fmod=0; fmod=1 is refused"},
+		"Resize":                {emitResize, "one matmul per resized axis by a constant matrix of interpolation weights (exact gradients); modes nearest, linear and cubic (cubic_coeff_a, exclude_outside), every coordinate_transformation_mode but tf_crop_and_resize, every nearest_mode; constant scales or sizes, no axes attribute; opset 10: scales, asymmetric coordinates, nearest by floor"},
+		"Upsample":              {emitResize, "as Resize at opset 10 (scales an attribute before opset 9, an input from 9)"},
 		"LayerNormalization":    {emitLayerNormalization, "layer_norm {axes=[axis..], eps=epsilon}, times Scale plus B broadcast; the Mean and InvStdDev outputs are not computed"},
 		"InstanceNormalization": {emitInstanceNormalization, "layer_norm {axes=[2..], eps=epsilon} (each sample and channel over its spatial axes), times scale plus B per channel"},
 		"GroupNormalization":    {emitGroupNormalization, "reshape to [N, num_groups, rest], layer_norm {axes=[2], eps=epsilon}, reshape back, times scale plus bias per channel (opset 21) or per group (opset 18's [G] scale)"},

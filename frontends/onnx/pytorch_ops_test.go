@@ -4,5 +4,5 @@ package onnx_test
 // tests/onnx/export_ops.py; TestPyTorchGrad, TestPyTorchGradGPU and
 // TestPyTorchSGD run them with the models' fixtures.
 func init() {
-	fixtures = append(fixtures, "ops_norm", "ops_einsum", "ops_convt", "ops_pad", "ops_3d", "ops_act")
+	fixtures = append(fixtures, "ops_norm", "ops_einsum", "ops_convt", "ops_pad", "ops_3d", "ops_act", "ops_resize")
 }

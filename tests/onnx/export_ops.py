@@ -13,6 +13,7 @@ padding, output_padding, groups and dilation.
 ops_pad: F.pad in modes reflect and replicate (Pad modes reflect, edge).
 ops_3d: Conv3d, MaxPool3d and AvgPool3d.
 ops_act: activations and shape ops that import composes (see OpsAct).
+ops_resize: F.interpolate in modes nearest, bilinear, bicubic, trilinear (Resize).
 
 Rerun with /usr/bin/python3 tests/onnx/export_ops.py from the repository
 root; the output is deterministic. CI only reads the committed files.
@@ -157,6 +158,28 @@ class OpsAct(nn.Module):
         return nn.functional.cross_entropy(self.fc(feat), labels)
 
 
+class OpsResize(nn.Module):
+    """F.interpolate as decoders and detectors use it (Resize): nearest by 2
+    and to a size, bilinear with and without align_corners, bicubic, and
+    trilinear on a volume."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(2, 3, 3, padding=1)
+        self.fc = nn.Linear(3 * (8 * 10 + 7 * 9 + 6 * 5 + 9 * 11 + 5 * 6) + 2 * 4 * 6 * 6, 10)
+
+    def forward(self, x, labels):
+        h = torch.tanh(self.conv(x))                                                    # [N,3,4,5]
+        a = nn.functional.interpolate(h, scale_factor=2, mode="nearest")                # [N,3,8,10]
+        b = nn.functional.interpolate(h, size=(7, 9), mode="bilinear", align_corners=False)
+        c = nn.functional.interpolate(h, size=(6, 5), mode="bilinear", align_corners=True)
+        d = nn.functional.interpolate(h, size=(9, 11), mode="bicubic", align_corners=False)
+        e = nn.functional.interpolate(h, size=(5, 6), mode="nearest")
+        v = nn.functional.interpolate(x[:, :, None], size=(4, 6, 6), mode="trilinear", align_corners=False)
+        feat = torch.cat([t.flatten(1) for t in (a, b, c, d, e, v)], 1)
+        return nn.functional.cross_entropy(self.fc(feat), labels)
+
+
 def main():
     torch.manual_seed(10)
     fixture("ops_norm", OpsNorm(), torch.randn(3, 1, 8, 8), torch.randint(0, 10, (3,)))
@@ -170,6 +193,8 @@ def main():
     fixture("ops_3d", Ops3d(), torch.randn(3, 2, 5, 6, 5), torch.randint(0, 10, (3,)))
     torch.manual_seed(15)
     fixture("ops_act", OpsAct(), torch.randn(3, 2, 4, 4), torch.randint(0, 10, (3,)))
+    torch.manual_seed(16)
+    fixture("ops_resize", OpsResize(), torch.randn(3, 2, 4, 5), torch.randint(0, 10, (3,)))
 
 
 if __name__ == "__main__":
