@@ -285,3 +285,202 @@ func emitMod(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	}
 	return binaryOp(ir.OpMod)(im, n)
 }
+
+func emitSinh(c *chain, _ *onnxpb.NodeProto, x ir.ID) ir.ID {
+	d := c.op(ir.OpSub, nil, c.op(ir.OpExp, nil, x), c.op(ir.OpExp, nil, c.op(ir.OpNeg, nil, x)))
+	return c.op(ir.OpMul, nil, d, c.scalar(0.5, x))
+}
+
+func emitCosh(c *chain, _ *onnxpb.NodeProto, x ir.ID) ir.ID {
+	s := c.op(ir.OpAdd, nil, c.op(ir.OpExp, nil, x), c.op(ir.OpExp, nil, c.op(ir.OpNeg, nil, x)))
+	return c.op(ir.OpMul, nil, s, c.scalar(0.5, x))
+}
+
+// emitLpNormalization divides by the p-norm (p 1 or 2) along axis.
+func emitLpNormalization(c *chain, n *onnxpb.NodeProto, x ir.ID) ir.ID {
+	axis, err := normAxis(int(attrInt(n, "axis", -1)), len(c.im.shapeOf(x)))
+	if err != nil {
+		c.err = err
+		return ir.NoID
+	}
+	red := ir.MakeAttrs("axes", ir.Ints(axis), "keepdims", ir.BoolAttr(true))
+	var norm ir.ID
+	switch p := attrInt(n, "p", 2); p {
+	case 1:
+		norm = c.op(ir.OpSum, red, c.op(ir.OpAbs, nil, x))
+	case 2:
+		norm = c.op(ir.OpSqrt, nil, c.op(ir.OpSum, red, c.op(ir.OpSquare, nil, x)))
+	default:
+		c.err = fmt.Errorf("p %d is not supported (1 or 2)", p)
+		return ir.NoID
+	}
+	return c.op(ir.OpDiv, nil, x, norm)
+}
+
+// emitMeanVarianceNormalization is ONNX's function: (x - mean) / (sqrt of
+// the biased variance + 1e-9) over axes (default [0, 2, 3]).
+func emitMeanVarianceNormalization(c *chain, n *onnxpb.NodeProto, x ir.ID) ir.ID {
+	axes, ok := attrInts(n, "axes")
+	if !ok {
+		axes = []int{0, 2, 3}
+	}
+	red := ir.MakeAttrs("axes", ir.Ints(axes...), "keepdims", ir.BoolAttr(true))
+	d := c.op(ir.OpSub, nil, x, c.op(ir.OpMean, red, x))
+	sd := c.op(ir.OpSqrt, nil, c.op(ir.OpMean, red, c.op(ir.OpSquare, nil, d)))
+	return c.op(ir.OpDiv, nil, d, c.op(ir.OpAdd, nil, sd, c.scalar(1e-9, x)))
+}
+
+// moveLastTo moves the last axis of y to position axis.
+func (c *chain) moveLastTo(y ir.ID, axis int) ir.ID {
+	if c.err != nil {
+		return ir.NoID
+	}
+	r := len(c.im.shapeOf(y))
+	if axis == r-1 {
+		return y
+	}
+	perm := make([]int, 0, r)
+	for k := range r - 1 {
+		if k == axis {
+			perm = append(perm, r-1)
+		}
+		perm = append(perm, k)
+	}
+	return c.op(ir.OpTranspose, ir.MakeAttrs("perm", ir.Ints(perm...)), y)
+}
+
+// emitHardmax is one_hot of argmax along axis (the first largest), in x's
+// dtype.
+func emitHardmax(c *chain, n *onnxpb.NodeProto, x ir.ID) ir.ID {
+	if c.im.opset < 13 {
+		c.err = errors.New("Hardmax before opset 13 (over the flattened axes from axis) is not supported")
+		return ir.NoID
+	}
+	xs := c.im.shapeOf(x)
+	axis, err := normAxis(int(attrInt(n, "axis", -1)), len(xs))
+	if err != nil {
+		c.err = err
+		return ir.NoID
+	}
+	am := c.op(ir.OpArgmax, ir.MakeAttrs("axes", ir.Ints(axis), "keepdims", ir.BoolAttr(false)), x)
+	oh := c.op(ir.OpOneHot, ir.MakeAttrs("classes", ir.Int(xs[axis]), "dtype", ir.String(c.im.g.Type(x).DType.String())), am)
+	return c.moveLastTo(oh, axis)
+}
+
+// emitOneHot is one_hot {classes=depth} of the indices (cast to i64 when
+// they are floats), scaled to values [off, on], its class axis moved to
+// axis. Indices must lie in [0, depth); one_hot reports one that does not.
+func emitOneHot(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	idx, err := im.id(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	depth, err := im.constIn(n, 1)
+	if err != nil {
+		return nil, err
+	}
+	vals, err := im.constIn(n, 2)
+	if err != nil {
+		return nil, err
+	}
+	if depth.n() != 1 || vals.n() != 2 {
+		return nil, fmt.Errorf("expected one depth and two values [off, on], found %d and %d", depth.n(), vals.n())
+	}
+	d := int(depth.floats()[0])
+	if d < 1 || d > ir.MaxTensorBytes {
+		return nil, fmt.Errorf("depth %v is invalid", depth.floats()[0])
+	}
+	r := len(im.shapeOf(idx)) + 1
+	axis, err := normAxis(int(attrInt(n, "axis", -1)), r)
+	if err != nil {
+		return nil, err
+	}
+	c := &chain{im: im}
+	if im.g.Type(idx).DType.IsFloat() {
+		idx = c.op(ir.OpCast, ir.MakeAttrs("dtype", ir.String("i64")), idx)
+	}
+	dt := vals.dt
+	off, on := vals.floats()[0], vals.floats()[1]
+	if dt == ir.Bool || dt.IsInt() {
+		if off != 0 || on != 1 {
+			return nil, fmt.Errorf("%s values other than [0, 1] are not supported", dt)
+		}
+	}
+	y := c.op(ir.OpOneHot, ir.MakeAttrs("classes", ir.Int(d), "dtype", ir.String(dt.String())), idx)
+	if off != 0 || on != 1 {
+		y = c.op(ir.OpAdd, nil, c.op(ir.OpMul, nil, y, c.scalar(on-off, y)), c.scalar(off, y))
+	}
+	return c.done(c.moveLastTo(y, axis))
+}
+
+// emitScatterElements is scatter_add for reduction "add", and for "none"
+// (the default) where(hit, scatter_add(0, indices, updates), data), hit
+// where an index points: exact when indices are unique, as ONNX requires
+// for a defined result. Constant indices count negatives from the end.
+func emitScatterElements(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	x, err := im.id(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	xs := im.shapeOf(x)
+	axis, err := normAxis(int(attrInt(n, "axis", 0)), len(xs))
+	if err != nil {
+		return nil, err
+	}
+	iv, err := im.in(n, 1)
+	if err != nil {
+		return nil, err
+	}
+	var idx ir.ID
+	if iv.c != nil {
+		nc, err := normIndices(iv.c, xs[axis])
+		if err != nil {
+			return nil, err
+		}
+		if idx, err = im.constOp(nc); err != nil {
+			return nil, err
+		}
+	} else if idx, err = im.value(iv, false); err != nil {
+		return nil, err
+	}
+	u, err := im.id(n, 2)
+	if err != nil {
+		return nil, err
+	}
+	attrs := ir.MakeAttrs("axis", ir.Int(axis))
+	c := &chain{im: im}
+	switch red := attrString(n, "reduction", "none"); red {
+	case "add":
+		return c.done(c.op(ir.OpScatterAdd, attrs, x, idx, u))
+	case "none":
+		dt := im.g.Type(x).DType.String()
+		zeros := c.op(ir.OpConst, ir.MakeAttrs("dtype", ir.String(dt), "shape", ir.Ints(xs...), "value", ir.Float(0)))
+		ones := c.op(ir.OpConst, ir.MakeAttrs("dtype", ir.String(dt), "shape", ir.Ints(im.shapeOf(u)...), "value", ir.Float(1)))
+		hit := c.op(ir.OpGreater, nil, c.op(ir.OpScatterAdd, attrs, zeros, idx, ones), c.scalar(0, x))
+		return c.done(c.op(ir.OpWhere, nil, hit, c.op(ir.OpScatterAdd, attrs, zeros, idx, u), x))
+	default:
+		return nil, fmt.Errorf("reduction %q is not supported (none, add)", ir.Excerpt(red))
+	}
+}
+
+// emitSize folds to the number of elements, an i64 scalar.
+func emitSize(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	v, err := im.in(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	return []*val{{id: ir.NoID, c: &tensor{dt: ir.I64, shape: []int{}, i: []int64{int64(prod(im.shapeOfVal(v)))}}}}, nil
+}
+
+func emitXor(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	a, err := im.id(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	b, err := im.id(n, 1)
+	if err != nil {
+		return nil, err
+	}
+	c := &chain{im: im}
+	return c.done(c.op(ir.OpLogicalAnd, nil, c.op(ir.OpLogicalOr, nil, a, b), c.op(ir.OpLogicalNot, nil, c.op(ir.OpLogicalAnd, nil, a, b))))
+}
