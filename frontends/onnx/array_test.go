@@ -159,6 +159,31 @@ func TestArrayOpRules(t *testing.T) {
 				node("Greater", []string{"x", "t"}, []string{"a"}), node("Less", []string{"x", "nf"}, []string{"b"}), node("Xor", []string{"a", "b"}, []string{"y"})},
 			// a: x > 2.5; b: x < 6 (all true): xor is x <= 2.5.
 			[]float64{1, 1, 1, 0, 0, 0}},
+		// ONNX divides by the unrounded resized length 5*0.5 = 2.5 (2
+		// outputs): src 0 and 4/1.5.
+		{"Resize align_corners by a scale", 17, []int64{1, 5}, []*onnxpb.TensorProto{f32s("sc", []int64{2}, 1, 0.5)},
+			[]*onnxpb.NodeProto{node("Resize", []string{"x", "", "sc"}, []string{"y"}, aString("mode", "linear"), aString("coordinate_transformation_mode", "align_corners"))},
+			[]float64{0, 4 / 1.5}},
+		{"ConvTranspose auto_pad SAME_UPPER", 17, []int64{1, 1, 2}, []*onnxpb.TensorProto{f32s("w", []int64{1, 1, 3}, 1, 2, 4)},
+			// x = [0, 1], stride 2: full [0, 0, 1, 2, 4]; SAME: 4 long, pads 0 and 1.
+			[]*onnxpb.NodeProto{node("ConvTranspose", []string{"x", "w"}, []string{"y"}, aInts("strides", 2), aString("auto_pad", "SAME_UPPER"))}, []float64{0, 0, 1, 2}},
+		{"ConvTranspose pads far apart", 17, []int64{1, 1, 2}, []*onnxpb.TensorProto{f32s("w", []int64{1, 1, 3}, 1, 2, 4)},
+			[]*onnxpb.NodeProto{node("ConvTranspose", []string{"x", "w"}, []string{"y"}, aInts("strides", 2), aInts("pads", 0, 2))}, []float64{0, 0, 1}},
+		{"ConvTranspose output_shape past the result", 17, []int64{1, 1, 2}, []*onnxpb.TensorProto{f32s("w", []int64{1, 1, 2}, 1, 2)},
+			[]*onnxpb.NodeProto{node("ConvTranspose", []string{"x", "w"}, []string{"y"}, aInts("strides", 2), aInts("output_shape", 5))}, []float64{0, 0, 1, 2, 0}},
+		{"OneHot i64 values, negative constant indices", 17, []int64{1}, []*onnxpb.TensorProto{i64s("i", -1, 0), i64s("d", 3), i64s("v", 2, 7)},
+			[]*onnxpb.NodeProto{node("OneHot", []string{"i", "d", "v"}, []string{"o"}), node("Cast", []string{"o"}, []string{"f"}, aTo(onnxpb.TensorProto_FLOAT)),
+				node("Add", []string{"f", "x"}, []string{"y"})},
+			[]float64{2, 2, 7, 7, 2, 2}},
+		{"Mod fmod 1", 17, []int64{4}, []*onnxpb.TensorProto{f32s("two", nil, 2), f32s("m", nil, -3)},
+			[]*onnxpb.NodeProto{node("Sub", []string{"x", "two"}, []string{"d"}), node("Mul", []string{"d", "two"}, []string{"e"}), node("Mod", []string{"e", "m"}, []string{"y"}, aInt("fmod", 1))},
+			// -4, -2, 0, 2 fmod -3 with the dividend's sign.
+			[]float64{-1, -2, 0, 2}},
+		{"LayerNormalization Mean output", 17, []int64{2, 2}, nil,
+			[]*onnxpb.NodeProto{{Name: proto.String("ln"), OpType: proto.String("LayerNormalization"), Input: []string{"x"}, Output: []string{"n", "y"}}},
+			[]float64{0.5, 2.5}},
+		{"Gather 2-D constant indices", 17, []int64{3, 2}, []*onnxpb.TensorProto{{Name: proto.String("i"), DataType: proto.Int32(int32(onnxpb.TensorProto_INT64)), Dims: []int64{2, 2}, Int64Data: []int64{2, -3, 1, 1}}},
+			[]*onnxpb.NodeProto{node("Gather", []string{"x", "i"}, []string{"y"})}, []float64{4, 5, 0, 1, 2, 3, 2, 3}},
 		{"Trilu upper default", 17, []int64{3, 3}, nil,
 			[]*onnxpb.NodeProto{node("Trilu", []string{"x"}, []string{"y"})}, []float64{0, 1, 2, 0, 4, 5, 0, 0, 8}},
 		{"Trilu lower with k", 17, []int64{3, 3}, []*onnxpb.TensorProto{scalarI64("k", -1)},

@@ -34,7 +34,11 @@ func (c *chain) scalar(v float64, like ir.ID) ir.ID {
 	if c.err != nil {
 		return ir.NoID
 	}
-	id, err := c.im.constOp(&tensor{dt: c.im.g.Type(like).DType, shape: []int{}, f: []float64{v}})
+	t := &tensor{dt: c.im.g.Type(like).DType, shape: []int{}, f: []float64{v}}
+	if !t.dt.IsFloat() {
+		t.f, t.i = nil, []int64{int64(v)}
+	}
+	id, err := c.im.constOp(t)
 	c.err = err
 	return id
 }
@@ -278,12 +282,23 @@ func emitSpaceToDepth(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	return c.done(c.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(nn, ch*b*b, h, w)), y))
 }
 
-// emitMod is mod (the remainder with the divisor's sign) for fmod=0.
+// emitMod is mod (the remainder with the divisor's sign) for fmod=0, and
+// for fmod=1 (the dividend's sign, C's fmod) sign(a) * mod(|a|, |b|).
 func emitMod(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
-	if attrInt(n, "fmod", 0) != 0 {
-		return nil, errors.New("fmod=1 (the remainder with the dividend's sign) is not supported")
+	if attrInt(n, "fmod", 0) == 0 {
+		return binaryOp(ir.OpMod)(im, n)
 	}
-	return binaryOp(ir.OpMod)(im, n)
+	a, err := im.id(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	b, err := im.id(n, 1)
+	if err != nil {
+		return nil, err
+	}
+	c := &chain{im: im}
+	m := c.op(ir.OpMod, nil, c.op(ir.OpAbs, nil, a), c.op(ir.OpAbs, nil, b))
+	return c.done(c.op(ir.OpMul, nil, c.op(ir.OpSign, nil, a), m))
 }
 
 func emitSinh(c *chain, _ *onnxpb.NodeProto, x ir.ID) ir.ID {
@@ -401,9 +416,17 @@ func emitOneHot(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	}
 	dt := vals.dt
 	off, on := vals.floats()[0], vals.floats()[1]
-	if dt == ir.Bool || dt.IsInt() {
-		if off != 0 || on != 1 {
-			return nil, fmt.Errorf("%s values other than [0, 1] are not supported", dt)
+	if dt == ir.Bool && (off != 0 || on != 1) {
+		return nil, errors.New("bool values other than [false, true] are not supported")
+	}
+	if iv, _ := im.in(n, 0); iv != nil && iv.c != nil {
+		// Constant indices count negatives from the end.
+		nc, err := normIndices(castConst(iv.c, ir.I64), d)
+		if err != nil {
+			return nil, err
+		}
+		if idx, err = im.constOp(nc); err != nil {
+			return nil, err
 		}
 	}
 	y := c.op(ir.OpOneHot, ir.MakeAttrs("classes", ir.Int(d), "dtype", ir.String(dt.String())), idx)

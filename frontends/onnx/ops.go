@@ -971,12 +971,16 @@ func emitGather(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 		}
 		return []*val{{id: ir.NoID, c: out}}, nil
 	}
-	if len(idx.shape) > 1 {
-		return nil, fmt.Errorf("indices of rank %d are not supported (rank 0 and 1 are)", len(idx.shape))
-	}
 	x, err := im.value(data, true)
 	if err != nil {
 		return nil, err
+	}
+	if len(idx.shape) > 1 {
+		ic, err := im.constOp(&tensor{dt: ir.I64, shape: idx.shape, i: ids})
+		if err != nil {
+			return nil, err
+		}
+		return gatherIndexed(im, n, x, ic) // ops_array.go
 	}
 	ic, err := im.constOp(&tensor{dt: ir.I64, shape: []int{len(ids)}, i: ids})
 	if err != nil {

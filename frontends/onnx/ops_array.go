@@ -176,6 +176,11 @@ func gatherComputed(im *importer, n *onnxpb.NodeProto, data, iv *val) ([]*val, e
 	if err != nil {
 		return nil, err
 	}
+	return gatherIndexed(im, n, x, idx)
+}
+
+// gatherIndexed is Gather of x at the integer value idx of any rank.
+func gatherIndexed(im *importer, n *onnxpb.NodeProto, x, idx ir.ID) ([]*val, error) {
 	xs, is := im.shapeOf(x), im.shapeOf(idx)
 	axis, err := normAxis(int(attrInt(n, "axis", 0)), len(xs))
 	if err != nil {
@@ -221,11 +226,26 @@ func emitLayerNormalization(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	for k := axis; k < len(xs); k++ {
 		axes = append(axes, k)
 	}
-	y, err := im.g.Add("", ir.OpLayerNorm, ir.MakeAttrs("axes", ir.Ints(axes...), "eps", ir.Float(attrFloat(n, "epsilon", 1e-5))), x)
+	eps := attrFloat(n, "epsilon", 1e-5)
+	y, err := im.g.Add("", ir.OpLayerNorm, ir.MakeAttrs("axes", ir.Ints(axes...), "eps", ir.Float(eps)), x)
 	if err != nil {
 		return nil, err
 	}
-	return im.scaleShift(n, y, nil)
+	outs, err := im.scaleShift(n, y, nil)
+	if err != nil || len(n.Output) < 2 {
+		return outs, err
+	}
+	// Mean and InvStdDev, when asked for: the statistics over the axes,
+	// kept as size-1 axes (biased variance).
+	c := &chain{im: im}
+	red := ir.MakeAttrs("axes", ir.Ints(axes...), "keepdims", ir.BoolAttr(true))
+	mean := c.op(ir.OpMean, red, x)
+	v := c.op(ir.OpMean, red, c.op(ir.OpSquare, nil, c.op(ir.OpSub, nil, x, mean)))
+	inv := c.op(ir.OpRsqrt, nil, c.op(ir.OpAdd, nil, v, c.scalar(eps, x)))
+	if c.err != nil {
+		return nil, c.err
+	}
+	return append(outs, &val{id: mean}, &val{id: inv}), nil
 }
 
 // scaleShift returns y * input 1 + input 2 (when present), each broadcast
@@ -367,38 +387,92 @@ func emitConvTranspose(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	}
 	begin, end := make([]int, d), make([]int, d)
 	autoPad := attrString(n, "auto_pad", "NOTSET")
-	if os, ok := attrInts(n, "output_shape"); ok {
+	os, hasOS := attrInts(n, "output_shape")
+	if !hasOS && (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+		// SAME: the output is the input times the stride.
+		os, hasOS = make([]int, d), true
+		for k := range d {
+			os[k] = xs[k+2] * stride[k]
+		}
+	}
+	if hasOS {
 		if len(os) != d {
 			return nil, fmt.Errorf("expected output_shape of %d entries, found %v", d, os)
 		}
 		for k := range d {
 			total := stride[k]*(xs[k+2]-1) + outPad[k] + (ws[k+2]-1)*dil[k] + 1 - os[k]
-			begin[k], end[k] = total-total/2, total/2
+			half := total / 2
+			if total < 0 && total%2 != 0 {
+				half-- // floor division, as ONNX's reference
+			}
+			begin[k], end[k] = total-half, half
 			if autoPad == "SAME_UPPER" {
-				begin[k], end[k] = total/2, total-total/2
+				begin[k], end[k] = half, total-half
 			}
 		}
-	} else if autoPad != "NOTSET" {
-		return nil, fmt.Errorf("auto_pad %q without output_shape is not supported (only NOTSET with explicit pads)", ir.Excerpt(autoPad))
-	} else if pads, ok := attrInts(n, "pads"); ok {
+	} else if autoPad != "NOTSET" && autoPad != "VALID" {
+		return nil, fmt.Errorf("auto_pad %q is not supported (NOTSET, VALID, SAME_UPPER, SAME_LOWER)", ir.Excerpt(autoPad))
+	} else if pads, ok := attrInts(n, "pads"); ok && autoPad == "NOTSET" {
 		if len(pads) != 2*d {
 			return nil, fmt.Errorf("expected %d pads, found %d", 2*d, len(pads))
 		}
 		copy(begin, pads[:d])
 		copy(end, pads[d:])
 	}
+	// A negative pad (an output_shape beyond the full result) adds zeros
+	// at that end, after the convolution.
+	// Otherwise, when the pads differ by more than that, the convolution
+	// pads nothing, its input is the whole result (plus output_padding),
+	// and a slice keeps [begin, begin + length) of it.
 	out := []int{xs[0], ws[1] * groups}
+	grow := make([]int, 2*d) // kiln pad pairs from the last axis
+	pad := make([]int, d)
+	type crop struct{ axis, start, end int }
+	var crops []crop
 	for k := range d {
-		extra := outPad[k] + begin[k] - end[k]
-		if begin[k] < 0 || end[k] < 0 || extra < 0 || extra >= stride[k] {
-			return nil, fmt.Errorf("axis %d: pads %d and %d with output_padding %d and stride %d are not supported (pads >= 0 and 0 <= output_padding + begin - end < stride)", k, begin[k], end[k], outPad[k], stride[k])
+		if begin[k] < 0 {
+			grow[2*(d-1-k)], begin[k] = -begin[k], 0
 		}
-		out = append(out, (xs[k+2]-1)*stride[k]+dil[k]*(ws[k+2]-1)+1-begin[k]-end[k]+outPad[k])
+		if end[k] < 0 {
+			grow[2*(d-1-k)+1], end[k] = -end[k], 0
+		}
+		if outPad[k] < 0 || outPad[k] >= max(stride[k], dil[k]) {
+			return nil, fmt.Errorf("axis %d: output_padding %d is not below the stride %d or the dilation %d", k, outPad[k], stride[k], dil[k])
+		}
+		full := (xs[k+2]-1)*stride[k] + dil[k]*(ws[k+2]-1) + 1
+		length := full - begin[k] - end[k] + outPad[k]
+		if length < 1 {
+			return nil, fmt.Errorf("axis %d: pads %d and %d leave no output", k, begin[k], end[k])
+		}
+		if extra := outPad[k] + begin[k] - end[k]; extra >= 0 && extra < stride[k] {
+			pad[k] = begin[k]
+			out = append(out, length)
+			continue
+		}
+		out = append(out, full+outPad[k])
+		crops = append(crops, crop{k + 2, begin[k], begin[k] + length})
 	}
-	y, err := im.g.Add("", ir.OpConvInputGrad, ir.MakeAttrs("stride", ir.Ints(stride...), "padding", ir.Ints(begin...),
+	y, err := im.g.Add("", ir.OpConvInputGrad, ir.MakeAttrs("stride", ir.Ints(stride...), "padding", ir.Ints(pad...),
 		"dilation", ir.Ints(dil...), "groups", ir.Int(groups), "input_shape", ir.Ints(out...)), x, w)
 	if err != nil {
 		return nil, err
+	}
+	for _, c := range crops {
+		if y, err = im.g.Add("", ir.OpSlice, ir.MakeAttrs("axis", ir.Int(c.axis), "start", ir.Int(c.start), "end", ir.Int(c.end), "step", ir.Int(1)), y); err != nil {
+			return nil, err
+		}
+		out[c.axis] = c.end - c.start
+	}
+	for _, g := range grow {
+		if g != 0 {
+			if y, err = im.g.Add("", ir.OpPad, ir.MakeAttrs("pads", ir.Ints(grow...)), y); err != nil {
+				return nil, err
+			}
+			for k := range d {
+				out[k+2] += grow[2*(d-1-k)] + grow[2*(d-1-k)+1]
+			}
+			break
+		}
 	}
 	if !has(n, 2) {
 		return []*val{{id: y}}, nil

@@ -23,6 +23,10 @@ type resizeSpec struct {
 	exclude              bool
 	scales               []float64 // per axis
 	out                  []int     // per axis
+	// length is the resized length that align_corners divides by: the
+	// input's times the scale (not rounded) when scales are given, as
+	// ONNX's reference computes it.
+	length []float64
 }
 
 // weights returns the [out, in] interpolation matrix of axis k (row-major).
@@ -41,8 +45,8 @@ func (s *resizeSpec) weights(k, in int) ([]float64, error) {
 				src = (x+0.5)/scale - 0.5
 			}
 		case "align_corners":
-			if out > 1 {
-				src = x * float64(in-1) / float64(out-1)
+			if l := s.length[k]; l > 1 {
+				src = x * float64(in-1) / (l - 1)
 			}
 		case "asymmetric":
 			src = x / scale
@@ -149,7 +153,7 @@ func emitResize(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 		}
 		scales = c.floats()
 	}
-	s.scales, s.out = make([]float64, r), make([]int, r)
+	s.scales, s.out, s.length = make([]float64, r), make([]int, r), make([]float64, r)
 	switch {
 	case len(scales) > 0:
 		if len(scales) != r {
@@ -159,7 +163,7 @@ func emitResize(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 			if !(f > 0) || f*float64(xs[k]) > ir.MaxTensorBytes {
 				return nil, fmt.Errorf("scale %g is invalid", f)
 			}
-			s.scales[k], s.out[k] = f, int(math.Floor(float64(xs[k])*f))
+			s.scales[k], s.out[k], s.length[k] = f, int(math.Floor(float64(xs[k])*f)), float64(xs[k])*f
 		}
 	case sizesAt > 0 && has(n, sizesAt):
 		c, err := im.constIn(n, sizesAt)
@@ -174,7 +178,7 @@ func emitResize(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 			if d < 1 || d > ir.MaxTensorBytes {
 				return nil, fmt.Errorf("size %d is invalid", d)
 			}
-			s.out[k], s.scales[k] = int(d), float64(d)/float64(xs[k])
+			s.out[k], s.scales[k], s.length[k] = int(d), float64(d)/float64(xs[k]), float64(d)
 		}
 	default:
 		return nil, errors.New("expected constant scales or sizes")
