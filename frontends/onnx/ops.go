@@ -43,9 +43,9 @@ func init() {
 		"Flatten":                   {emitFlatten, "reshape to [prod(dims before axis), prod(dims from axis)]; axis default 1, negative counts from the end"},
 		"Reshape":                   {emitReshape, "reshape to the constant shape input (opset >= 5; 0 copies the input's dim unless allowzero=1, -1 is inferred); folded on constants"},
 		"Transpose":                 {emitTranspose, "transpose {perm}; perm default reverses the axes; folded on constants"},
-		"Conv":                      {emitConv, "conv1d/conv2d {stride, padding, dilation, groups}; 3-D as conv2d per depth tap on the depth slices folded into the batch, added; auto_pad NOTSET only, pads equal at both ends, kernel_shape checked against the weight"},
-		"MaxPool":                   {pool(ir.OpMaxPool2d), "max_pool2d {kernel, stride, padding, dilation}; 3-D as max_pool2d per depth tap, maximum of the taps (depth padding the dtype's lowest finite value); ceil_mode 0, auto_pad NOTSET, symmetric pads, no Indices output; strides default 1 as in ONNX"},
-		"AveragePool":               {pool(ir.OpAvgPool2d), "avg_pool2d {kernel, stride, padding, count_include_pad}; 3-D as the mean of avg_pool2d per depth tap (padded 3-D pooling only with count_include_pad=1); ceil_mode 0, auto_pad NOTSET, symmetric pads; count_include_pad default 0 as in ONNX"},
+		"Conv":                      {emitConv, "conv1d/conv2d {stride, padding, dilation, groups}; 3-D as conv2d per depth tap on the depth slices folded into the batch, added; pads or auto_pad (SAME_UPPER, SAME_LOWER, VALID), the part that differs at the two ends as a pad op before; kernel_shape checked against the weight; 3-D: symmetric pads"},
+		"MaxPool":                   {pool(ir.OpMaxPool2d), "max_pool2d {kernel, stride, padding, dilation}; 1-D through [N,C,1,L]; 3-D as max_pool2d per depth tap, maximum of the taps; pads or auto_pad, and ceil_mode, beyond the symmetric half-kernel part as a pad op before with the dtype's lowest finite value; no Indices output; strides default 1 as in ONNX; 3-D: symmetric pads, ceil_mode 0"},
+		"AveragePool":               {pool(ir.OpAvgPool2d), "avg_pool2d {kernel, stride, padding, count_include_pad}; 1-D through [N,C,1,L]; 3-D as the mean of avg_pool2d per depth tap (padded only with count_include_pad=1); pads or auto_pad beyond the symmetric half-kernel part as zeros before (counted with count_include_pad=1; else the window sums over the window counts of the input's own elements, which also gives ceil_mode); count_include_pad default 0 as in ONNX"},
 		"GlobalAveragePool":         {emitGlobalAveragePool, "mean over the spatial axes, keepdims"},
 		"Pad":                       {emitPad, "pad {pads, value} in mode constant; modes reflect, edge and wrap as slices, flips, broadcasts and a concat per axis (exact gradients); pads (and constant_value) from constant inputs at opset >= 11, attributes before; no axes input"},
 		"BatchNormalization":        {emitBatchNorm, "training_mode=1 (opset >= 14): batch_norm with the batch's statistics (the running statistics are not updated); otherwise the inference form (x - mean) / sqrt(var + eps) * scale + B with the running statistics as constants"},
@@ -575,12 +575,16 @@ func emitConv(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	if ks, ok := attrInts(n, "kernel_shape"); ok && !ir.Shape(ks).Equal(ir.Shape(ws[2:])) {
 		return nil, fmt.Errorf("kernel_shape %v does not match the weight's shape %v", ks, ws)
 	}
-	pad, err := spatial(n, d)
+	stride, dil := intsOr(n, "strides", d, 1), intsOr(n, "dilations", d, 1)
+	if len(stride) != d || len(dil) != d {
+		return nil, fmt.Errorf("expected %d strides and dilations, found %v and %v", d, stride, dil)
+	}
+	x, pad, _, err := im.windowPads(n, x, ws[2:], stride, dil, 0, false, true, false) // pads.go
 	if err != nil {
 		return nil, err
 	}
-	attrs := ir.MakeAttrs("stride", ir.Ints(intsOr(n, "strides", d, 1)...), "padding", ir.Ints(pad...),
-		"dilation", ir.Ints(intsOr(n, "dilations", d, 1)...), "groups", ir.Int(int(attrInt(n, "group", 1))))
+	attrs := ir.MakeAttrs("stride", ir.Ints(stride...), "padding", ir.Ints(pad...),
+		"dilation", ir.Ints(dil...), "groups", ir.Int(int(attrInt(n, "group", 1))))
 	args := []ir.ID{x, w}
 	if has(n, 2) {
 		b, err := im.id(n, 2)
@@ -602,25 +606,41 @@ func pool(op ir.Op) func(*importer, *onnxpb.NodeProto) ([]*val, error) {
 			return nil, errors.New("the Indices output is not supported")
 		}
 		kernel, ok := attrInts(n, "kernel_shape")
-		if !ok || len(kernel) != 2 && len(kernel) != 3 {
-			return nil, fmt.Errorf("expected a 2-D or 3-D kernel_shape, found %v", kernel)
+		if !ok || len(kernel) < 1 || len(kernel) > 3 {
+			return nil, fmt.Errorf("expected a 1-D, 2-D or 3-D kernel_shape, found %v", kernel)
 		}
-		if attrInt(n, "ceil_mode", 0) != 0 {
-			return nil, errors.New("ceil_mode 1 is not supported")
+		if len(kernel) == 1 {
+			return pool1d(im, n, op, x) // pads.go
 		}
 		if len(kernel) == 3 {
+			if attrInt(n, "ceil_mode", 0) != 0 {
+				return nil, errors.New("ceil_mode 1 is not supported for 3-D pooling")
+			}
 			return pool3d(im, n, op, x, kernel) // conv3d.go
 		}
-		pad, err := spatial(n, 2)
+		stride, dil := intsOr(n, "strides", 2, 1), intsOr(n, "dilations", 2, 1)
+		if len(stride) != 2 || len(dil) != 2 {
+			return nil, fmt.Errorf("expected 2 strides and dilations, found %v and %v", stride, dil)
+		}
+		include := attrInt(n, "count_include_pad", 0) != 0
+		fill := 0.0
+		if op == ir.OpMaxPool2d {
+			fill = im.lowest(x)
+		}
+		orig := x
+		x, pad, pre, err := im.windowPads(n, x, kernel, stride, dil, fill, true, true, op == ir.OpMaxPool2d || !include) // pads.go
 		if err != nil {
 			return nil, err
 		}
-		attrs := ir.MakeAttrs("kernel", ir.Ints(kernel...), "stride", ir.Ints(intsOr(n, "strides", 2, 1)...), "padding", ir.Ints(pad...))
+		if op == ir.OpAvgPool2d && !include && pre != nil {
+			return avgPoolCounted(im, orig, x, kernel, stride, pad, pre) // pads.go
+		}
+		attrs := ir.MakeAttrs("kernel", ir.Ints(kernel...), "stride", ir.Ints(stride...), "padding", ir.Ints(pad...))
 		if op == ir.OpMaxPool2d {
 			if attrInt(n, "storage_order", 0) != 0 {
 				return nil, errors.New("storage_order 1 is not supported")
 			}
-			attrs = attrs.With("dilation", ir.Ints(intsOr(n, "dilations", 2, 1)...))
+			attrs = attrs.With("dilation", ir.Ints(dil...))
 		} else {
 			attrs = attrs.With("count_include_pad", ir.BoolAttr(attrInt(n, "count_include_pad", 0) != 0))
 		}
