@@ -507,3 +507,18 @@ func emitXor(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	c := &chain{im: im}
 	return c.done(c.op(ir.OpLogicalAnd, nil, c.op(ir.OpLogicalOr, nil, a, b), c.op(ir.OpLogicalNot, nil, c.op(ir.OpLogicalAnd, nil, a, b))))
 }
+
+func emitAsinh(c *chain, _ *onnxpb.NodeProto, x ir.ID) ir.ID {
+	r := c.op(ir.OpSqrt, nil, c.op(ir.OpAdd, nil, c.op(ir.OpSquare, nil, x), c.scalar(1, x)))
+	return c.op(ir.OpLog, nil, c.op(ir.OpAdd, nil, x, r))
+}
+
+func emitAcosh(c *chain, _ *onnxpb.NodeProto, x ir.ID) ir.ID {
+	r := c.op(ir.OpSqrt, nil, c.op(ir.OpSub, nil, c.op(ir.OpSquare, nil, x), c.scalar(1, x)))
+	return c.op(ir.OpLog, nil, c.op(ir.OpAdd, nil, x, r))
+}
+
+func emitAtanh(c *chain, _ *onnxpb.NodeProto, x ir.ID) ir.ID {
+	q := c.op(ir.OpDiv, nil, c.op(ir.OpAdd, nil, c.scalar(1, x), x), c.op(ir.OpSub, nil, c.scalar(1, x), x))
+	return c.op(ir.OpMul, nil, c.op(ir.OpLog, nil, q), c.scalar(0.5, x))
+}
