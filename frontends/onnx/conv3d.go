@@ -189,3 +189,65 @@ func pool3d(im *importer, n *onnxpb.NodeProto, op ir.Op, x ir.ID, kernel []int) 
 	}
 	return []*val{{id: y}}, nil
 }
+
+// convTranspose3d is the 3-D transposed convolution of x [N,C,D,H,W] by w
+// [C,O/g,kd,kh,kw]: for each depth tap t, the 2-D transposed convolution
+// of every depth slice (folded into the batch) by w[:, :, t], its depth
+// spread by the stride (zeros between, as slice's gradient spreads) and
+// shifted by t*dilation; the taps' sum is the whole result along depth,
+// of which [begin, begin + length) is kept (zeros where a negative pad or
+// output_padding reaches past it).
+func (im *importer) convTranspose3d(x, w ir.ID, groups int, stride, dil, outPad, begin, end []int) (ir.ID, error) {
+	xs, ws := im.shapeOf(x), im.shapeOf(w)
+	n, ch, d := xs[0], xs[1], xs[2]
+	c := &chain{im: im}
+	xf := c.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(n*d, ch, xs[3], xs[4])),
+		c.op(ir.OpTranspose, ir.MakeAttrs("perm", ir.Ints(0, 2, 1, 3, 4)), x))
+	if c.err != nil {
+		return ir.NoID, c.err
+	}
+	full := (d-1)*stride[0] + dil[0]*(ws[2]-1) + 1
+	spread := (d-1)*stride[0] + 1
+	sum := ir.NoID
+	var plane []int // the 2-D result's [O, Ho, Wo]
+	for t := range ws[2] {
+		wt := c.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(ws[0], ws[1], ws[3], ws[4])),
+			c.op(ir.OpSlice, ir.MakeAttrs("axis", ir.Int(2), "start", ir.Int(t), "end", ir.Int(t+1), "step", ir.Int(1)), w))
+		if c.err != nil {
+			return ir.NoID, c.err
+		}
+		z, err := im.convTranspose(xf, wt, groups, stride[1:], dil[1:], outPad[1:], begin[1:], end[1:])
+		if err != nil {
+			return ir.NoID, err
+		}
+		plane = im.shapeOf(z)[1:]
+		inner := prod(plane)
+		z = c.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(n, d, 1, inner)), z)
+		if stride[0] > 1 {
+			z = c.op(ir.OpPad, ir.MakeAttrs("pads", ir.Ints(0, 0, 0, stride[0]-1)), z)
+		}
+		z = c.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(n, d*stride[0], inner)), z)
+		// The d*stride positions, less the stride-1 zeros after the last,
+		// placed at t*dilation of the whole (a negative pad crops).
+		z = c.op(ir.OpPad, ir.MakeAttrs("pads", ir.Ints(0, 0, t*dil[0], full-spread-t*dil[0]-(d*stride[0]-spread))), z)
+		if sum == ir.NoID {
+			sum = z
+		} else {
+			sum = c.op(ir.OpAdd, nil, sum, z)
+		}
+	}
+	b, e, op := begin[0], end[0], outPad[0]
+	length := full + op - b - e
+	if length < 1 {
+		return ir.NoID, fmt.Errorf("depth: pads %d and %d leave no output", b, e)
+	}
+	// Zeros before for a negative begin, after for output_padding and a
+	// negative end; then the kept window.
+	if before, after := max(-b, 0), op+max(-e, 0); before > 0 || after > 0 {
+		sum = c.op(ir.OpPad, ir.MakeAttrs("pads", ir.Ints(0, 0, before, after)), sum)
+	}
+	start := max(b, 0)
+	sum = c.op(ir.OpSlice, ir.MakeAttrs("axis", ir.Int(1), "start", ir.Int(start), "end", ir.Int(start+length), "step", ir.Int(1)), sum)
+	sum = c.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(n, length, plane[0], plane[1], plane[2])), sum)
+	return c.op(ir.OpTranspose, ir.MakeAttrs("perm", ir.Ints(0, 2, 1, 3, 4)), sum), c.err
+}

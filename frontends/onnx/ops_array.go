@@ -371,8 +371,8 @@ func emitConvTranspose(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	}
 	xs, ws := im.shapeOf(x), im.shapeOf(w)
 	d := len(ws) - 2
-	if d != 1 && d != 2 || len(xs) != d+2 {
-		return nil, fmt.Errorf("expected a 1-D or 2-D transposed convolution (input [N,C,...] and weight [C,C_out/group,k...] of one rank 3 or 4), found input %v and weight %v", xs, ws)
+	if d < 1 || d > 3 || len(xs) != d+2 {
+		return nil, fmt.Errorf("expected a 1-D, 2-D or 3-D transposed convolution (input [N,C,...] and weight [C,C_out/group,k...] of one rank 3 to 5), found input %v and weight %v", xs, ws)
 	}
 	if ks, ok := attrInts(n, "kernel_shape"); ok && !ir.Shape(ks).Equal(ir.Shape(ws[2:])) {
 		return nil, fmt.Errorf("kernel_shape %v does not match the weight's shape %v", ks, ws)
@@ -419,11 +419,39 @@ func emitConvTranspose(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 		copy(begin, pads[:d])
 		copy(end, pads[d:])
 	}
-	// A negative pad (an output_shape beyond the full result) adds zeros
-	// at that end, after the convolution.
-	// Otherwise, when the pads differ by more than that, the convolution
-	// pads nothing, its input is the whole result (plus output_padding),
-	// and a slice keeps [begin, begin + length) of it.
+	var y ir.ID
+	if d == 3 {
+		y, err = im.convTranspose3d(x, w, groups, stride, dil, outPad, begin, end) // conv3d.go
+	} else {
+		y, err = im.convTranspose(x, w, groups, stride, dil, outPad, begin, end)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !has(n, 2) {
+		return []*val{{id: y}}, nil
+	}
+	b, err := im.id(n, 2)
+	if err != nil {
+		return nil, err
+	}
+	ys := im.shapeOf(y)
+	if b, err = im.g.Add("", ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(channelShape(ys[1], len(ys))...)), b); err != nil {
+		return nil, err
+	}
+	return one(im.add(ir.OpAdd, nil, y, b))
+}
+
+// convTranspose is the 1-D or 2-D transposed convolution of x by w with
+// the pads resolved to begin and end per spatial axis: conv_input_grad
+// with padding begin when 0 <= output_padding + begin - end < stride, else
+// with no padding and a slice keeping [begin, begin + length) of the whole
+// result (plus output_padding); a negative pad (an output_shape beyond the
+// whole result) adds zeros at that end.
+func (im *importer) convTranspose(x, w ir.ID, groups int, stride, dil, outPad, begin, end []int) (ir.ID, error) {
+	xs, ws := im.shapeOf(x), im.shapeOf(w)
+	d := len(ws) - 2
+	begin, end = append([]int(nil), begin...), append([]int(nil), end...)
 	out := []int{xs[0], ws[1] * groups}
 	grow := make([]int, 2*d) // kiln pad pairs from the last axis
 	pad := make([]int, d)
@@ -437,12 +465,12 @@ func emitConvTranspose(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 			grow[2*(d-1-k)+1], end[k] = -end[k], 0
 		}
 		if outPad[k] < 0 || outPad[k] >= max(stride[k], dil[k]) {
-			return nil, fmt.Errorf("axis %d: output_padding %d is not below the stride %d or the dilation %d", k, outPad[k], stride[k], dil[k])
+			return ir.NoID, fmt.Errorf("axis %d: output_padding %d is not below the stride %d or the dilation %d", k, outPad[k], stride[k], dil[k])
 		}
 		full := (xs[k+2]-1)*stride[k] + dil[k]*(ws[k+2]-1) + 1
 		length := full - begin[k] - end[k] + outPad[k]
 		if length < 1 {
-			return nil, fmt.Errorf("axis %d: pads %d and %d leave no output", k, begin[k], end[k])
+			return ir.NoID, fmt.Errorf("axis %d: pads %d and %d leave no output", k, begin[k], end[k])
 		}
 		if extra := outPad[k] + begin[k] - end[k]; extra >= 0 && extra < stride[k] {
 			pad[k] = begin[k]
@@ -452,39 +480,19 @@ func emitConvTranspose(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 		out = append(out, full+outPad[k])
 		crops = append(crops, crop{k + 2, begin[k], begin[k] + length})
 	}
-	y, err := im.g.Add("", ir.OpConvInputGrad, ir.MakeAttrs("stride", ir.Ints(stride...), "padding", ir.Ints(pad...),
+	c := &chain{im: im}
+	y := c.op(ir.OpConvInputGrad, ir.MakeAttrs("stride", ir.Ints(stride...), "padding", ir.Ints(pad...),
 		"dilation", ir.Ints(dil...), "groups", ir.Int(groups), "input_shape", ir.Ints(out...)), x, w)
-	if err != nil {
-		return nil, err
-	}
-	for _, c := range crops {
-		if y, err = im.g.Add("", ir.OpSlice, ir.MakeAttrs("axis", ir.Int(c.axis), "start", ir.Int(c.start), "end", ir.Int(c.end), "step", ir.Int(1)), y); err != nil {
-			return nil, err
-		}
-		out[c.axis] = c.end - c.start
+	for _, cr := range crops {
+		y = c.op(ir.OpSlice, ir.MakeAttrs("axis", ir.Int(cr.axis), "start", ir.Int(cr.start), "end", ir.Int(cr.end), "step", ir.Int(1)), y)
 	}
 	for _, g := range grow {
 		if g != 0 {
-			if y, err = im.g.Add("", ir.OpPad, ir.MakeAttrs("pads", ir.Ints(grow...)), y); err != nil {
-				return nil, err
-			}
-			for k := range d {
-				out[k+2] += grow[2*(d-1-k)] + grow[2*(d-1-k)+1]
-			}
+			y = c.op(ir.OpPad, ir.MakeAttrs("pads", ir.Ints(grow...)), y)
 			break
 		}
 	}
-	if !has(n, 2) {
-		return []*val{{id: y}}, nil
-	}
-	b, err := im.id(n, 2)
-	if err != nil {
-		return nil, err
-	}
-	if b, err = im.g.Add("", ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(channelShape(out[1], len(out))...)), b); err != nil {
-		return nil, err
-	}
-	return one(im.add(ir.OpAdd, nil, y, b))
+	return y, c.err
 }
 
 // padMode pads x with ONNX's pads [b_0 .., e_0 ..] in mode reflect

@@ -11,7 +11,7 @@ ops_einsum: torch.einsum (Einsum) in the forms models use.
 ops_convt: ConvTranspose2d and ConvTranspose1d (ConvTranspose) with stride,
 padding, output_padding, groups and dilation.
 ops_pad: F.pad in modes reflect and replicate (Pad modes reflect, edge).
-ops_3d: Conv3d, MaxPool3d and AvgPool3d.
+ops_3d: Conv3d, MaxPool3d, AvgPool3d and ConvTranspose3d.
 ops_act: activations and shape ops that import composes (see OpsAct).
 ops_resize: F.interpolate in modes nearest, bilinear, bicubic, trilinear (Resize).
 
@@ -116,8 +116,9 @@ class OpsPad(nn.Module):
 
 
 class Ops3d(nn.Module):
-    """Conv3d, MaxPool3d and AvgPool3d (Conv, MaxPool and AveragePool with
-    3-D kernels) with stride, padding, groups and dilation."""
+    """Conv3d, MaxPool3d, AvgPool3d and ConvTranspose3d (Conv, MaxPool,
+    AveragePool and ConvTranspose with 3-D kernels) with stride, padding,
+    output_padding, groups and dilation."""
 
     def __init__(self):
         super().__init__()
@@ -125,12 +126,15 @@ class Ops3d(nn.Module):
         self.pool1 = nn.MaxPool3d(2, stride=(1, 2, 2), padding=1)
         self.conv2 = nn.Conv3d(4, 3, 2, dilation=(2, 1, 1))
         self.pool2 = nn.AvgPool3d((2, 2, 2), stride=1, padding=(1, 0, 1))
-        self.fc = nn.Linear(54, 10)
+        self.up = nn.ConvTranspose3d(3, 2, (3, 2, 2), stride=(2, 1, 2), padding=(1, 0, 1),
+                                     output_padding=(1, 0, 1), dilation=(1, 2, 1))
+        self.fc = nn.Linear(54 + 240, 10)
 
     def forward(self, x, labels):
         h = self.pool1(torch.tanh(self.conv1(x)))   # x [N,2,5,6,5] -> [N,4,3,6,4] -> [N,4,4,4,3]
         h = self.pool2(torch.tanh(self.conv2(h)))   # [N,3,2,3,2] -> [N,3,3,2,3]
-        return nn.functional.cross_entropy(self.fc(h.flatten(1)), labels)
+        u = self.up(h)                              # [N,2,6,4,5]
+        return nn.functional.cross_entropy(self.fc(torch.cat([h.flatten(1), u.flatten(1)], 1)), labels)
 
 
 class OpsAct(nn.Module):
