@@ -198,6 +198,8 @@ func TestArrayOpRules(t *testing.T) {
 				node("Asinh", []string{"h"}, []string{"s"}), node("Acosh", []string{"c"}, []string{"o"}), node("Atanh", []string{"h"}, []string{"t"}),
 				node("Concat", []string{"s", "o", "t"}, []string{"y"}, aInt("axis", 0))},
 			[]float64{math.Asinh(0.5), math.Acosh(2), math.Atanh(0.5)}},
+		{"Einsum diagonal", 17, []int64{3, 3}, nil, []*onnxpb.NodeProto{node("Einsum", []string{"x"}, []string{"y"}, aString("equation", "ii->i"))}, []float64{0, 4, 8}},
+		{"Einsum trace, implicit output", 17, []int64{3, 3}, nil, []*onnxpb.NodeProto{node("Einsum", []string{"x"}, []string{"y"}, aString("equation", "ii"))}, []float64{12}},
 		{"Trilu upper default", 17, []int64{3, 3}, nil,
 			[]*onnxpb.NodeProto{node("Trilu", []string{"x"}, []string{"y"})}, []float64{0, 1, 2, 0, 4, 5, 0, 0, 8}},
 		{"Trilu lower with k", 17, []int64{3, 3}, []*onnxpb.TensorProto{scalarI64("k", -1)},
@@ -229,7 +231,7 @@ func TestCastFoldsLikeTheKernel(t *testing.T) {
 // are refused with one line naming the equation and the reason.
 func TestEinsumRefusals(t *testing.T) {
 	for _, tc := range []struct{ eq, want string }{
-		{"ii,jk->i", `equation "ii,jk->i": letter i repeats in one term (a diagonal), which is not supported`},
+		{"ii,jk->i", `equation "ii,jk->i": letter i has sizes 2 and 3 (broadcasting in einsum is not supported)`},
 		{"ij,ij->ij", `equation "ij,ij->ij": letter i has sizes 2 and 3 (broadcasting in einsum is not supported)`},
 		{"ij,jk->iz", `equation "ij,jk->iz": output letter z is repeated or in no input`},
 		{"ijk,jk->i", `term "ijk" has 3 letters for input 0 of rank 2`},

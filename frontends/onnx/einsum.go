@@ -14,8 +14,9 @@ import (
 // operands are contracted two at a time, left to right, each pair as one
 // batched matmul between transposes and reshapes ([batch, free, summed] by
 // [batch, summed, free]); a letter only one operand has and nothing later
-// needs is summed out first. An equation with a repeated letter in one
-// operand (a diagonal) is refused.
+// needs is summed out first. A letter repeated in one term takes the
+// diagonal first: the two axes side by side, merged, every (n+1)-th
+// element.
 
 // einsumTerm is an operand (or the result) in terms of its letters.
 type einsumTerm struct {
@@ -61,6 +62,7 @@ func emitEinsum(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	if maxEll > 26 {
 		return nil, errors.New("an ellipsis of more than 26 dims")
 	}
+	var all []byte // every term's letters, repeats included
 	for k := range terms {
 		s := im.shapeOf(terms[k].id)
 		spec, err := ell(specs[k], len(s))
@@ -75,15 +77,16 @@ func emitEinsum(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
 				return nil, fmt.Errorf("equation %q: %q is not a letter", ir.Excerpt(eq), c)
 			}
-			if strings.IndexByte(spec[:j], c) >= 0 {
-				return nil, fmt.Errorf("equation %q: letter %c repeats in one term (a diagonal), which is not supported", ir.Excerpt(eq), c)
-			}
 			if d, ok := size[c]; ok && d != s[j] {
 				return nil, fmt.Errorf("equation %q: letter %c has sizes %d and %d (broadcasting in einsum is not supported)", ir.Excerpt(eq), c, d, s[j])
 			}
 			size[c] = s[j]
 		}
 		terms[k].letters = []byte(spec)
+		all = append(all, terms[k].letters...)
+		if terms[k], err = im.einsumDiagonals(terms[k]); err != nil {
+			return nil, err
+		}
 	}
 	if explicit {
 		var err error
@@ -93,10 +96,8 @@ func emitEinsum(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	} else {
 		// Implicit: the ellipsis dims, then the letters used once, sorted.
 		count := map[byte]int{}
-		for _, t := range terms {
-			for _, c := range t.letters {
-				count[c]++
-			}
+		for _, c := range all {
+			count[c]++
 		}
 		var once []byte
 		for c, k := range count {
@@ -238,4 +239,54 @@ func (im *importer) transposeIfNeeded(x ir.ID, perm []int) (*val, error) {
 		}
 	}
 	return &val{id: x}, nil
+}
+
+// einsumDiagonals takes the diagonal of t along every letter it repeats.
+func (im *importer) einsumDiagonals(t einsumTerm) (einsumTerm, error) {
+	c := &chain{im: im}
+	for {
+		j1, j2 := -1, -1
+		for j := range t.letters {
+			if k := strings.IndexByte(string(t.letters[:j]), t.letters[j]); k >= 0 {
+				j1, j2 = k, j
+				break
+			}
+		}
+		if j1 < 0 {
+			return t, c.err
+		}
+		s := im.shapeOf(t.id)
+		perm := make([]int, 0, len(s))
+		var letters []byte
+		for j := range s {
+			if j == j2 {
+				continue
+			}
+			perm = append(perm, j)
+			letters = append(letters, t.letters[j])
+			if j == j1 {
+				perm = append(perm, j2)
+			}
+		}
+		v, err := im.transposeIfNeeded(t.id, perm)
+		if err != nil {
+			return t, err
+		}
+		n := s[j1]
+		merged := make([]int, 0, len(s)-1)
+		for j, p := range perm {
+			switch {
+			case j == j1:
+				merged = append(merged, n*n)
+			case j != j1+1:
+				merged = append(merged, s[p])
+			}
+		}
+		id := c.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(merged...)), v.id)
+		id = c.op(ir.OpSlice, ir.MakeAttrs("axis", ir.Int(j1), "start", ir.Int(0), "end", ir.Int(n*n), "step", ir.Int(n+1)), id)
+		if c.err != nil {
+			return t, c.err
+		}
+		t = einsumTerm{id, letters}
+	}
 }
