@@ -145,21 +145,26 @@ func normIndices(c *tensor, d int) (*tensor, error) {
 
 // emitArg maps ArgMax and ArgMin to argmax and argmin {axes=[axis],
 // keepdims}: the first extreme element, as ONNX's default
-// select_last_index=0.
+// select_last_index=0; with 1, size-1 minus that of the axis reversed.
 func emitArg(op ir.Op) func(*importer, *onnxpb.NodeProto) ([]*val, error) {
 	return func(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 		x, err := im.id(n, 0)
 		if err != nil {
 			return nil, err
 		}
-		if attrInt(n, "select_last_index", 0) != 0 {
-			return nil, fmt.Errorf("select_last_index=1 is not supported (kiln's %s picks the first)", op)
-		}
 		axis, err := normAxis(int(attrInt(n, "axis", 0)), len(im.shapeOf(x)))
 		if err != nil {
 			return nil, err
 		}
-		return one(im.add(op, ir.MakeAttrs("axes", ir.Ints(axis), "keepdims", ir.BoolAttr(attrInt(n, "keepdims", 1) != 0)), x))
+		attrs := ir.MakeAttrs("axes", ir.Ints(axis), "keepdims", ir.BoolAttr(attrInt(n, "keepdims", 1) != 0))
+		if attrInt(n, "select_last_index", 0) == 0 {
+			return one(im.add(op, attrs, x))
+		}
+		// The last extreme element: the first of the axis reversed,
+		// counted from the end.
+		c := &chain{im: im}
+		i := c.op(op, attrs, c.op(ir.OpFlip, ir.MakeAttrs("axes", ir.Ints(axis)), x))
+		return c.done(c.op(ir.OpSub, nil, c.scalar(float64(im.shapeOf(x)[axis]-1), i), i))
 	}
 }
 

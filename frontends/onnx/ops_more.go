@@ -36,7 +36,7 @@ func moreOps() map[string]Rule {
 		"Elu":            {withAlpha(ir.OpElu, 1), "elu {alpha} (default 1)"},
 		"Softplus":       {unaryAttrs(ir.OpSoftplus, ir.MakeAttrs("beta", ir.Float(1), "threshold", ir.Float(20))), "softplus {beta=1, threshold=20} (x itself above 20, where log(1+e^x) rounds to x in f32)"},
 		"Gelu":           {emitGelu, "gelu {approximate} (opset 20; \"none\" or \"tanh\")"},
-		"Pow":            {emitPow, "pow {exponent} when the exponent is a one-element constant, else pow a, b (one dtype)"},
+		"Pow":            {emitPow, "pow {exponent} when the exponent is a one-element constant, else pow a, b with b cast to a's float dtype; an integer base through f64 and cast back"},
 		"Clip":           {emitClip, "clip {min, max}; attributes before opset 11, optional constant inputs from 11"},
 		"ReduceSum":      {reduce(ir.OpSum, 13), "sum {axes, keepdims}; axes an attribute before opset 13, a constant input from 13; keepdims default 1; no axes: every axis (noop_with_empty_axes=1: the input)"},
 		"ReduceMean":     {reduce(ir.OpMean, 18), "mean {axes, keepdims}; axes an input from opset 18, else as ReduceSum"},
@@ -112,12 +112,30 @@ func emitPow(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	if err != nil {
 		return nil, err
 	}
-	if e.c != nil && !e.param && e.c.n() == 1 {
+	if e.c != nil && !e.param && e.c.n() == 1 && im.g.Type(x).DType.IsFloat() {
 		return one(im.add(ir.OpPow, ir.MakeAttrs("exponent", ir.Float(e.c.floats()[0])), x))
 	}
 	y, err := im.value(e, true)
 	if err != nil {
 		return nil, err
+	}
+	if dx := im.g.Type(x).DType; dx.IsInt() {
+		// An integer base: computed in f64 (exact for the integers an
+		// integer power holds) and cast back, truncating.
+		c := &chain{im: im}
+		f64 := ir.MakeAttrs("dtype", ir.String("f64"))
+		xf, yf := c.op(ir.OpCast, f64, x), y
+		if im.g.Type(y).DType != ir.F64 {
+			yf = c.op(ir.OpCast, f64, y)
+		}
+		return c.done(c.op(ir.OpCast, ir.MakeAttrs("dtype", ir.String(dx.String())), c.op(ir.OpPow, nil, xf, yf)))
+	} else if dx.IsFloat() && im.g.Type(y).DType != dx {
+		// ONNX lets the exponent's type differ: cast it to the base's.
+		cy, err := castValue(im, y, dx)
+		if err != nil {
+			return nil, err
+		}
+		y = cy[0].id
 	}
 	return one(im.add(ir.OpPow, nil, x, y))
 }
