@@ -9,8 +9,8 @@ import (
 )
 
 // Kernels on integer and bool elements: cast (between f32, i32, i64 and
-// bool), the comparisons of i32 and i64 operands and where over i32, i64
-// and bool. Each is a move (moveDispatch): one thread per result element
+// bool), the comparisons of i32 and i64 operands, where over i32, i64
+// and bool, and bool transpose and broadcast_to (masks). Each is a move (moveDispatch): one thread per result element
 // (per word for bool) that reads its operands as raw words at their
 // broadcast offsets. WGSL has no 64-bit integers, so i64 is two u32 words
 // here, and these kernels use both: a cast into i64 writes the whole value
@@ -201,6 +201,19 @@ func buildIntElementwise(n *kernels.Node) (*Kernel, error) {
 		fmt.Fprintf(&b, "  return select(0u, 1u, %s);\n}\n", expr)
 	}
 	return &Kernel{Dispatches: []Dispatch{moveDispatch(n.Out, b.String(), bind, false)}}, nil
+}
+
+// boolGather is gatherKernel for bool elements (transpose and
+// broadcast_to of masks): a move whose element p reads the argument's
+// byte at offset, the WGSL of p.
+func boolGather(n *kernels.Node, offset string) (*Kernel, error) {
+	if n.Out.Shape.NumElements() == 0 {
+		return &Kernel{}, nil
+	}
+	var b strings.Builder
+	elemStart(&b, ir.Bool, "")
+	fmt.Fprintf(&b, "  return rw_x(%s);\n}\n", offset)
+	return &Kernel{Dispatches: []Dispatch{moveDispatch(n.Out, b.String(), []Operand{{Arg, 0}}, false)}}, nil
 }
 
 func init() {

@@ -3,8 +3,9 @@ package wgsltest
 // Array returns the cases of the array ops (ir/ops_array.go) and of the
 // integer forms of the comparisons and where: every cast between f32, i32,
 // i64 and bool (i64 values far outside i32, negative, saturated), integer
-// comparisons with broadcasting, where over i32, i64 and bool, cumsum in
-// every direction, trilu in every dtype. Their results are exact on both
+// comparisons with broadcasting, where over i32, i64 and bool, bool
+// transpose and broadcast_to, cumsum in every direction, trilu in every
+// dtype. Their results are exact on both
 // sides (cumsum adds in the CPU's order).
 func Array() []Case {
 	return []Case{
@@ -55,7 +56,9 @@ input %c: bool[3,41]
 %w = where %c, %i, %j
 %w6 = where %g, %m, %k
 %wb = where %c, %g, %eq6
-output %g, %ge, %lt, %le, %eq, %ne, %g6, %ge6, %lt6, %le6, %eq6, %ne6, %w, %w6, %wb`},
+%bt = transpose %c
+%bb = broadcast_to %eq6 {shape=[2,3,41]}
+output %g, %ge, %lt, %le, %eq, %ne, %g6, %ge6, %lt6, %le6, %eq6, %ne6, %w, %w6, %wb, %bt, %bb`},
 		{Name: "cumsum", Labels: 100, Src: `input %a: f32[5,37,3]
 input %i: i32[300,2]
 %y = cumsum %a {axis=1}
