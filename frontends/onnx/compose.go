@@ -368,7 +368,7 @@ func (c *chain) moveLastTo(y ir.ID, axis int) ir.ID {
 // dtype.
 func emitHardmax(c *chain, n *onnxpb.NodeProto, x ir.ID) ir.ID {
 	if c.im.opset < 13 {
-		c.err = errors.New("Hardmax before opset 13 (over the flattened axes from axis) is not supported")
+		c.err = errors.New("opsets before 13 (over the flattened axes from axis) are not supported")
 		return ir.NoID
 	}
 	xs := c.im.shapeOf(x)
