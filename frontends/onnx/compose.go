@@ -386,7 +386,7 @@ func emitHardmax(c *chain, n *onnxpb.NodeProto, x ir.ID) ir.ID {
 // they are floats), scaled to values [off, on], its class axis moved to
 // axis. Indices must lie in [0, depth); one_hot reports one that does not.
 func emitOneHot(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
-	idx, err := im.id(n, 0)
+	iv, err := im.in(n, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -405,6 +405,19 @@ func emitOneHot(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	if d < 1 || d > ir.MaxTensorBytes {
 		return nil, fmt.Errorf("depth %v is invalid", depth.floats()[0])
 	}
+	var idx ir.ID
+	if iv.c != nil {
+		// Constant indices count negatives from the end.
+		nc, err := normIndices(castConst(iv.c, ir.I64), d)
+		if err != nil {
+			return nil, err
+		}
+		if idx, err = im.constOp(nc); err != nil {
+			return nil, err
+		}
+	} else if idx, err = im.value(iv, false); err != nil {
+		return nil, err
+	}
 	r := len(im.shapeOf(idx)) + 1
 	axis, err := normAxis(int(attrInt(n, "axis", -1)), r)
 	if err != nil {
@@ -418,16 +431,6 @@ func emitOneHot(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	off, on := vals.floats()[0], vals.floats()[1]
 	if dt == ir.Bool && (off != 0 || on != 1) {
 		return nil, errors.New("bool values other than [false, true] are not supported")
-	}
-	if iv, _ := im.in(n, 0); iv != nil && iv.c != nil {
-		// Constant indices count negatives from the end.
-		nc, err := normIndices(castConst(iv.c, ir.I64), d)
-		if err != nil {
-			return nil, err
-		}
-		if idx, err = im.constOp(nc); err != nil {
-			return nil, err
-		}
 	}
 	y := c.op(ir.OpOneHot, ir.MakeAttrs("classes", ir.Int(d), "dtype", ir.String(dt.String())), idx)
 	if off != 0 || on != 1 {
