@@ -161,6 +161,11 @@ const (
 	OpFusedMatmul
 	OpFusedReduce
 
+	// Array ops that ONNX models use (ops_array.go).
+	OpCast
+	OpCumsum
+	OpTrilu
+
 	numOps
 )
 
@@ -450,7 +455,7 @@ type opRow struct {
 }
 
 func init() {
-	families := [][]opRow{coreOps(), mathOps(), activationOps(), lossOps(), reduceOps(), movementOps(), nnOps(), kanOps(), fusedPatternOps(), fusedElementwiseOps()}
+	families := [][]opRow{coreOps(), mathOps(), activationOps(), lossOps(), reduceOps(), movementOps(), nnOps(), kanOps(), fusedPatternOps(), fusedElementwiseOps(), arrayOps()}
 	for _, rows := range families {
 		for _, r := range rows {
 			if opTable[r.op].Name != "" {

@@ -43,19 +43,19 @@ func init() {
 		"LogSoftmax":                {softmax(ir.OpLogSoftmax), "log_softmax {axis}; axis semantics as Softmax"},
 		"Flatten":                   {emitFlatten, "reshape to [prod(dims before axis), prod(dims from axis)]; axis default 1, negative counts from the end"},
 		"Reshape":                   {emitReshape, "reshape to the constant shape input (opset >= 5; 0 copies the input's dim unless allowzero=1, -1 is inferred); folded on constants"},
-		"Transpose":                 {emitTranspose, "transpose {perm}; perm default reverses the axes"},
-		"Conv":                      {emitConv, "conv1d/conv2d {stride, padding, dilation, groups}; auto_pad (SAME_UPPER, SAME_LOWER, VALID) and pads that differ at the two ends through a pad op of zeros; kernel_shape checked against the weight"},
-		"MaxPool":                   {pool(ir.OpMaxPool2d), "max_pool2d {kernel, stride, padding, dilation}; 1-D through 2-D; auto_pad, pads that differ at the two ends or exceed half the kernel, and ceil_mode through a pad op of -inf; no Indices output; strides default 1 as in ONNX"},
-		"AveragePool":               {pool(ir.OpAvgPool2d), "avg_pool2d {kernel, stride, padding, count_include_pad}; 1-D through 2-D; auto_pad, pads that differ at the two ends or exceed half the kernel, and ceil_mode: the pooled zero-padded input divided by the pooled count of the positions that count; count_include_pad default 0 as in ONNX"},
+		"Transpose":                 {emitTranspose, "transpose {perm}; perm default reverses the axes; folded on constants"},
+		"Conv":                      {emitConv, "conv1d/conv2d {stride, padding, dilation, groups}; 3-D as conv2d per depth tap on the depth slices folded into the batch, added; pads or auto_pad (SAME_UPPER, SAME_LOWER, VALID), the part that differs at the two ends as a pad op before; kernel_shape checked against the weight; 3-D: symmetric pads"},
+		"MaxPool":                   {pool(ir.OpMaxPool2d), "max_pool2d {kernel, stride, padding, dilation}; 1-D through [N,C,1,L]; 3-D as max_pool2d per depth tap, maximum of the taps; pads or auto_pad, and ceil_mode, beyond the symmetric half-kernel part as a pad op before with the dtype's lowest finite value; no Indices output; strides default 1 as in ONNX; 3-D: symmetric pads, ceil_mode 0"},
+		"AveragePool":               {pool(ir.OpAvgPool2d), "avg_pool2d {kernel, stride, padding, count_include_pad}; 1-D through [N,C,1,L]; 3-D as the mean of avg_pool2d per depth tap (padded only with count_include_pad=1); pads or auto_pad beyond the symmetric half-kernel part as zeros before (counted with count_include_pad=1; else the window sums over the window counts of the input's own elements, which also gives ceil_mode); count_include_pad default 0 as in ONNX"},
 		"GlobalAveragePool":         {globalPool(ir.OpMean), "mean over the spatial axes, keepdims"},
-		"Pad":                       {emitPad, "pad {pads, value}; mode constant only; pads (and constant_value) from constant inputs at opset >= 11, attributes before; no axes input"},
+		"Pad":                       {emitPad, "pad {pads, value} in mode constant; modes reflect, edge and wrap as slices, flips, broadcasts and a concat per axis (exact gradients); pads (and constant_value) from constant inputs at opset >= 11, attributes before; no axes input"},
 		"BatchNormalization":        {emitBatchNorm, "training_mode=1 (opset >= 14): batch_norm with the batch's statistics; running mean and variance initializers become state that each training step updates as PyTorch's module does, momentum*running + (1-momentum)*batch with the batch's unbiased variance (ONNX's spec says the population variance), and outputs 1 and 2 are the updated values; otherwise the inference form (x - mean) / sqrt(var + eps) * scale + B with the running statistics as constants"},
 		"Dropout":                   {emitDropout, "the input when not training (training_mode input absent or false; from opset 7 to 11 always; before 7 when is_test is set) or when ratio is 0, with a mask output of all true; in training mode dropout {p=ratio} (kiln's own random stream, not PyTorch's), whose mask output is not computed"},
 		"SoftmaxCrossEntropyLoss":   {emitSoftmaxCE, "softmax_cross_entropy {reduction} on scores [N,C] and labels [N]; with scores [N,C,d1,...], class weights, an ignore_index in [0, C) or the log_prob output: log_softmax on axis 1, then as NegativeLogLikelihoodLoss; the log_prob output is that log_softmax"},
 		"NegativeLogLikelihoodLoss": {emitNLLLoss, "nll_loss {reduction} on [N,C] and labels [N]; scores [N,C,d1,...] with the class axis moved last and flattened; with class weights or an ignore_index in [0, C): nll_loss per element times weight[label] (0 at ignore_index), mean divided by the weights' sum; an ignore_index outside [0, C) (PyTorch's -100) changes nothing, and such a label is refused when the model runs"},
 		"Constant":                  {emitConstant, "folded: value (a tensor), value_float(s) or value_int(s)"},
 		"Shape":                     {emitShape, "folded: the static shape as i64, with start/end (opset >= 15)"},
-		"Gather":                    {emitGather, "folded on constants; else index_select {axis} on the flattened indices, reshaped to data[:axis] + indices.shape + data[axis+1:]; computed indices must lie in [0, size) (checked when the model runs), constant ones may be negative"},
+		"Gather":                    {emitGather, "folded on constants; on a kiln value, index_select {axis} of the flattened indices and a reshape (a scalar index drops the axis); constant indices count negatives from the end, computed ones (token ids) must lie in [0, size)"},
 		"Unsqueeze":                 {emitUnsqueeze, "reshape (unsqueeze); axes an attribute before opset 13, a constant input from 13; folded on constants"},
 		"Squeeze":                   {emitSqueeze, "reshape (squeeze); axes an attribute before opset 13, a constant input from 13 (absent: every axis of size 1); folded on constants"},
 		"Concat":                    {emitConcat, "concat {axis}; folded when every input is a constant"},
@@ -64,6 +64,64 @@ func init() {
 		"RNN":  {emitRecurrent(cellRNN), recurrentDoc(cellRNN)},
 		"GRU":  {emitRecurrent(cellGRU), recurrentDoc(cellGRU)},
 		"LSTM": {emitRecurrent(cellLSTM), recurrentDoc(cellLSTM)},
+
+		// Array ops (ops_array.go).
+		"CastLike":        {emitCastLike, "cast {dtype} to the second input's dtype, as Cast (opset 15)"},
+		"CumSum":          {emitCumSum, "cumsum {axis, exclusive, reverse}; axis a constant input"},
+		"Trilu":           {emitTrilu, "trilu {upper, k}; k an optional constant input (default 0)"},
+		"GatherElements":  {emitGatherElements, "gather {axis} (torch.gather); negative constant indices count from the end, a computed index must lie in [0, size)"},
+		"ArgMax":          {emitArg(ir.OpArgmax), "argmax {axes=[axis], keepdims} (default 1); the first largest, or with select_last_index=1 the last (size-1 minus argmax of the axis flipped); a NaN is larger than any number"},
+		"ArgMin":          {emitArg(ir.OpArgmin), "argmin {axes=[axis], keepdims} (default 1); the first smallest, or with select_last_index=1 the last (size-1 minus argmin of the axis flipped); a NaN is smaller than any number"},
+		"ReduceProd":      {reduce(ir.OpProd, 18), "prod {axes, keepdims}; axes as ReduceMean"},
+		"ReduceLogSumExp": {reduce(ir.OpLogSumExp, 18), "logsumexp {axes, keepdims}; axes as ReduceMean"},
+		"Einsum":          {emitEinsum, "lowered to transpose, reshape, sum and one batched matmul per pair of operands (left to right); ellipsis, implicit output and diagonals (a letter repeated in one term: reshape and a strided slice) supported; no broadcasting of a letter's dims"},
+		"ConvTranspose":   {emitConvTranspose, "conv_input_grad {stride, padding, dilation, groups, input_shape} (the adjoint of a convolution: gradients conv and conv_weight_grad), plus B per channel; 1-D and 2-D, and 3-D as the 2-D one per depth tap, spread along depth by the stride and added; pads (or output_shape, or auto_pad SAME_UPPER/SAME_LOWER) as ONNX says, a slice where they differ by a stride or more, zeros past the full result"},
+		// Compositions of kiln ops (compose.go).
+		"HardSigmoid":               {composed(emitHardSigmoid), "clip(alpha*x + beta, 0, 1) (alpha 0.2, beta 0.5)"},
+		"HardSwish":                 {composed(emitHardSigmoid), "x * clip(x/6 + 0.5, 0, 1)"},
+		"Selu":                      {composed(emitSelu), "gamma * elu {alpha}"},
+		"Celu":                      {composed(emitCelu), "alpha * elu(x / alpha)"},
+		"Softsign":                  {composed(emitSoftsign), "x / (1 + abs(x))"},
+		"Mish":                      {composed(emitMish), "x * tanh(softplus(x)) (softplus threshold 20)"},
+		"ThresholdedRelu":           {composed(emitThresholdedRelu), "where(x > alpha, x, 0) (alpha 1)"},
+		"Tan":                       {composed(emitTan), "sin / cos"},
+		"IsNaN":                     {composed(emitIsNaN), "not_equal x, x"},
+		"IsInf":                     {composed(emitIsInf), "abs(x) (or x, or -x, as detect_positive and detect_negative say) greater than the largest finite value"},
+		"PRelu":                     {emitPRelu, "prelu with one slope or one per channel ([C, 1, ...]); another broadcast slope as relu(x) + slope * (x - relu(x))"},
+		"Sum":                       {variadic(ir.OpAdd), "add, folded left over the inputs"},
+		"Mean":                      {emitVariadicMean, "add folded left over the inputs, divided by their number"},
+		"ReduceL1":                  {reduceComposite(ir.OpAbs, ir.OpSum, ir.OpInvalid), "sum of abs {axes, keepdims}; axes as ReduceMean"},
+		"ReduceL2":                  {reduceComposite(ir.OpSquare, ir.OpSum, ir.OpSqrt), "sqrt of the sum of squares {axes, keepdims}; axes as ReduceMean"},
+		"ReduceSumSquare":           {reduceComposite(ir.OpSquare, ir.OpSum, ir.OpInvalid), "sum of squares {axes, keepdims}; axes as ReduceMean"},
+		"ReduceLogSum":              {reduceComposite(ir.OpInvalid, ir.OpSum, ir.OpLog), "log of the sum {axes, keepdims}; axes as ReduceMean"},
+		"GlobalMaxPool":             {emitGlobalMaxPool, "max over the spatial axes, keepdims"},
+		"Tile":                      {emitTile, "reshape, broadcast_to and reshape by the constant repeats"},
+		"DepthToSpace":              {emitDepthToSpace, "reshape, transpose, reshape (modes DCR and CRD)"},
+		"SpaceToDepth":              {emitSpaceToDepth, "reshape, transpose, reshape"},
+		"Mod":                       {emitMod, "mod (the remainder with the divisor's sign) for fmod=0; sign(a) * mod(|a|, |b|) for fmod=1"},
+		"Resize":                    {emitResize, "one matmul per resized axis by a constant matrix of interpolation weights (exact gradients); modes nearest, linear and cubic (cubic_coeff_a, exclude_outside), every coordinate_transformation_mode but tf_crop_and_resize, every nearest_mode; constant scales or sizes, no axes attribute; opset 10: scales, asymmetric coordinates, nearest by floor"},
+		"Upsample":                  {emitResize, "as Resize at opset 10 (scales an attribute before opset 9, an input from 9)"},
+		"Sinh":                      {composed(emitSinh), "(exp(x) - exp(-x)) / 2"},
+		"Cosh":                      {composed(emitCosh), "(exp(x) + exp(-x)) / 2"},
+		"Asinh":                     {composed(emitAsinh), "log(x + sqrt(x^2 + 1))"},
+		"Acosh":                     {composed(emitAcosh), "log(x + sqrt(x^2 - 1))"},
+		"Atanh":                     {composed(emitAtanh), "log((1 + x) / (1 - x)) / 2"},
+		"LpNormalization":           {composed(emitLpNormalization), "x divided by its p-norm along axis (p 1 or 2, default 2; axis default -1)"},
+		"MeanVarianceNormalization": {composed(emitMeanVarianceNormalization), "(x - mean) / (sqrt(biased variance) + 1e-9) over axes (default [0, 2, 3]), ONNX's function"},
+		"Hardmax":                   {composed(emitHardmax), "one_hot of argmax along axis (the first largest; opset 13 semantics, axis default -1)"},
+		"OneHot":                    {emitOneHot, "one_hot {classes=depth} (float indices cast to i64), times on - off plus off, the class axis moved to axis; constant indices count negatives from the end, computed ones must lie in [0, depth)"},
+		"ScatterElements":           {emitScatterElements, "reduction add: scatter_add {axis}; none (the default): where an index points, scatter_add of the updates into zeros, else the input (exact for unique indices, as ONNX needs); negative constant indices count from the end"},
+		"Size":                      {emitSize, "folded: the number of elements as an i64 scalar"},
+		"Xor":                       {emitXor, "(a or b) and not (a and b)"},
+		"GatherND":                  {emitGatherND, "index_select of rows of the data seen as [prod(batch and addressed dims), rest] (batch_dims supported); row numbers computed at import for constant indices (negatives from the end), else by integer mul and sum (CPU)"},
+		"ScatterND":                 {emitScatterND, "index_add of the updates at the rows the indices name (reduction add); none: where a row is named, the updates, else the data (exact for unique indices)"},
+		"EyeLike":                   {emitEyeLike, "folded: ones on diagonal k"},
+		"Compress":                  {emitCompress, "index_select of the positions where the constant condition is true (along axis, or of the flattened input)"},
+		"LRN":                       {emitLRN, "x * (bias + alpha/size * the channel window's sum of squares)^-beta, the window as padded channel slices added"},
+		"Shrink":                    {composed(emitShrink), "where(x < -lambd, x + bias, where(x > lambd, x - bias, 0))"},
+		"LayerNormalization":        {emitLayerNormalization, "layer_norm {axes=[axis..], eps=epsilon}, times Scale plus B broadcast; the Mean and InvStdDev outputs, when used, from mean and rsqrt of the biased variance"},
+		"InstanceNormalization":     {emitInstanceNormalization, "layer_norm {axes=[2..], eps=epsilon} (each sample and channel over its spatial axes), times scale plus B per channel"},
+		"GroupNormalization":        {emitGroupNormalization, "reshape to [N, num_groups, rest], layer_norm {axes=[2], eps=epsilon}, reshape back, times scale plus bias per channel (opset 21) or per group (opset 18's [G] scale)"},
 	}
 	for _, rows := range []map[string]Rule{moreOps(), shapeOps(), backendOps()} {
 		for k, r := range rows {
@@ -541,7 +599,14 @@ func emitReshape(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 }
 
 func emitTranspose(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
-	x, err := im.id(n, 0)
+	v, err := im.in(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	if v.c != nil && !v.param {
+		return foldTranspose(n, v.c)
+	}
+	x, err := im.value(v, true)
 	if err != nil {
 		return nil, err
 	}
@@ -605,21 +670,27 @@ func emitConv(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 		op = ir.OpConv1d
 	case 2:
 		op = ir.OpConv2d
+	case 3:
+		return emitConv3d(im, n, x, w) // conv3d.go
 	default:
-		return nil, fmt.Errorf("%d-D convolution is not supported (1-D and 2-D are)", d)
+		return nil, fmt.Errorf("%d-D convolution is not supported (1-D, 2-D and 3-D are)", d)
 	}
 	if ks, ok := attrInts(n, "kernel_shape"); ok && !ir.Shape(ks).Equal(ir.Shape(ws[2:])) {
 		return nil, fmt.Errorf("kernel_shape %v does not match the weight's shape %v", ks, ws)
 	}
-	pad, err := spatial(n, d)
+	stride, dil := intsOr(n, "strides", d, 1), intsOr(n, "dilations", d, 1)
+	if len(stride) != d || len(dil) != d {
+		return nil, fmt.Errorf("expected %d strides and dilations, found %v and %v", d, stride, dil)
+	}
+	x, pad, _, err := im.windowPads(n, x, ws[2:], stride, dil, 0, false, true, false) // pads.go
 	if err != nil {
 		// auto_pad or pads that differ at the two ends: a pad op first.
 		if x, pad, err = im.convPad(n, x, ws); err != nil {
 			return nil, err
 		}
 	}
-	attrs := ir.MakeAttrs("stride", ir.Ints(intsOr(n, "strides", d, 1)...), "padding", ir.Ints(pad...),
-		"dilation", ir.Ints(intsOr(n, "dilations", d, 1)...), "groups", ir.Int(int(attrInt(n, "group", 1))))
+	attrs := ir.MakeAttrs("stride", ir.Ints(stride...), "padding", ir.Ints(pad...),
+		"dilation", ir.Ints(dil...), "groups", ir.Int(int(attrInt(n, "group", 1))))
 	args := []ir.ID{x, w}
 	if has(n, 2) {
 		b, err := im.id(n, 2)
@@ -644,22 +715,41 @@ func pool(op ir.Op) func(*importer, *onnxpb.NodeProto) ([]*val, error) {
 			return nil, errors.New("the Indices output is not supported")
 		}
 		kernel, ok := attrInts(n, "kernel_shape")
-		if !ok || len(kernel) != 2 {
-			return nil, fmt.Errorf("expected a 2-D kernel_shape, found %v", kernel)
+		if !ok || len(kernel) < 1 || len(kernel) > 3 {
+			return nil, fmt.Errorf("expected a 1-D, 2-D or 3-D kernel_shape, found %v", kernel)
 		}
-		if attrInt(n, "ceil_mode", 0) != 0 {
-			return nil, errors.New("ceil_mode 1 is not supported")
+		if len(kernel) == 1 {
+			return pool1d(im, n, op, x) // pads.go
 		}
-		pad, err := spatial(n, 2)
+		if len(kernel) == 3 {
+			if attrInt(n, "ceil_mode", 0) != 0 {
+				return nil, errors.New("ceil_mode 1 is not supported for 3-D pooling")
+			}
+			return pool3d(im, n, op, x, kernel) // conv3d.go
+		}
+		stride, dil := intsOr(n, "strides", 2, 1), intsOr(n, "dilations", 2, 1)
+		if len(stride) != 2 || len(dil) != 2 {
+			return nil, fmt.Errorf("expected 2 strides and dilations, found %v and %v", stride, dil)
+		}
+		include := attrInt(n, "count_include_pad", 0) != 0
+		fill := 0.0
+		if op == ir.OpMaxPool2d {
+			fill = im.lowest(x)
+		}
+		orig := x
+		x, pad, pre, err := im.windowPads(n, x, kernel, stride, dil, fill, true, true, op == ir.OpMaxPool2d || !include) // pads.go
 		if err != nil {
 			return nil, err
 		}
-		attrs := ir.MakeAttrs("kernel", ir.Ints(kernel...), "stride", ir.Ints(intsOr(n, "strides", 2, 1)...), "padding", ir.Ints(pad...))
+		if op == ir.OpAvgPool2d && !include && pre != nil {
+			return avgPoolCounted(im, orig, x, kernel, stride, pad, pre) // pads.go
+		}
+		attrs := ir.MakeAttrs("kernel", ir.Ints(kernel...), "stride", ir.Ints(stride...), "padding", ir.Ints(pad...))
 		if op == ir.OpMaxPool2d {
 			if attrInt(n, "storage_order", 0) != 0 {
 				return nil, errors.New("storage_order 1 is not supported")
 			}
-			attrs = attrs.With("dilation", ir.Ints(intsOr(n, "dilations", 2, 1)...))
+			attrs = attrs.With("dilation", ir.Ints(dil...))
 		} else {
 			attrs = attrs.With("count_include_pad", ir.BoolAttr(attrInt(n, "count_include_pad", 0) != 0))
 		}
@@ -692,8 +782,9 @@ func emitPad(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	if err != nil {
 		return nil, err
 	}
-	if m := attrString(n, "mode", "constant"); m != "constant" {
-		return nil, fmt.Errorf("mode %q is not supported (only constant)", ir.Excerpt(m))
+	mode := attrString(n, "mode", "constant")
+	if mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap" {
+		return nil, fmt.Errorf("mode %q is not supported (constant, reflect, edge, wrap)", ir.Excerpt(mode))
 	}
 	var pads []int
 	value := 0.0
@@ -728,6 +819,9 @@ func emitPad(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	r := len(im.shapeOf(x))
 	if len(pads) != 2*r {
 		return nil, fmt.Errorf("expected %d pads for rank %d, found %d", 2*r, r, len(pads))
+	}
+	if mode != "constant" {
+		return padMode(im, x, mode, pads)
 	}
 	// ONNX: [b_0 .. b_r-1, e_0 .. e_r-1]; kiln: pairs from the last axis.
 	kp := make([]int, 0, 2*r)

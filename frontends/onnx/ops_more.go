@@ -36,7 +36,7 @@ func moreOps() map[string]Rule {
 		"Elu":            {withAlpha(ir.OpElu, 1), "elu {alpha} (default 1)"},
 		"Softplus":       {unaryAttrs(ir.OpSoftplus, ir.MakeAttrs("beta", ir.Float(1), "threshold", ir.Float(20))), "softplus {beta=1, threshold=20} (x itself above 20, where log(1+e^x) rounds to x in f32)"},
 		"Gelu":           {emitGelu, "gelu {approximate} (opset 20; \"none\" or \"tanh\")"},
-		"Pow":            {emitPow, "pow {exponent} when the exponent is a one-element constant, else pow a, b (one dtype)"},
+		"Pow":            {emitPow, "pow {exponent} when the exponent is a one-element constant, else pow a, b with b cast to a's float dtype; an integer base through f64 and cast back"},
 		"Clip":           {emitClip, "clip {min, max}; attributes before opset 11, optional constant inputs from 11"},
 		"ReduceSum":      {reduce(ir.OpSum, 13), "sum {axes, keepdims}; axes an attribute before opset 13, a constant input from 13; keepdims default 1; no axes: every axis (noop_with_empty_axes=1: the input)"},
 		"ReduceMean":     {reduce(ir.OpMean, 18), "mean {axes, keepdims}; axes an input from opset 18, else as ReduceSum"},
@@ -148,7 +148,7 @@ func emitPow(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	if err != nil {
 		return nil, err
 	}
-	if e.c != nil && !e.param && e.c.n() == 1 {
+	if e.c != nil && !e.param && e.c.n() == 1 && im.g.Type(x).DType.IsFloat() {
 		return one(im.add(ir.OpPow, ir.MakeAttrs("exponent", ir.Float(e.c.floats()[0])), x))
 	}
 	y, err := im.value(e, true)
@@ -157,6 +157,24 @@ func emitPow(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	}
 	if y, err = im.legacyBroadcast(n, x, y); err != nil {
 		return nil, err
+	}
+	if dx := im.g.Type(x).DType; dx.IsInt() {
+		// An integer base: computed in f64 (exact for the integers an
+		// integer power holds) and cast back, truncating.
+		c := &chain{im: im}
+		f64 := ir.MakeAttrs("dtype", ir.String("f64"))
+		xf, yf := c.op(ir.OpCast, f64, x), y
+		if im.g.Type(y).DType != ir.F64 {
+			yf = c.op(ir.OpCast, f64, y)
+		}
+		return c.done(c.op(ir.OpCast, ir.MakeAttrs("dtype", ir.String(dx.String())), c.op(ir.OpPow, nil, xf, yf)))
+	} else if dx.IsFloat() && im.g.Type(y).DType != dx {
+		// ONNX lets the exponent's type differ: cast it to the base's.
+		cy, err := castValue(im, y, dx)
+		if err != nil {
+			return nil, err
+		}
+		y = cy[0].id
 	}
 	return one(im.add(ir.OpPow, nil, x, y))
 }
@@ -206,32 +224,44 @@ func reduce(op ir.Op, inputFrom int) func(*importer, *onnxpb.NodeProto) ([]*val,
 		if err != nil {
 			return nil, err
 		}
-		var axes []int
-		if im.opset < inputFrom {
-			axes, _ = attrInts(n, "axes")
-		} else if has(n, 1) {
-			c, err := im.constIn(n, 1)
-			if err != nil {
-				return nil, err
-			}
-			for _, a := range c.ints() {
-				axes = append(axes, int(a))
-			}
+		attrs, err := im.reduceAttrs(n, x, inputFrom)
+		if err != nil || attrs == nil {
+			return []*val{{id: x}}, err
 		}
-		r := len(im.shapeOf(x))
-		if len(axes) == 0 {
-			if attrInt(n, "noop_with_empty_axes", 0) != 0 {
-				return []*val{{id: x}}, nil
-			}
-			for k := range r {
-				axes = append(axes, k)
-			}
-		}
-		for k, a := range axes {
-			if axes[k], err = normAxis(a, r); err != nil {
-				return nil, err
-			}
-		}
-		return one(im.add(op, ir.MakeAttrs("axes", ir.Ints(axes...), "keepdims", ir.BoolAttr(attrInt(n, "keepdims", 1) != 0)), x))
+		return one(im.add(op, attrs, x))
 	}
+}
+
+// reduceAttrs returns the {axes, keepdims} of ReduceX node n on x, whose
+// axes moved from an attribute to an input at opset inputFrom, or nil
+// attrs when the node is the identity (no axes, noop_with_empty_axes=1).
+func (im *importer) reduceAttrs(n *onnxpb.NodeProto, x ir.ID, inputFrom int) (ir.Attrs, error) {
+	var err error
+	var axes []int
+	if im.opset < inputFrom {
+		axes, _ = attrInts(n, "axes")
+	} else if has(n, 1) {
+		c, err := im.constIn(n, 1)
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range c.ints() {
+			axes = append(axes, int(a))
+		}
+	}
+	r := len(im.shapeOf(x))
+	if len(axes) == 0 {
+		if attrInt(n, "noop_with_empty_axes", 0) != 0 {
+			return nil, nil
+		}
+		for k := range r {
+			axes = append(axes, k)
+		}
+	}
+	for k, a := range axes {
+		if axes[k], err = normAxis(a, r); err != nil {
+			return nil, err
+		}
+	}
+	return ir.MakeAttrs("axes", ir.Ints(axes...), "keepdims", ir.BoolAttr(attrInt(n, "keepdims", 1) != 0)), nil
 }

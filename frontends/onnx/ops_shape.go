@@ -13,9 +13,9 @@ import (
 // each folds on constants.
 func shapeOps() map[string]Rule {
 	return map[string]Rule{
-		"Slice":  {emitSlice, "slice {axis, start, end, step} per axis; starts, ends, axes, steps attributes before opset 10, constant inputs from 10; steps >= 1; folded on constants"},
+		"Slice":  {emitSlice, "slice {axis, start, end, step} per axis; starts, ends, axes, steps attributes before opset 10, constant inputs from 10; a negative step is flip then slice; folded on constants"},
 		"Expand": {emitExpand, "broadcast_to the broadcast of the input's shape with the constant shape input; folded on constants"},
-		"Cast":   {emitCast, "folded on constants; on a kiln value only to its own dtype (kiln has no cast op yet)"},
+		"Cast":   {emitCast, "cast {dtype=to} (f32, f64, i32, i64, bool; floats to integers truncate, NaN gives 0, out of range saturates); folded on constants by the same rules"},
 		"Range":  {emitRange, "folded: start, limit, delta constants"},
 		"Split":  {emitSplit, "slice {axis} per output; sizes from the split attribute before opset 13, the constant split input from 13, else equal parts (num_outputs at opset 18)"},
 	}
@@ -81,6 +81,7 @@ func emitSlice(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 		return nil, errors.New("starts, ends, axes and steps differ in length")
 	}
 	specs := make([]sliceSpec, len(starts))
+	flips := make([]bool, len(starts)) // the axis reversed first (a negative step)
 	for k := range starts {
 		axis := k
 		if axes != nil {
@@ -96,15 +97,34 @@ func emitSlice(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 		if steps != nil {
 			step = steps[k]
 		}
-		if step < 1 || step > ir.MaxTensorBytes {
-			return nil, fmt.Errorf("step %d is not supported (steps >= 1)", step)
+		if step == 0 || step > ir.MaxTensorBytes || step < -ir.MaxTensorBytes {
+			return nil, fmt.Errorf("step %d is not supported (a nonzero step)", step)
+		}
+		if step < 0 {
+			// ONNX clamps start to [0, d-1] and end to [-1, d-1]; the
+			// elements start, start+step, ... above end are a positive
+			// slice of the axis reversed.
+			d := int64(shape[axis])
+			norm := func(v, lo int64) int64 {
+				if v < 0 {
+					v += d
+				}
+				return min(max(v, lo), d-1)
+			}
+			s, e := norm(starts[k], 0), norm(ends[k], -1)
+			specs[k] = sliceSpec{axis, int(d - 1 - s), int(max(d-1-e, d-1-s)), int(-step)}
+			flips[k] = true
+			continue
 		}
 		s, e := clampSlice(starts[k], ends[k], shape[axis])
 		specs[k] = sliceSpec{axis, s, e, int(step)}
 	}
 	if v.c != nil && !v.param {
 		c := v.c
-		for _, sp := range specs {
+		for k, sp := range specs {
+			if flips[k] {
+				c = flipConst(c, sp.axis)
+			}
 			c = sliceConst(c, sp)
 		}
 		return []*val{{id: ir.NoID, c: c}}, nil
@@ -113,12 +133,35 @@ func emitSlice(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, sp := range specs {
+	for k, sp := range specs {
+		if flips[k] {
+			if x, err = im.g.Add("", ir.OpFlip, ir.MakeAttrs("axes", ir.Ints(sp.axis)), x); err != nil {
+				return nil, err
+			}
+		}
 		if x, err = im.g.Add("", ir.OpSlice, ir.MakeAttrs("axis", ir.Int(sp.axis), "start", ir.Int(sp.start), "end", ir.Int(sp.end), "step", ir.Int(sp.step)), x); err != nil {
 			return nil, err
 		}
 	}
 	return []*val{{id: x}}, nil
+}
+
+// flipConst reverses a constant along one axis.
+func flipConst(c *tensor, axis int) *tensor {
+	c.load()
+	outer, d, inner := prod(c.shape[:axis]), c.shape[axis], prod(c.shape[axis+1:])
+	out := &tensor{dt: c.dt, shape: c.shape}
+	for o := range outer {
+		for i := d - 1; i >= 0; i-- {
+			base := (o*d + i) * inner
+			if c.dt.IsFloat() {
+				out.f = append(out.f, c.f[base:base+inner]...)
+			} else {
+				out.i = append(out.i, c.i[base:base+inner]...)
+			}
+		}
+	}
+	return out
 }
 
 // sliceConst slices a constant along one axis (start <= end already
@@ -236,14 +279,12 @@ func emitCast(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	if err != nil {
 		return nil, err
 	}
-	if from := im.g.Type(x).DType; from != to {
-		return nil, fmt.Errorf("a cast of a computed value from %s to %s is not supported yet", from, to)
-	}
-	return []*val{{id: x}}, nil
+	return castValue(im, x, to)
 }
 
-// castConst converts a constant as ONNX's Cast does (floats to integers
-// truncate toward zero; nonzero is true).
+// castConst converts a constant as kiln's cast op does (ir's cast doc:
+// floats to integers truncate toward zero, NaN gives 0 and out of range
+// saturates; integers wrap; nonzero is true).
 func castConst(c *tensor, to ir.DType) *tensor {
 	c.load()
 	out := &tensor{dt: to, shape: c.shape}
@@ -251,7 +292,11 @@ func castConst(c *tensor, to ir.DType) *tensor {
 		out.f = make([]float64, c.n())
 		for k, x := range c.floats() {
 			if to == ir.F32 {
-				x = float64(float32(x))
+				if c.dt == ir.I64 {
+					x = float64(float32(c.i[k])) // rounded once, as the kernel
+				} else {
+					x = float64(float32(x))
+				}
 			}
 			out.f[k] = x
 		}
@@ -266,8 +311,8 @@ func castConst(c *tensor, to ir.DType) *tensor {
 				if f != 0 {
 					x = 1
 				}
-			} else if !math.IsNaN(f) {
-				x = int64(math.Trunc(max(min(f, math.MaxInt64/2), math.MinInt64/2)))
+			} else {
+				x = ir.CastFloatToInt(f, to)
 			}
 		} else {
 			x = c.i[k]

@@ -140,8 +140,8 @@ func TestBadModels(t *testing.T) {
 			for i := range 3 {
 				m.Graph.Node = append(m.Graph.Node, &onnxpb.NodeProto{Name: proto.String("l" + string(rune('0'+i))), OpType: proto.String("Loop")})
 			}
-			m.Graph.Node = append(m.Graph.Node, &onnxpb.NodeProto{Name: proto.String("e"), OpType: proto.String("Einsum")})
-		}), "unsupported op Einsum: 1 node(s), the first \"e\"\nunsupported op Loop: 3 node(s), the first \"l0\""},
+			m.Graph.Node = append(m.Graph.Node, &onnxpb.NodeProto{Name: proto.String("e"), OpType: proto.String("NonMaxSuppression")})
+		}), "unsupported op Loop: 3 node(s), the first \"l0\"\nunsupported op NonMaxSuppression: 1 node(s), the first \"e\""},
 		{"constant without a tensor", tinyModel(raw(), func(m *onnxpb.ModelProto) {
 			m.Graph.Node = append([]*onnxpb.NodeProto{{Name: proto.String("c"), OpType: proto.String("Constant"), Output: []string{"c"},
 				Attribute: []*onnxpb.AttributeProto{{Name: proto.String("value"), Type: onnxpb.AttributeProto_TENSOR.Enum()}}}}, m.Graph.Node...)

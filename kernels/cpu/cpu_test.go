@@ -59,6 +59,8 @@ func TestRegisteredDTypes(t *testing.T) {
 		ir.OpSoftmaxGrad: floats, ir.OpLogSoftmaxGrad: floats, ir.OpMaxGrad: floats, ir.OpSoftmaxCEGrad: floats,
 		// Fused elementwise programs (fused_elementwise.go).
 		ir.OpFusedElementwise: floats, ir.OpFusedMatmul: floats, ir.OpFusedReduce: floats,
+		// Array ops (cast.go, array.go).
+		ir.OpCast: allDTypes, ir.OpCumsum: numeric, ir.OpTrilu: allDTypes,
 	}
 	for _, op := range ir.Ops() {
 		for _, dt := range allDTypes {

@@ -455,6 +455,9 @@ func singleOp(n *kernels.Node) ir.EwProgram {
 
 // buildElementwise builds any op of ewRules.
 func buildElementwise(n *kernels.Node) (*Kernel, error) {
+	if len(n.Args) == 2 && n.Out.DType == ir.Bool && n.Args[0].DType.IsInt() && n.Args[0].DType == n.Args[1].DType && n.Op != ir.OpLogicalAnd && n.Op != ir.OpLogicalOr {
+		return buildIntElementwise(n) // a comparison of integers (cast.go)
+	}
 	for _, t := range n.Args {
 		if t.DType != ir.F32 && t.DType != ir.Bool {
 			return nil, fmt.Errorf("the GPU's elementwise kernels take f32 and bool operands, found %s", t)

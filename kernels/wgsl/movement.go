@@ -50,6 +50,9 @@ func Copy(t ir.Type) *Kernel { return copyWords(Operand{Arg, 0}, words(t)) }
 // stored in whole words.
 func gatherKernel(n *kernels.Node, offset string) (*Kernel, error) {
 	w := elemWords(n.Out.DType)
+	if n.Out.DType == ir.Bool {
+		return boolGather(n, offset) // cast.go
+	}
 	if w == 0 {
 		return nil, fmt.Errorf("the GPU moves %s elements only as whole words; %s is not supported", n.Out.DType, n.Out)
 	}
@@ -152,7 +155,7 @@ func buildOneHot(n *kernels.Node) (*Kernel, error) {
 }
 
 func init() {
-	for _, dt := range []ir.DType{ir.F32, ir.I32, ir.I64} {
+	for _, dt := range []ir.DType{ir.F32, ir.I32, ir.I64, ir.Bool} {
 		register(ir.OpTranspose, dt, buildTranspose)
 		register(ir.OpBroadcastTo, dt, buildBroadcastTo)
 	}

@@ -330,6 +330,15 @@ glog[2, 3] = inf
 case("logic_gate", "%y = logic_gate %a, %b, %l", {"a": ga, "b": gb, "l": glog}, logic_gate)
 
 
+# Array ops (ir/ops_array.go).
+case("cast_f32", "%y = cast %x {dtype=\"f32\"}", {"x": u}, lambda x: x.to(torch.float32), grad=False)
+case("cast_bool", "%y = cast %x {dtype=\"bool\"}", {"x": u}, lambda x: x.bool(), grad=False)
+case("cumsum", "%y = cumsum %x {axis=1}", {"x": x35}, lambda x: torch.cumsum(x, 1))
+case("cumsum_reverse_exclusive", "%y = cumsum %x {axis=1, reverse=true, exclusive=true}", {"x": x35},
+     lambda x: torch.cat([torch.flip(torch.cumsum(torch.flip(x, [1]), 1), [1])[:, 1:], torch.zeros_like(x[:, :1])], 1))
+case("trilu", "%y = trilu %x {k=1}", {"x": x35}, lambda x: torch.triu(x, 1))
+case("trilu_lower", "%y = trilu %x {upper=false, k=-1}", {"x": x35}, lambda x: torch.tril(x, -1))
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     texts, tensors = [], {}

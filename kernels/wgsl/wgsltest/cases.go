@@ -37,7 +37,8 @@ func Cases() []Case {
 	cases = append(cases, moves...)
 	cases = append(cases, moveTypes()...)
 	cases = append(cases, reductions...)
-	return append(cases, losses()...)
+	cases = append(cases, losses()...)
+	return append(cases, Array()...)
 }
 
 // core: every elementwise op, on odd shapes with broadcasting, and the
