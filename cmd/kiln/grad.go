@@ -43,6 +43,9 @@ func runGrad(args []string, stdout io.Writer) error {
 	if err := checkFiles([]fileArg{{"FILE.kir", path}, {"-inputs", *inPath}}, []fileArg{{"-out", *outPath}}); err != nil {
 		return err
 	}
+	if err := cf.apply(&kiln.Options{}); err != nil { // usage errors first
+		return err
+	}
 	tensors, _, err := safetensors.ReadFile(*inPath)
 	if err != nil {
 		return err

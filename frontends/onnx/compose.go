@@ -13,101 +13,69 @@ import (
 // whose gradients are exact, so nothing here needs a rule or a kernel of
 // its own.
 
-// chain builds a composition, keeping the first error: each method adds
-// one op (nothing once an error is kept).
-type chain struct {
-	im  *importer
-	err error
-}
-
-func (c *chain) op(op ir.Op, attrs ir.Attrs, args ...ir.ID) ir.ID {
-	if c.err != nil {
-		return ir.NoID
-	}
-	id, err := c.im.g.Add("", op, attrs, args...)
-	c.err = err
-	return id
-}
-
-// scalar returns a one-element constant of x's dtype.
-func (c *chain) scalar(v float64, like ir.ID) ir.ID {
-	if c.err != nil {
-		return ir.NoID
-	}
-	t := &tensor{dt: c.im.g.Type(like).DType, shape: []int{}, f: []float64{v}}
-	if !t.dt.IsFloat() {
-		t.f, t.i = nil, []int64{int64(v)}
-	}
-	id, err := c.im.constOp(t)
-	c.err = err
-	return id
-}
-
-func (c *chain) done(id ir.ID) ([]*val, error) {
-	if c.err != nil {
-		return nil, c.err
-	}
-	return []*val{{id: id}}, nil
+// scalarLike returns a one-element constant of like's dtype holding v.
+func (b *builder) scalarLike(v float64, like ir.ID) ir.ID {
+	return b.scalar(b.dtype(like), v)
 }
 
 // composed returns the emitter of a unary composition f of input 0.
-func composed(f func(c *chain, n *onnxpb.NodeProto, x ir.ID) ir.ID) func(*importer, *onnxpb.NodeProto) ([]*val, error) {
+func composed(f func(c *builder, n *onnxpb.NodeProto, x ir.ID) ir.ID) func(*importer, *onnxpb.NodeProto) ([]*val, error) {
 	return func(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 		x, err := im.id(n, 0)
 		if err != nil {
 			return nil, err
 		}
-		c := &chain{im: im}
-		return c.done(f(c, n, x))
+		c := &builder{im: im}
+		return c.result(f(c, n, x))
 	}
 }
 
-func emitHardSigmoid(c *chain, n *onnxpb.NodeProto, x ir.ID) ir.ID {
+func emitHardSigmoid(c *builder, n *onnxpb.NodeProto, x ir.ID) ir.ID {
 	a, b := attrFloat(n, "alpha", 0.2), attrFloat(n, "beta", 0.5)
 	if n.GetOpType() == "HardSwish" {
 		a, b = 1.0/6, 0.5
 	}
-	h := c.op(ir.OpClip, ir.MakeAttrs("min", ir.Float(0), "max", ir.Float(1)), c.op(ir.OpAdd, nil, c.op(ir.OpMul, nil, x, c.scalar(a, x)), c.scalar(b, x)))
+	h := c.op(ir.OpClip, ir.MakeAttrs("min", ir.Float(0), "max", ir.Float(1)), c.op(ir.OpAdd, nil, c.op(ir.OpMul, nil, x, c.scalarLike(a, x)), c.scalarLike(b, x)))
 	if n.GetOpType() == "HardSwish" {
 		return c.op(ir.OpMul, nil, x, h)
 	}
 	return h
 }
 
-func emitSelu(c *chain, n *onnxpb.NodeProto, x ir.ID) ir.ID {
+func emitSelu(c *builder, n *onnxpb.NodeProto, x ir.ID) ir.ID {
 	a, g := attrFloat(n, "alpha", 1.67326319217681884765625), attrFloat(n, "gamma", 1.05070102214813232421875)
-	return c.op(ir.OpMul, nil, c.op(ir.OpElu, ir.MakeAttrs("alpha", ir.Float(a)), x), c.scalar(g, x))
+	return c.op(ir.OpMul, nil, c.op(ir.OpElu, ir.MakeAttrs("alpha", ir.Float(a)), x), c.scalarLike(g, x))
 }
 
-func emitCelu(c *chain, n *onnxpb.NodeProto, x ir.ID) ir.ID {
+func emitCelu(c *builder, n *onnxpb.NodeProto, x ir.ID) ir.ID {
 	a := attrFloat(n, "alpha", 1)
-	return c.op(ir.OpMul, nil, c.op(ir.OpElu, ir.MakeAttrs("alpha", ir.Float(1)), c.op(ir.OpDiv, nil, x, c.scalar(a, x))), c.scalar(a, x))
+	return c.op(ir.OpMul, nil, c.op(ir.OpElu, ir.MakeAttrs("alpha", ir.Float(1)), c.op(ir.OpDiv, nil, x, c.scalarLike(a, x))), c.scalarLike(a, x))
 }
 
-func emitSoftsign(c *chain, _ *onnxpb.NodeProto, x ir.ID) ir.ID {
-	return c.op(ir.OpDiv, nil, x, c.op(ir.OpAdd, nil, c.op(ir.OpAbs, nil, x), c.scalar(1, x)))
+func emitSoftsign(c *builder, _ *onnxpb.NodeProto, x ir.ID) ir.ID {
+	return c.op(ir.OpDiv, nil, x, c.op(ir.OpAdd, nil, c.op(ir.OpAbs, nil, x), c.scalarLike(1, x)))
 }
 
-func emitMish(c *chain, _ *onnxpb.NodeProto, x ir.ID) ir.ID {
+func emitMish(c *builder, _ *onnxpb.NodeProto, x ir.ID) ir.ID {
 	sp := c.op(ir.OpSoftplus, ir.MakeAttrs("beta", ir.Float(1), "threshold", ir.Float(20)), x)
 	return c.op(ir.OpMul, nil, x, c.op(ir.OpTanh, nil, sp))
 }
 
-func emitThresholdedRelu(c *chain, n *onnxpb.NodeProto, x ir.ID) ir.ID {
-	keep := c.op(ir.OpGreater, nil, x, c.scalar(attrFloat(n, "alpha", 1), x))
-	return c.op(ir.OpWhere, nil, keep, x, c.scalar(0, x))
+func emitThresholdedRelu(c *builder, n *onnxpb.NodeProto, x ir.ID) ir.ID {
+	keep := c.op(ir.OpGreater, nil, x, c.scalarLike(attrFloat(n, "alpha", 1), x))
+	return c.op(ir.OpWhere, nil, keep, x, c.scalarLike(0, x))
 }
 
-func emitTan(c *chain, _ *onnxpb.NodeProto, x ir.ID) ir.ID {
+func emitTan(c *builder, _ *onnxpb.NodeProto, x ir.ID) ir.ID {
 	return c.op(ir.OpDiv, nil, c.op(ir.OpSin, nil, x), c.op(ir.OpCos, nil, x))
 }
 
-func emitIsNaN(c *chain, _ *onnxpb.NodeProto, x ir.ID) ir.ID {
+func emitIsNaN(c *builder, _ *onnxpb.NodeProto, x ir.ID) ir.ID {
 	return c.op(ir.OpNotEqual, nil, x, x)
 }
 
 // emitIsInf compares |x| (or x, or -x) with the largest finite value.
-func emitIsInf(c *chain, n *onnxpb.NodeProto, x ir.ID) ir.ID {
+func emitIsInf(c *builder, n *onnxpb.NodeProto, x ir.ID) ir.ID {
 	big := math.MaxFloat64
 	if c.im.g.Type(x).DType == ir.F32 {
 		big = math.MaxFloat32
@@ -115,11 +83,11 @@ func emitIsInf(c *chain, n *onnxpb.NodeProto, x ir.ID) ir.ID {
 	pos, neg := attrInt(n, "detect_positive", 1) != 0, attrInt(n, "detect_negative", 1) != 0
 	switch {
 	case pos && neg:
-		return c.op(ir.OpGreater, nil, c.op(ir.OpAbs, nil, x), c.scalar(big, x))
+		return c.op(ir.OpGreater, nil, c.op(ir.OpAbs, nil, x), c.scalarLike(big, x))
 	case pos:
-		return c.op(ir.OpGreater, nil, x, c.scalar(big, x))
+		return c.op(ir.OpGreater, nil, x, c.scalarLike(big, x))
 	case neg:
-		return c.op(ir.OpLess, nil, x, c.scalar(-big, x))
+		return c.op(ir.OpLess, nil, x, c.scalarLike(-big, x))
 	}
 	a := c.op(ir.OpAbs, nil, x)
 	return c.op(ir.OpGreater, nil, a, a) // detects nothing: false everywhere
@@ -137,15 +105,15 @@ func emitPRelu(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 		return nil, err
 	}
 	xs, ss := im.shapeOf(x), im.shapeOf(s)
-	c := &chain{im: im}
+	c := &builder{im: im}
 	k := prod(ss)
 	// Per channel: the slope [C, 1, ...] aligned with x's axes 1, 2, ...
 	perChannel := len(xs) >= 2 && len(ss) == len(xs)-1 && ss[0] == xs[1] && k == xs[1]
 	if k == 1 || perChannel {
-		return c.done(c.op(ir.OpPrelu, nil, x, c.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(k)), s)))
+		return c.result(c.op(ir.OpPrelu, nil, x, c.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(k)), s)))
 	}
 	r := c.op(ir.OpRelu, nil, x)
-	return c.done(c.op(ir.OpAdd, nil, r, c.op(ir.OpMul, nil, s, c.op(ir.OpSub, nil, x, r))))
+	return c.result(c.op(ir.OpAdd, nil, r, c.op(ir.OpMul, nil, s, c.op(ir.OpSub, nil, x, r))))
 }
 
 // emitVariadicMean is Mean: the inputs added left to right, divided by
@@ -155,9 +123,9 @@ func emitVariadicMean(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &chain{im: im}
+	c := &builder{im: im}
 	y := out[0].id
-	return c.done(c.op(ir.OpDiv, nil, y, c.scalar(float64(len(n.Input)), y)))
+	return c.result(c.op(ir.OpDiv, nil, y, c.scalarLike(float64(len(n.Input)), y)))
 }
 
 // reduceComposite is a ReduceX that is pre applied before reduction op and
@@ -172,7 +140,7 @@ func reduceComposite(pre ir.Op, op ir.Op, post ir.Op) func(*importer, *onnxpb.No
 		if err != nil {
 			return nil, err
 		}
-		c := &chain{im: im}
+		c := &builder{im: im}
 		if pre != ir.OpInvalid {
 			x = c.op(pre, nil, x)
 		}
@@ -182,7 +150,7 @@ func reduceComposite(pre ir.Op, op ir.Op, post ir.Op) func(*importer, *onnxpb.No
 		if post != ir.OpInvalid {
 			x = c.op(post, nil, x)
 		}
-		return c.done(x)
+		return c.result(x)
 	}
 }
 
@@ -231,10 +199,10 @@ func emitTile(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	if _, err := (ir.Type{DType: ir.F32, Shape: out}).BytesChecked(); err != nil {
 		return nil, err
 	}
-	c := &chain{im: im}
+	c := &builder{im: im}
 	y := c.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(split...)), x)
 	y = c.op(ir.OpBroadcastTo, ir.MakeAttrs("shape", ir.Ints(wide...)), y)
-	return c.done(c.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(out...)), y))
+	return c.result(c.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(out...)), y))
 }
 
 // emitDepthToSpace and emitSpaceToDepth move blocks between the channels
@@ -250,7 +218,7 @@ func emitDepthToSpace(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 		return nil, fmt.Errorf("expected an input [N,C,H,W] with C divisible by blocksize^2, found %v and blocksize %d", xs, b)
 	}
 	nn, ch, h, w := xs[0], xs[1]/(b*b), xs[2], xs[3]
-	c := &chain{im: im}
+	c := &builder{im: im}
 	var y ir.ID
 	switch mode := attrString(n, "mode", "DCR"); mode {
 	case "DCR":
@@ -262,7 +230,7 @@ func emitDepthToSpace(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	default:
 		return nil, fmt.Errorf("mode %q is not supported (DCR or CRD)", ir.Excerpt(mode))
 	}
-	return c.done(c.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(nn, ch, h*b, w*b)), y))
+	return c.result(c.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(nn, ch, h*b, w*b)), y))
 }
 
 func emitSpaceToDepth(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
@@ -276,10 +244,10 @@ func emitSpaceToDepth(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 		return nil, fmt.Errorf("expected an input [N,C,H,W] with H and W divisible by blocksize, found %v and blocksize %d", xs, b)
 	}
 	nn, ch, h, w := xs[0], xs[1], xs[2]/b, xs[3]/b
-	c := &chain{im: im}
+	c := &builder{im: im}
 	y := c.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(nn, ch, h, b, w, b)), x)
 	y = c.op(ir.OpTranspose, ir.MakeAttrs("perm", ir.Ints(0, 3, 5, 1, 2, 4)), y)
-	return c.done(c.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(nn, ch*b*b, h, w)), y))
+	return c.result(c.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(nn, ch*b*b, h, w)), y))
 }
 
 // emitMod is mod (the remainder with the divisor's sign) for fmod=0, and
@@ -296,23 +264,23 @@ func emitMod(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &chain{im: im}
+	c := &builder{im: im}
 	m := c.op(ir.OpMod, nil, c.op(ir.OpAbs, nil, a), c.op(ir.OpAbs, nil, b))
-	return c.done(c.op(ir.OpMul, nil, c.op(ir.OpSign, nil, a), m))
+	return c.result(c.op(ir.OpMul, nil, c.op(ir.OpSign, nil, a), m))
 }
 
-func emitSinh(c *chain, _ *onnxpb.NodeProto, x ir.ID) ir.ID {
+func emitSinh(c *builder, _ *onnxpb.NodeProto, x ir.ID) ir.ID {
 	d := c.op(ir.OpSub, nil, c.op(ir.OpExp, nil, x), c.op(ir.OpExp, nil, c.op(ir.OpNeg, nil, x)))
-	return c.op(ir.OpMul, nil, d, c.scalar(0.5, x))
+	return c.op(ir.OpMul, nil, d, c.scalarLike(0.5, x))
 }
 
-func emitCosh(c *chain, _ *onnxpb.NodeProto, x ir.ID) ir.ID {
+func emitCosh(c *builder, _ *onnxpb.NodeProto, x ir.ID) ir.ID {
 	s := c.op(ir.OpAdd, nil, c.op(ir.OpExp, nil, x), c.op(ir.OpExp, nil, c.op(ir.OpNeg, nil, x)))
-	return c.op(ir.OpMul, nil, s, c.scalar(0.5, x))
+	return c.op(ir.OpMul, nil, s, c.scalarLike(0.5, x))
 }
 
 // emitLpNormalization divides by the p-norm (p 1 or 2) along axis.
-func emitLpNormalization(c *chain, n *onnxpb.NodeProto, x ir.ID) ir.ID {
+func emitLpNormalization(c *builder, n *onnxpb.NodeProto, x ir.ID) ir.ID {
 	axis, err := normAxis(int(attrInt(n, "axis", -1)), len(c.im.shapeOf(x)))
 	if err != nil {
 		c.err = err
@@ -334,7 +302,7 @@ func emitLpNormalization(c *chain, n *onnxpb.NodeProto, x ir.ID) ir.ID {
 
 // emitMeanVarianceNormalization is ONNX's function: (x - mean) / (sqrt of
 // the biased variance + 1e-9) over axes (default [0, 2, 3]).
-func emitMeanVarianceNormalization(c *chain, n *onnxpb.NodeProto, x ir.ID) ir.ID {
+func emitMeanVarianceNormalization(c *builder, n *onnxpb.NodeProto, x ir.ID) ir.ID {
 	axes, ok := attrInts(n, "axes")
 	if !ok {
 		axes = []int{0, 2, 3}
@@ -342,11 +310,11 @@ func emitMeanVarianceNormalization(c *chain, n *onnxpb.NodeProto, x ir.ID) ir.ID
 	red := ir.MakeAttrs("axes", ir.Ints(axes...), "keepdims", ir.BoolAttr(true))
 	d := c.op(ir.OpSub, nil, x, c.op(ir.OpMean, red, x))
 	sd := c.op(ir.OpSqrt, nil, c.op(ir.OpMean, red, c.op(ir.OpSquare, nil, d)))
-	return c.op(ir.OpDiv, nil, d, c.op(ir.OpAdd, nil, sd, c.scalar(1e-9, x)))
+	return c.op(ir.OpDiv, nil, d, c.op(ir.OpAdd, nil, sd, c.scalarLike(1e-9, x)))
 }
 
 // moveLastTo moves the last axis of y to position axis.
-func (c *chain) moveLastTo(y ir.ID, axis int) ir.ID {
+func (c *builder) moveLastTo(y ir.ID, axis int) ir.ID {
 	if c.err != nil {
 		return ir.NoID
 	}
@@ -366,7 +334,7 @@ func (c *chain) moveLastTo(y ir.ID, axis int) ir.ID {
 
 // emitHardmax is one_hot of argmax along axis (the first largest), in x's
 // dtype.
-func emitHardmax(c *chain, n *onnxpb.NodeProto, x ir.ID) ir.ID {
+func emitHardmax(c *builder, n *onnxpb.NodeProto, x ir.ID) ir.ID {
 	if c.im.opset < 13 {
 		c.err = errors.New("opsets before 13 (over the flattened axes from axis) are not supported")
 		return ir.NoID
@@ -477,21 +445,21 @@ func emitXor(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &chain{im: im}
-	return c.done(c.op(ir.OpLogicalAnd, nil, c.op(ir.OpLogicalOr, nil, a, b), c.op(ir.OpLogicalNot, nil, c.op(ir.OpLogicalAnd, nil, a, b))))
+	c := &builder{im: im}
+	return c.result(c.op(ir.OpLogicalAnd, nil, c.op(ir.OpLogicalOr, nil, a, b), c.op(ir.OpLogicalNot, nil, c.op(ir.OpLogicalAnd, nil, a, b))))
 }
 
-func emitAsinh(c *chain, _ *onnxpb.NodeProto, x ir.ID) ir.ID {
-	r := c.op(ir.OpSqrt, nil, c.op(ir.OpAdd, nil, c.op(ir.OpSquare, nil, x), c.scalar(1, x)))
+func emitAsinh(c *builder, _ *onnxpb.NodeProto, x ir.ID) ir.ID {
+	r := c.op(ir.OpSqrt, nil, c.op(ir.OpAdd, nil, c.op(ir.OpSquare, nil, x), c.scalarLike(1, x)))
 	return c.op(ir.OpLog, nil, c.op(ir.OpAdd, nil, x, r))
 }
 
-func emitAcosh(c *chain, _ *onnxpb.NodeProto, x ir.ID) ir.ID {
-	r := c.op(ir.OpSqrt, nil, c.op(ir.OpSub, nil, c.op(ir.OpSquare, nil, x), c.scalar(1, x)))
+func emitAcosh(c *builder, _ *onnxpb.NodeProto, x ir.ID) ir.ID {
+	r := c.op(ir.OpSqrt, nil, c.op(ir.OpSub, nil, c.op(ir.OpSquare, nil, x), c.scalarLike(1, x)))
 	return c.op(ir.OpLog, nil, c.op(ir.OpAdd, nil, x, r))
 }
 
-func emitAtanh(c *chain, _ *onnxpb.NodeProto, x ir.ID) ir.ID {
-	q := c.op(ir.OpDiv, nil, c.op(ir.OpAdd, nil, c.scalar(1, x), x), c.op(ir.OpSub, nil, c.scalar(1, x), x))
-	return c.op(ir.OpMul, nil, c.op(ir.OpLog, nil, q), c.scalar(0.5, x))
+func emitAtanh(c *builder, _ *onnxpb.NodeProto, x ir.ID) ir.ID {
+	q := c.op(ir.OpDiv, nil, c.op(ir.OpAdd, nil, c.scalarLike(1, x), x), c.op(ir.OpSub, nil, c.scalarLike(1, x), x))
+	return c.op(ir.OpMul, nil, c.op(ir.OpLog, nil, q), c.scalarLike(0.5, x))
 }

@@ -200,7 +200,7 @@ func pool3d(im *importer, n *onnxpb.NodeProto, op ir.Op, x ir.ID, kernel []int) 
 func (im *importer) convTranspose3d(x, w ir.ID, groups int, stride, dil, outPad, begin, end []int) (ir.ID, error) {
 	xs, ws := im.shapeOf(x), im.shapeOf(w)
 	n, ch, d := xs[0], xs[1], xs[2]
-	c := &chain{im: im}
+	c := &builder{im: im}
 	xf := c.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(n*d, ch, xs[3], xs[4])),
 		c.op(ir.OpTranspose, ir.MakeAttrs("perm", ir.Ints(0, 2, 1, 3, 4)), x))
 	if c.err != nil {

@@ -243,7 +243,7 @@ func (im *importer) transposeIfNeeded(x ir.ID, perm []int) (*val, error) {
 
 // einsumDiagonals takes the diagonal of t along every letter it repeats.
 func (im *importer) einsumDiagonals(t einsumTerm) (einsumTerm, error) {
-	c := &chain{im: im}
+	c := &builder{im: im}
 	for {
 		j1, j2 := -1, -1
 		for j := range t.letters {

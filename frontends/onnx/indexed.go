@@ -63,7 +63,7 @@ func (im *importer) ndRows(iv *val, dims []int, batch []int) (ir.ID, error) {
 	if len(is) == 0 || is[len(is)-1] != k {
 		return ir.NoID, fmt.Errorf("expected indices [..., %d], found %v", k, is)
 	}
-	c := &chain{im: im}
+	c := &builder{im: im}
 	if im.g.Type(idx).DType != ir.I64 {
 		idx = c.op(ir.OpCast, ir.MakeAttrs("dtype", ir.String("i64")), idx)
 	}
@@ -115,12 +115,12 @@ func emitGatherND(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &chain{im: im}
+	c := &builder{im: im}
 	rest := xs[b+k:]
 	x2 := c.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(prod(xs[:b+k]), prod(rest))), x)
 	y := c.op(ir.OpIndexSelect, ir.MakeAttrs("axis", ir.Int(0)), x2, rows)
 	out := append(append([]int(nil), is[:len(is)-1]...), rest...)
-	return c.done(c.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(out...)), y))
+	return c.result(c.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(out...)), y))
 }
 
 // emitScatterND writes (reduction none) or adds (add) the updates at the
@@ -149,7 +149,7 @@ func emitScatterND(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &chain{im: im}
+	c := &builder{im: im}
 	p, rest := prod(xs[:k]), prod(xs[k:])
 	m := prod(is[:len(is)-1])
 	x2 := c.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(p, rest)), x)
@@ -163,12 +163,12 @@ func emitScatterND(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 		dt := ir.String(im.g.Type(x).DType.String())
 		zeros := c.op(ir.OpConst, ir.MakeAttrs("dtype", dt, "shape", ir.Ints(p, rest), "value", ir.Float(0)))
 		ones := c.op(ir.OpConst, ir.MakeAttrs("dtype", dt, "shape", ir.Ints(m, rest), "value", ir.Float(1)))
-		hit := c.op(ir.OpGreater, nil, c.op(ir.OpIndexAdd, axis0, zeros, rows, ones), c.scalar(0, x))
+		hit := c.op(ir.OpGreater, nil, c.op(ir.OpIndexAdd, axis0, zeros, rows, ones), c.scalarLike(0, x))
 		y = c.op(ir.OpWhere, nil, hit, c.op(ir.OpIndexAdd, axis0, zeros, rows, u2), x2)
 	default:
 		return nil, fmt.Errorf("reduction %q is not supported (none, add)", ir.Excerpt(red))
 	}
-	return c.done(c.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(xs...)), y))
+	return c.result(c.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(xs...)), y))
 }
 
 // emitEyeLike folds to the constant with ones on diagonal k.
@@ -221,7 +221,7 @@ func emitCompress(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &chain{im: im}
+	c := &builder{im: im}
 	axis := 0
 	if a := attr(n, "axis"); a != nil {
 		if axis, err = normAxis(int(a.GetI()), len(im.shapeOf(x))); err != nil {
@@ -244,7 +244,7 @@ func emitCompress(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.done(c.op(ir.OpIndexSelect, ir.MakeAttrs("axis", ir.Int(axis)), x, idx))
+	return c.result(c.op(ir.OpIndexSelect, ir.MakeAttrs("axis", ir.Int(axis)), x, idx))
 }
 
 // emitLRN is local response normalization across channels: x divided by
@@ -262,7 +262,7 @@ func emitLRN(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	}
 	alpha, beta, bias := attrFloat(n, "alpha", 1e-4), attrFloat(n, "beta", 0.75), attrFloat(n, "bias", 1)
 	before, after := (size-1)/2, size-1-(size-1)/2
-	c := &chain{im: im}
+	c := &builder{im: im}
 	pads := make([]int, 2*(len(xs)-1))
 	pads[len(pads)-2], pads[len(pads)-1] = before, after
 	sq := c.op(ir.OpPad, ir.MakeAttrs("pads", ir.Ints(pads...)), c.op(ir.OpSquare, nil, x))
@@ -275,12 +275,12 @@ func emitLRN(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 			sum = c.op(ir.OpAdd, nil, sum, s)
 		}
 	}
-	den := c.op(ir.OpAdd, nil, c.op(ir.OpMul, nil, sum, c.scalar(alpha/float64(size), x)), c.scalar(bias, x))
-	return c.done(c.op(ir.OpMul, nil, x, c.op(ir.OpPow, ir.MakeAttrs("exponent", ir.Float(-beta)), den)))
+	den := c.op(ir.OpAdd, nil, c.op(ir.OpMul, nil, sum, c.scalarLike(alpha/float64(size), x)), c.scalarLike(bias, x))
+	return c.result(c.op(ir.OpMul, nil, x, c.op(ir.OpPow, ir.MakeAttrs("exponent", ir.Float(-beta)), den)))
 }
 
-func emitShrink(c *chain, n *onnxpb.NodeProto, x ir.ID) ir.ID {
+func emitShrink(c *builder, n *onnxpb.NodeProto, x ir.ID) ir.ID {
 	l, b := attrFloat(n, "lambd", 0.5), attrFloat(n, "bias", 0)
-	hi := c.op(ir.OpWhere, nil, c.op(ir.OpGreater, nil, x, c.scalar(l, x)), c.op(ir.OpSub, nil, x, c.scalar(b, x)), c.scalar(0, x))
-	return c.op(ir.OpWhere, nil, c.op(ir.OpLess, nil, x, c.scalar(-l, x)), c.op(ir.OpAdd, nil, x, c.scalar(b, x)), hi)
+	hi := c.op(ir.OpWhere, nil, c.op(ir.OpGreater, nil, x, c.scalarLike(l, x)), c.op(ir.OpSub, nil, x, c.scalarLike(b, x)), c.scalarLike(0, x))
+	return c.op(ir.OpWhere, nil, c.op(ir.OpLess, nil, x, c.scalarLike(-l, x)), c.op(ir.OpAdd, nil, x, c.scalarLike(b, x)), hi)
 }

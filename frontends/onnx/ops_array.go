@@ -162,9 +162,9 @@ func emitArg(op ir.Op) func(*importer, *onnxpb.NodeProto) ([]*val, error) {
 		}
 		// The last extreme element: the first of the axis reversed,
 		// counted from the end.
-		c := &chain{im: im}
+		c := &builder{im: im}
 		i := c.op(op, attrs, c.op(ir.OpFlip, ir.MakeAttrs("axes", ir.Ints(axis)), x))
-		return c.done(c.op(ir.OpSub, nil, c.scalar(float64(im.shapeOf(x)[axis]-1), i), i))
+		return c.result(c.op(ir.OpSub, nil, c.scalarLike(float64(im.shapeOf(x)[axis]-1), i), i))
 	}
 }
 
@@ -203,11 +203,11 @@ func emitLayerNormalization(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	}
 	// Mean and InvStdDev, when asked for: the statistics over the axes,
 	// kept as size-1 axes (biased variance).
-	c := &chain{im: im}
+	c := &builder{im: im}
 	red := ir.MakeAttrs("axes", ir.Ints(axes...), "keepdims", ir.BoolAttr(true))
 	mean := c.op(ir.OpMean, red, x)
 	v := c.op(ir.OpMean, red, c.op(ir.OpSquare, nil, c.op(ir.OpSub, nil, x, mean)))
-	inv := c.op(ir.OpRsqrt, nil, c.op(ir.OpAdd, nil, v, c.scalar(eps, x)))
+	inv := c.op(ir.OpRsqrt, nil, c.op(ir.OpAdd, nil, v, c.scalarLike(eps, x)))
 	if c.err != nil {
 		return nil, c.err
 	}
@@ -446,7 +446,7 @@ func (im *importer) convTranspose(x, w ir.ID, groups int, stride, dil, outPad, b
 		out = append(out, full+outPad[k])
 		crops = append(crops, crop{k + 2, begin[k], begin[k] + length})
 	}
-	c := &chain{im: im}
+	c := &builder{im: im}
 	y := c.op(ir.OpConvInputGrad, ir.MakeAttrs("stride", ir.Ints(stride...), "padding", ir.Ints(pad...),
 		"dilation", ir.Ints(dil...), "groups", ir.Int(groups), "input_shape", ir.Ints(out...)), x, w)
 	for _, cr := range crops {

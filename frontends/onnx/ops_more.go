@@ -161,13 +161,13 @@ func emitPow(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	if dx := im.g.Type(x).DType; dx.IsInt() {
 		// An integer base: computed in f64 (exact for the integers an
 		// integer power holds) and cast back, truncating.
-		c := &chain{im: im}
+		c := &builder{im: im}
 		f64 := ir.MakeAttrs("dtype", ir.String("f64"))
 		xf, yf := c.op(ir.OpCast, f64, x), y
 		if im.g.Type(y).DType != ir.F64 {
 			yf = c.op(ir.OpCast, f64, y)
 		}
-		return c.done(c.op(ir.OpCast, ir.MakeAttrs("dtype", ir.String(dx.String())), c.op(ir.OpPow, nil, xf, yf)))
+		return c.result(c.op(ir.OpCast, ir.MakeAttrs("dtype", ir.String(dx.String())), c.op(ir.OpPow, nil, xf, yf)))
 	} else if dx.IsFloat() && im.g.Type(y).DType != dx {
 		// ONNX lets the exponent's type differ: cast it to the base's.
 		cy, err := castValue(im, y, dx)

@@ -104,11 +104,11 @@ func (im *importer) lowest(x ir.ID) float64 {
 // (the counts from a constant mask of ones, padded with zeros likewise),
 // so the divisor counts x's elements only.
 func avgPoolCounted(im *importer, x, xp ir.ID, kernel, stride, pad, pre []int) ([]*val, error) {
-	c := &chain{im: im}
+	c := &builder{im: im}
 	ones := c.op(ir.OpConst, ir.MakeAttrs("dtype", ir.String(im.g.Type(x).DType.String()), "shape", ir.Ints(im.shapeOf(x)...), "value", ir.Float(1)))
 	mask := c.op(ir.OpPad, ir.MakeAttrs("pads", ir.Ints(pre...)), ones)
 	attrs := ir.MakeAttrs("kernel", ir.Ints(kernel...), "stride", ir.Ints(stride...), "padding", ir.Ints(pad...), "count_include_pad", ir.BoolAttr(true))
-	return c.done(c.op(ir.OpDiv, nil, c.op(ir.OpAvgPool2d, attrs, xp), c.op(ir.OpAvgPool2d, attrs, mask)))
+	return c.result(c.op(ir.OpDiv, nil, c.op(ir.OpAvgPool2d, attrs, xp), c.op(ir.OpAvgPool2d, attrs, mask)))
 }
 
 // pool1d is 1-D pooling over [N,C,L] as 2-D pooling over [N,C,1,L], the
@@ -144,7 +144,7 @@ func pool1d(im *importer, n *onnxpb.NodeProto, op ir.Op, x ir.ID) ([]*val, error
 			n2.Attribute = append(n2.Attribute, a)
 		}
 	}
-	c := &chain{im: im}
+	c := &builder{im: im}
 	x4 := c.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(xs[0], xs[1], 1, xs[2])), x)
 	if c.err != nil {
 		return nil, c.err
@@ -160,5 +160,5 @@ func pool1d(im *importer, n *onnxpb.NodeProto, op ir.Op, x ir.ID) ([]*val, error
 	}
 	y := out[0].id
 	ys := im.shapeOf(y)
-	return c.done(c.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(ys[0], ys[1], ys[3])), y))
+	return c.result(c.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(ys[0], ys[1], ys[3])), y))
 }

@@ -187,7 +187,7 @@ func emitResize(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 		return nil, errors.New("coordinate_transformation_mode tf_crop_and_resize is not supported")
 	}
 	dt := im.g.Type(x).DType
-	c := &chain{im: im}
+	c := &builder{im: im}
 	y := x
 	for k := range r {
 		if s.out[k] == xs[k] && s.scales[k] == 1 {
@@ -233,5 +233,5 @@ func emitResize(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 		y = c.op(ir.OpMatmul, nil, a, y)
 		y = c.op(ir.OpTranspose, ir.MakeAttrs("perm", ir.Ints(perm...)), y)
 	}
-	return c.done(y)
+	return c.result(y)
 }
