@@ -154,22 +154,6 @@ func reduceComposite(pre ir.Op, op ir.Op, post ir.Op) func(*importer, *onnxpb.No
 	}
 }
 
-func emitGlobalMaxPool(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
-	x, err := im.id(n, 0)
-	if err != nil {
-		return nil, err
-	}
-	r := len(im.shapeOf(x))
-	if r < 3 {
-		return nil, fmt.Errorf("expected an input of rank >= 3, found rank %d", r)
-	}
-	axes := make([]int, 0, r-2)
-	for k := 2; k < r; k++ {
-		axes = append(axes, k)
-	}
-	return one(im.add(ir.OpMax, ir.MakeAttrs("axes", ir.Ints(axes...), "keepdims", ir.BoolAttr(true)), x))
-}
-
 // emitTile repeats x by the constant repeats: reshape to [1, d0, 1, d1,
 // ...], broadcast to [r0, d0, r1, d1, ...], reshape to [r0*d0, ...].
 func emitTile(im *importer, n *onnxpb.NodeProto) ([]*val, error) {

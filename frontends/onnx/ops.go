@@ -94,7 +94,7 @@ func init() {
 		"ReduceL2":                  {reduceComposite(ir.OpSquare, ir.OpSum, ir.OpSqrt), "sqrt of the sum of squares {axes, keepdims}; axes as ReduceMean"},
 		"ReduceSumSquare":           {reduceComposite(ir.OpSquare, ir.OpSum, ir.OpInvalid), "sum of squares {axes, keepdims}; axes as ReduceMean"},
 		"ReduceLogSum":              {reduceComposite(ir.OpInvalid, ir.OpSum, ir.OpLog), "log of the sum {axes, keepdims}; axes as ReduceMean"},
-		"GlobalMaxPool":             {emitGlobalMaxPool, "max over the spatial axes, keepdims"},
+		"GlobalMaxPool":             {globalPool(ir.OpMax), "max over the spatial axes, keepdims"},
 		"Tile":                      {emitTile, "reshape, broadcast_to and reshape by the constant repeats"},
 		"DepthToSpace":              {emitDepthToSpace, "reshape, transpose, reshape (modes DCR and CRD)"},
 		"SpaceToDepth":              {emitSpaceToDepth, "reshape, transpose, reshape"},

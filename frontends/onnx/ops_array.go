@@ -570,25 +570,9 @@ func foldTranspose(n *onnxpb.NodeProto, c *tensor) ([]*val, error) {
 		shape[k] = c.shape[p]
 	}
 	st := ir.Shape(c.shape).Strides()
-	out := &tensor{dt: c.dt, shape: shape}
-	idx := make([]int, r)
-	for range prod(shape) {
-		src := 0
-		for k, p := range perm {
-			src += idx[k] * st[p]
-		}
-		if c.dt.IsFloat() {
-			out.f = append(out.f, c.f[src])
-		} else {
-			out.i = append(out.i, c.i[src])
-		}
-		for k := r - 1; k >= 0; k-- {
-			idx[k]++
-			if idx[k] < shape[k] {
-				break
-			}
-			idx[k] = 0
-		}
+	strides := make([]int, r)
+	for k, p := range perm {
+		strides[k] = st[p]
 	}
-	return []*val{{id: ir.NoID, c: out}}, nil
+	return []*val{{id: ir.NoID, c: stridedConst(c, shape, strides)}}, nil
 }

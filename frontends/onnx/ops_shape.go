@@ -236,16 +236,27 @@ func broadcastConst(c *tensor, shape ir.Shape) *tensor {
 		in[k] = 1
 	}
 	copy(in[r-len(c.shape):], c.shape)
-	inStrides := ir.Shape(in).Strides()
-	out := &tensor{dt: c.dt, shape: []int(shape.Clone())}
-	total := shape.NumElements()
+	strides := ir.Shape(in).Strides()
+	for k := range strides {
+		if in[k] == 1 {
+			strides[k] = 0
+		}
+	}
+	return stridedConst(c, []int(shape.Clone()), strides)
+}
+
+// stridedConst returns a constant of the given shape whose element at
+// index idx is c's element at sum(idx[k] * strides[k]): a broadcast (stride
+// 0) or a permutation of c's axes.
+func stridedConst(c *tensor, shape, strides []int) *tensor {
+	c.load()
+	r := len(shape)
+	out := &tensor{dt: c.dt, shape: shape}
 	idx := make([]int, r)
-	for range total {
+	for range prod(shape) {
 		src := 0
 		for k := range r {
-			if in[k] != 1 {
-				src += idx[k] * inStrides[k]
-			}
+			src += idx[k] * strides[k]
 		}
 		if c.dt.IsFloat() {
 			out.f = append(out.f, c.f[src])
