@@ -50,8 +50,8 @@ func init() {
 		"Pad":                       {emitPad, "pad {pads, value} in mode constant; modes reflect, edge and wrap as slices, flips, broadcasts and a concat per axis (exact gradients); pads (and constant_value) from constant inputs at opset >= 11, attributes before; no axes input"},
 		"BatchNormalization":        {emitBatchNorm, "training_mode=1 (opset >= 14): batch_norm with the batch's statistics (the running statistics are not updated); otherwise the inference form (x - mean) / sqrt(var + eps) * scale + B with the running statistics as constants"},
 		"Dropout":                   {emitDropout, "the input when not training (training_mode input absent or false; before opset 12 always) or when ratio is 0; in training mode dropout {p=ratio} (kiln's own random stream, not PyTorch's); the mask output is not computed"},
-		"SoftmaxCrossEntropyLoss":   {emitSCE, "softmax_cross_entropy {reduction} on scores [N,C] and labels [N]; no weights; ignore_index must lie outside [0, C) (kiln refuses labels outside [0, C)); the log_prob output is log_softmax"},
-		"NegativeLogLikelihoodLoss": {emitNLL, "nll_loss {reduction} on [N,C] and labels [N]; no weights; ignore_index as SoftmaxCrossEntropyLoss"},
+		"SoftmaxCrossEntropyLoss":   {emitSCE, "softmax_cross_entropy {reduction} on scores [N,C] and labels [N]; with class weights, scores [N,C,d1,...] or an ignore_index in [0, C): log_softmax, the entry at each label (gather) times its weight (0 where ignored), summed, or divided by the weights' sum for mean; the log_prob output is log_softmax"},
+		"NegativeLogLikelihoodLoss": {emitNLL, "nll_loss {reduction} on [N,C] and labels [N]; weights, [N,C,d1,...] and ignore_index as SoftmaxCrossEntropyLoss"},
 		"Constant":                  {emitConstant, "folded: value (a tensor), value_float(s) or value_int(s)"},
 		"Shape":                     {emitShape, "folded: the static shape as i64, with start/end (opset >= 15)"},
 		"Gather":                    {emitGather, "folded on constants; on a kiln value, index_select {axis} of the flattened indices and a reshape (a scalar index drops the axis); constant indices count negatives from the end, computed ones (token ids) must lie in [0, size)"},
@@ -868,6 +868,9 @@ func lossArgs(im *importer, n *onnxpb.NodeProto) (ir.ID, ir.ID, ir.Attrs, error)
 }
 
 func emitSCE(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	if im.lossNeedsComposition(n) {
+		return emitLossComposed(im, n, true) // losses.go
+	}
 	x, l, attrs, err := lossArgs(im, n)
 	if err != nil {
 		return nil, err
@@ -888,6 +891,9 @@ func emitSCE(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 }
 
 func emitNLL(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	if im.lossNeedsComposition(n) {
+		return emitLossComposed(im, n, false) // losses.go
+	}
 	x, l, attrs, err := lossArgs(im, n)
 	if err != nil {
 		return nil, err

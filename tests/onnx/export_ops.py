@@ -14,6 +14,7 @@ ops_pad: F.pad in modes reflect and replicate (Pad modes reflect, edge).
 ops_3d: Conv3d, MaxPool3d, AvgPool3d and ConvTranspose3d.
 ops_act: activations and shape ops that import composes (see OpsAct).
 ops_resize: F.interpolate in modes nearest, bilinear, bicubic, trilinear (Resize).
+ops_loss: cross-entropy and NLL with class weights, ignore_index, [N,C,d].
 
 Rerun with /usr/bin/python3 tests/onnx/export_ops.py from the repository
 root; the output is deterministic. CI only reads the committed files.
@@ -184,6 +185,23 @@ class OpsResize(nn.Module):
         return nn.functional.cross_entropy(self.fc(feat), labels)
 
 
+class OpsLoss(nn.Module):
+    """Cross-entropy over [N,C,d] scores with class weights and an
+    ignore_index that is a class (SoftmaxCrossEntropyLoss with weights), and
+    NLL over [N,C] with weights (NegativeLogLikelihoodLoss)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 5 * 4)
+
+    def forward(self, x, labels):
+        s = self.fc(x).view(-1, 5, 4)                            # [N,5,4]
+        w = torch.tensor([1.0, 0.5, 2.0, 1.5, 0.25])
+        ce = nn.functional.cross_entropy(s, labels, weight=w, ignore_index=1)
+        nll = nn.functional.nll_loss(torch.log_softmax(s[:, :, 0], 1), labels[:, 0], weight=w)
+        return ce + 0.5 * nll
+
+
 def main():
     torch.manual_seed(10)
     fixture("ops_norm", OpsNorm(), torch.randn(3, 1, 8, 8), torch.randint(0, 10, (3,)))
@@ -199,6 +217,8 @@ def main():
     fixture("ops_act", OpsAct(), torch.randn(3, 2, 4, 4), torch.randint(0, 10, (3,)))
     torch.manual_seed(16)
     fixture("ops_resize", OpsResize(), torch.randn(3, 2, 4, 5), torch.randint(0, 10, (3,)))
+    torch.manual_seed(17)
+    fixture("ops_loss", OpsLoss(), torch.randn(3, 6), torch.randint(0, 5, (3, 4)))
 
 
 if __name__ == "__main__":
