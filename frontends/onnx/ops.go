@@ -31,7 +31,7 @@ func init() {
 		"Log":     {unary(ir.OpLog), "log"},
 		"Exp":     {unary(ir.OpExp), "exp"},
 		"Sqrt":    {unary(ir.OpSqrt), "sqrt"},
-		"Neg":     {unary(ir.OpNeg), "neg"},
+		"Neg":     {unary(ir.OpNeg), "neg; folded on constants"},
 		"Identity": {func(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 			v, err := im.in(n, 0)
 			return []*val{v}, err
@@ -247,12 +247,37 @@ func normAxis(axis, rank int) (int, error) {
 
 func unary(op ir.Op) func(*importer, *onnxpb.NodeProto) ([]*val, error) {
 	return func(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+		if v, err := im.in(n, 0); err == nil && op == ir.OpNeg && v.c != nil && !v.param {
+			return []*val{{id: ir.NoID, c: negConst(v.c)}}, nil // shape arithmetic
+		}
 		x, err := im.id(n, 0)
 		if err != nil {
 			return nil, err
 		}
 		return one(im.add(op, nil, x))
 	}
+}
+
+// negConst negates a constant as the kernel would (integers wrap).
+func negConst(c *tensor) *tensor {
+	c.load()
+	out := &tensor{dt: c.dt, shape: c.shape}
+	for _, x := range c.f {
+		if c.dt == ir.F32 {
+			r, _ := ir.Arith(ir.OpNeg, float32(x), 0)
+			out.f = append(out.f, float64(r))
+		} else {
+			out.f = append(out.f, -x)
+		}
+	}
+	for _, x := range c.i {
+		if c.dt == ir.I32 {
+			out.i = append(out.i, int64(-int32(x)))
+		} else {
+			out.i = append(out.i, -x)
+		}
+	}
+	return out
 }
 
 func binaryOp(op ir.Op) func(*importer, *onnxpb.NodeProto) ([]*val, error) {
