@@ -110,6 +110,7 @@ func init() {
 		"Xor":                       {emitXor, "(a or b) and not (a and b)"},
 		"GatherND":                  {emitGatherND, "index_select of rows of the data seen as [prod(batch and addressed dims), rest] (batch_dims supported); row numbers computed at import for constant indices (negatives from the end), else by integer mul and sum (CPU)"},
 		"ScatterND":                 {emitScatterND, "index_add of the updates at the rows the indices name (reduction add); none: where a row is named, the updates, else the data (exact for unique indices)"},
+		"TopK":                      {emitTopK, "k picks along the axis (k constant, at most onnx.MaxTopK): argmax (argmin when largest=0) of what is left, the value read by gather (exact gradients), the position masked; ties to the lower index; sorted"},
 		"EyeLike":                   {emitEyeLike, "folded: ones on diagonal k"},
 		"Compress":                  {emitCompress, "index_select of the positions where the constant condition is true (along axis, or of the flattened input)"},
 		"LRN":                       {emitLRN, "x * (bias + alpha/size * the channel window's sum of squares)^-beta, the window as padded channel slices added"},

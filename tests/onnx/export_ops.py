@@ -15,6 +15,7 @@ ops_3d: Conv3d, MaxPool3d, AvgPool3d and ConvTranspose3d.
 ops_act: activations and shape ops that import composes (see OpsAct).
 ops_resize: F.interpolate in modes nearest, bilinear, bicubic, trilinear (Resize).
 ops_loss: cross-entropy and NLL with class weights, ignore_index, [N,C,d].
+ops_topk: torch.topk, largest and smallest (TopK).
 
 Rerun with /usr/bin/python3 tests/onnx/export_ops.py from the repository
 root; the output is deterministic. CI only reads the committed files.
@@ -202,6 +203,22 @@ class OpsLoss(nn.Module):
         return ce + 0.5 * nll
 
 
+class OpsTopK(nn.Module):
+    """torch.topk, largest and smallest, along the last and a middle axis
+    (TopK), the values carrying the gradient."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 4 * 5)
+        self.out = nn.Linear(4 * 3 + 2 * 5, 10)
+
+    def forward(self, x, labels):
+        h = self.fc(x).view(-1, 4, 5)
+        a = torch.topk(h, 3, dim=2).values                    # [N,4,3]
+        b = torch.topk(h, 2, dim=1, largest=False).values     # [N,2,5]
+        return nn.functional.cross_entropy(self.out(torch.cat([a.flatten(1), b.flatten(1)], 1)), labels)
+
+
 def main():
     torch.manual_seed(10)
     fixture("ops_norm", OpsNorm(), torch.randn(3, 1, 8, 8), torch.randint(0, 10, (3,)))
@@ -219,6 +236,8 @@ def main():
     fixture("ops_resize", OpsResize(), torch.randn(3, 2, 4, 5), torch.randint(0, 10, (3,)))
     torch.manual_seed(17)
     fixture("ops_loss", OpsLoss(), torch.randn(3, 6), torch.randint(0, 5, (3, 4)))
+    torch.manual_seed(18)
+    fixture("ops_topk", OpsTopK(), torch.randn(3, 6), torch.randint(0, 10, (3,)))
 
 
 if __name__ == "__main__":
