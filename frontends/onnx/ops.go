@@ -111,6 +111,7 @@ func init() {
 		"GatherND":                  {emitGatherND, "index_select of rows of the data seen as [prod(batch and addressed dims), rest] (batch_dims supported); row numbers computed at import for constant indices (negatives from the end), else by integer mul and sum (CPU)"},
 		"ScatterND":                 {emitScatterND, "index_add of the updates at the rows the indices name (reduction add); none: where a row is named, the updates, else the data (exact for unique indices)"},
 		"TopK":                      {emitTopK, "k picks along the axis (k constant, at most onnx.MaxTopK): argmax (argmin when largest=0) of what is left, the value read by gather (exact gradients), the position masked; ties to the lower index; sorted"},
+		"GridSample":                {emitGridSample, "bilinear (linear) or nearest sampling of [N,C,H,W] at a grid [N,Ho,Wo,2]: per corner a gather of the clamped pixel times its weight (0 outside the image: zeros padding; border clips the coordinates); align_corners as ONNX; exact gradients to the input and, through the weights, the grid; 2-D only"},
 		"EyeLike":                   {emitEyeLike, "folded: ones on diagonal k"},
 		"Compress":                  {emitCompress, "index_select of the positions where the constant condition is true (along axis, or of the flattened input)"},
 		"LRN":                       {emitLRN, "x * (bias + alpha/size * the channel window's sum of squares)^-beta, the window as padded channel slices added"},
