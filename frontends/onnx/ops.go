@@ -69,7 +69,7 @@ func init() {
 		"ArgMin":          {emitArg(ir.OpArgmin), "argmin {axes=[axis], keepdims} (default 1); the first smallest, or with select_last_index=1 the last (size-1 minus argmin of the axis flipped); a NaN is smaller than any number"},
 		"ReduceProd":      {reduce(ir.OpProd, 18), "prod {axes, keepdims}; axes as ReduceMean"},
 		"ReduceLogSumExp": {reduce(ir.OpLogSumExp, 18), "logsumexp {axes, keepdims}; axes as ReduceMean"},
-		"Einsum":          {emitEinsum, "lowered to transpose, reshape, sum and one batched matmul per pair of operands (left to right); ellipsis, implicit output and diagonals (a letter repeated in one term: reshape and a strided slice) supported; no broadcasting of a letter's dims"},
+		"Einsum":          {emitEinsum, "lowered to transpose, reshape, sum and one batched matmul per pair of operands (left to right); ellipsis, implicit output and diagonals (a letter repeated in one term: reshape and a strided slice) supported; a dim of 1 broadcasts against the letter's size elsewhere"},
 		"ConvTranspose":   {emitConvTranspose, "conv_input_grad {stride, padding, dilation, groups, input_shape} (the adjoint of a convolution: gradients conv and conv_weight_grad), plus B per channel; 1-D and 2-D, and 3-D as the 2-D one per depth tap, spread along depth by the stride and added; pads (or output_shape, or auto_pad SAME_UPPER/SAME_LOWER) as ONNX says, a slice where they differ by a stride or more, zeros past the full result"},
 		// Compositions of kiln ops (compose.go).
 		"HardSigmoid":               {composed(emitHardSigmoid), "clip(alpha*x + beta, 0, 1) (alpha 0.2, beta 0.5)"},
