@@ -9,8 +9,9 @@ import (
 
 // emitGridSample samples x [N,C,H,W] at the grid [N,Ho,Wo,2] of (x, y) in
 // [-1, 1] (ONNX GridSample, torch grid_sample), as a composition: the
-// grid unnormalized to pixel coordinates (align_corners as ONNX says,
-// clipped to the image for padding_mode border), the corners of each point
+// grid unnormalized to pixel coordinates (align_corners as ONNX says;
+// padding_mode border clips them to the image, reflection reflects them
+// at its edges first), the corners of each point
 // (floor and floor+1 for bilinear, round for nearest), and per corner the
 // pixel read by gather (a corner outside the image reads a clamped pixel
 // weighted 0, the zeros padding) times its weight. The gradient reaches x
@@ -37,8 +38,8 @@ func emitGridSample(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 		return nil, fmt.Errorf("mode %q is not supported (bilinear, nearest)", ir.Excerpt(mode))
 	}
 	padMode := attrString(n, "padding_mode", "zeros")
-	if padMode != "zeros" && padMode != "border" {
-		return nil, fmt.Errorf("padding_mode %q is not supported (zeros, border)", ir.Excerpt(padMode))
+	if padMode != "zeros" && padMode != "border" && padMode != "reflection" {
+		return nil, fmt.Errorf("padding_mode %q is not supported (zeros, border, reflection)", ir.Excerpt(padMode))
 	}
 	align := attrInt(n, "align_corners", 0) != 0
 	nn, ch, h, w := xs[0], xs[1], xs[2], xs[3]
@@ -54,7 +55,10 @@ func emitGridSample(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 		} else {
 			v = c.op(ir.OpMul, nil, c.op(ir.OpSub, nil, c.op(ir.OpMul, nil, v, c.scalar(float64(size), v)), c.scalar(1, v)), c.scalar(0.5, v))
 		}
-		if padMode == "border" {
+		if padMode == "reflection" {
+			v = c.reflect(v, size, align)
+		}
+		if padMode != "zeros" {
 			v = c.op(ir.OpClip, ir.MakeAttrs("min", ir.Float(0), "max", ir.Float(float64(size-1))), v)
 		}
 		return v
@@ -99,4 +103,26 @@ func emitGridSample(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 		}
 	}
 	return c.done(c.op(ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(nn, ch, gs[1], gs[2])), acc))
+}
+
+// reflect reflects coordinates v at the edges of an axis of size pixels,
+// as PyTorch's reflect_coordinates: about 0 and size-1 with align,
+// else about -0.5 and size-0.5: |v - lo| folded into spans of the range,
+// every other span mirrored.
+func (c *chain) reflect(v ir.ID, size int, align bool) ir.ID {
+	lo, hi := -0.5, float64(size)-0.5
+	if align {
+		lo, hi = 0, float64(size-1)
+	}
+	span := hi - lo
+	if span <= 0 {
+		return c.op(ir.OpMul, nil, v, c.scalar(0, v))
+	}
+	in := c.op(ir.OpAbs, nil, c.op(ir.OpSub, nil, v, c.scalar(lo, v)))
+	extra := c.op(ir.OpMod, nil, in, c.scalar(span, v))
+	flips := c.op(ir.OpFloor, nil, c.op(ir.OpDiv, nil, in, c.scalar(span, v)))
+	even := c.op(ir.OpEqual, nil, c.op(ir.OpMod, nil, flips, c.scalar(2, v)), c.scalar(0, v))
+	up := c.op(ir.OpAdd, nil, extra, c.scalar(lo, v))
+	down := c.op(ir.OpSub, nil, c.scalar(span+lo, v), extra)
+	return c.op(ir.OpWhere, nil, even, up, down)
 }

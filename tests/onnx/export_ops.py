@@ -16,7 +16,7 @@ ops_act: activations and shape ops that import composes (see OpsAct).
 ops_resize: F.interpolate in modes nearest, bilinear, bicubic, trilinear (Resize).
 ops_loss: cross-entropy and NLL with class weights, ignore_index, [N,C,d].
 ops_topk: torch.topk, largest and smallest (TopK).
-ops_grid: F.grid_sample at a computed grid (GridSample).
+ops_grid: F.grid_sample at a computed grid (GridSample), every padding mode.
 
 Rerun with /usr/bin/python3 tests/onnx/export_ops.py from the repository
 root; the output is deterministic. CI only reads the committed files.
@@ -222,21 +222,24 @@ class OpsTopK(nn.Module):
 
 class OpsGrid(nn.Module):
     """F.grid_sample (GridSample) at a grid the model computes, bilinear with
-    zeros padding and nearest with border padding, so gradients reach both
-    the image and the grid."""
+    zeros, border and reflection padding and nearest with reflection, so
+    gradients reach both the image and the grid."""
 
     def __init__(self):
         super().__init__()
         self.conv = nn.Conv2d(1, 2, 3, padding=1)
         self.loc = nn.Linear(25, 4 * 3 * 2)
-        self.fc = nn.Linear(2 * 12 * 2, 10)
+        self.fc = nn.Linear(2 * 12 * 4, 10)
 
     def forward(self, x, labels):
         img = self.conv(x)                                               # [N,2,5,5]
         grid = 0.6 * self.loc(x.flatten(1)).view(-1, 4, 3, 2)            # some points outside
         a = nn.functional.grid_sample(img, grid, mode="bilinear", padding_mode="zeros", align_corners=False)
         b = nn.functional.grid_sample(img, grid, mode="bilinear", padding_mode="border", align_corners=True)
-        return nn.functional.cross_entropy(self.fc(torch.cat([a.flatten(1), b.flatten(1)], 1)), labels)
+        r = nn.functional.grid_sample(img, grid, mode="bilinear", padding_mode="reflection", align_corners=True)
+        m = nn.functional.grid_sample(img, grid, mode="nearest", padding_mode="reflection", align_corners=False)
+        feat = torch.cat([a.flatten(1), b.flatten(1), r.flatten(1), m.flatten(1)], 1)
+        return nn.functional.cross_entropy(self.fc(feat), labels)
 
 
 def main():
