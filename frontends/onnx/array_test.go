@@ -229,6 +229,11 @@ func TestArrayOpRules(t *testing.T) {
 		{"Shrink", 17, []int64{4}, []*onnxpb.TensorProto{f32s("two", nil, 2)},
 			[]*onnxpb.NodeProto{node("Sub", []string{"x", "two"}, []string{"d"}), node("Shrink", []string{"d"}, []string{"y"}, aFloat("lambd", 1.5), aFloat("bias", 1))},
 			[]float64{-1, 0, 0, 0}},
+		{"Neg folds a constant shape", 17, []int64{2}, []*onnxpb.TensorProto{i64s("m", -2)},
+			[]*onnxpb.NodeProto{node("Neg", []string{"m"}, []string{"s"}), node("ConstantOfShape", []string{"s"}, []string{"z"}), node("Add", []string{"x", "z"}, []string{"y"})},
+			[]float64{0, 1}},
+		{"Einsum broadcasts a dim of 1", 17, []int64{1, 3}, []*onnxpb.TensorProto{f32s("b", []int64{2, 3}, 1, 1, 1, 2, 2, 2)},
+			[]*onnxpb.NodeProto{node("Einsum", []string{"x", "b"}, []string{"y"}, aString("equation", "ij,ij->ij"))}, []float64{0, 1, 2, 0, 2, 4}},
 		{"Trilu upper default", 17, []int64{3, 3}, nil,
 			[]*onnxpb.NodeProto{node("Trilu", []string{"x"}, []string{"y"})}, []float64{0, 1, 2, 0, 4, 5, 0, 0, 8}},
 		{"Trilu lower with k", 17, []int64{3, 3}, []*onnxpb.TensorProto{scalarI64("k", -1)},
@@ -260,8 +265,8 @@ func TestCastFoldsLikeTheKernel(t *testing.T) {
 // are refused with one line naming the equation and the reason.
 func TestEinsumRefusals(t *testing.T) {
 	for _, tc := range []struct{ eq, want string }{
-		{"ii,jk->i", `equation "ii,jk->i": letter i has sizes 2 and 3 (broadcasting in einsum is not supported)`},
-		{"ij,ij->ij", `equation "ij,ij->ij": letter i has sizes 2 and 3 (broadcasting in einsum is not supported)`},
+		{"ii,jk->i", `equation "ii,jk->i": letter i has sizes 2 and 3`},
+		{"ij,ij->ij", `equation "ij,ij->ij": letter i has sizes 2 and 3`},
 		{"ij,jk->iz", `equation "ij,jk->iz": output letter z is repeated or in no input`},
 		{"ijk,jk->i", `term "ijk" has 3 letters for input 0 of rank 2`},
 		{"ij->ji", `node "e" (Einsum): equation "ij->ji" names 1 operands, the node has 2 inputs`},

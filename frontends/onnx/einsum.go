@@ -16,7 +16,7 @@ import (
 // [batch, summed, free]); a letter only one operand has and nothing later
 // needs is summed out first. A letter repeated in one term takes the
 // diagonal first: the two axes side by side, merged, every (n+1)-th
-// element.
+// element. A dim of 1 broadcasts against the letter's size in other terms.
 
 // einsumTerm is an operand (or the result) in terms of its letters.
 type einsumTerm struct {
@@ -78,7 +78,13 @@ func emitEinsum(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 				return nil, fmt.Errorf("equation %q: %q is not a letter", ir.Excerpt(eq), c)
 			}
 			if d, ok := size[c]; ok && d != s[j] {
-				return nil, fmt.Errorf("equation %q: letter %c has sizes %d and %d (broadcasting in einsum is not supported)", ir.Excerpt(eq), c, d, s[j])
+				// Sizes must agree, but for a 1, which broadcasts across
+				// terms (not within one: a diagonal needs equal sizes).
+				if d != 1 && s[j] != 1 || strings.IndexByte(spec[:j], c) >= 0 {
+					return nil, fmt.Errorf("equation %q: letter %c has sizes %d and %d", ir.Excerpt(eq), c, d, s[j])
+				}
+				size[c] = max(d, s[j])
+				continue
 			}
 			size[c] = s[j]
 		}
@@ -86,6 +92,24 @@ func emitEinsum(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 		all = append(all, terms[k].letters...)
 		if terms[k], err = im.einsumDiagonals(terms[k]); err != nil {
 			return nil, err
+		}
+	}
+	// A term whose dim is 1 where the letter's size is larger is broadcast
+	// to it (broadcast_to: its gradient sums back).
+	for k, t := range terms {
+		ts := im.shapeOf(t.id)
+		full := make([]int, len(ts))
+		grow := false
+		for j, c := range t.letters {
+			full[j] = size[c]
+			grow = grow || full[j] != ts[j]
+		}
+		if grow {
+			id, err := im.g.Add("", ir.OpBroadcastTo, ir.MakeAttrs("shape", ir.Ints(full...)), t.id)
+			if err != nil {
+				return nil, err
+			}
+			terms[k].id = id
 		}
 	}
 	if explicit {

@@ -284,3 +284,100 @@ func emitShrink(c *builder, n *onnxpb.NodeProto, x ir.ID) ir.ID {
 	hi := c.op(ir.OpWhere, nil, c.op(ir.OpGreater, nil, x, c.scalarLike(l, x)), c.op(ir.OpSub, nil, x, c.scalarLike(b, x)), c.scalarLike(0, x))
 	return c.op(ir.OpWhere, nil, c.op(ir.OpLess, nil, x, c.scalarLike(-l, x)), c.op(ir.OpAdd, nil, x, c.scalarLike(b, x)), hi)
 }
+
+// MaxTopK is the largest k that TopK unrolls: each of the k picks is an
+// argmax, a gather and a mask over the axis.
+const MaxTopK = 256
+
+// emitTopK unrolls TopK with a constant k into k picks along the axis (moved
+// last): the arg max (min when largest=0) of what is left, the value there
+// read from the input by gather (so gradients reach the input exactly),
+// then that position masked with the dtype's lowest (highest) value. Ties
+// go to the lower index, as ONNX asks; the results are sorted.
+func emitTopK(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	x, err := im.id(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	var k int
+	if im.opset < 10 {
+		k = int(attrInt(n, "k", 0))
+	} else if k, err = im.scalarIn(n, 1); err != nil {
+		return nil, err
+	}
+	xs := im.shapeOf(x)
+	axis, err := normAxis(int(attrInt(n, "axis", -1)), len(xs))
+	if err != nil {
+		return nil, err
+	}
+	if k < 0 || k > xs[axis] || k > MaxTopK {
+		return nil, fmt.Errorf("k %d is out of range (at most the axis's %d and onnx.MaxTopK, %d)", k, xs[axis], MaxTopK)
+	}
+	if !im.g.Type(x).DType.IsFloat() {
+		return nil, fmt.Errorf("expected float input, found %s", im.g.Type(x).DType)
+	}
+	largest := attrInt(n, "largest", 1) != 0
+	c := &builder{im: im}
+	r := len(xs)
+	perm := make([]int, r)
+	for j := range perm {
+		perm[j] = j
+	}
+	perm[axis], perm[r-1] = r-1, axis
+	xt, err := im.transposeIfNeeded(x, perm)
+	if err != nil {
+		return nil, err
+	}
+	d := xs[axis]
+	iota := make([]int64, d)
+	for j := range iota {
+		iota[j] = int64(j)
+	}
+	pos, err := im.constOp(&tensor{dt: ir.I64, shape: []int{d}, i: iota})
+	if err != nil {
+		return nil, err
+	}
+	pick, fill := ir.OpArgmax, im.lowest(x)
+	if !largest {
+		pick, fill = ir.OpArgmin, -fill
+	}
+	last := ir.MakeAttrs("axes", ir.Ints(r-1), "keepdims", ir.BoolAttr(true))
+	cur := xt.id
+	var vals, idxs []ir.ID
+	for j := range k {
+		i := c.op(pick, last, cur)
+		vals = append(vals, c.op(ir.OpGather, ir.MakeAttrs("axis", ir.Int(r-1)), xt.id, i))
+		idxs = append(idxs, i)
+		if j < k-1 {
+			cur = c.op(ir.OpWhere, nil, c.op(ir.OpEqual, nil, i, pos), c.scalarLike(fill, x), cur)
+		}
+	}
+	if c.err != nil {
+		return nil, c.err
+	}
+	cat := func(ids []ir.ID, dt ir.DType) (ir.ID, error) {
+		if len(ids) == 0 {
+			s := im.shapeOf(xt.id)
+			s[r-1] = 0
+			return c.op(ir.OpConst, ir.MakeAttrs("dtype", ir.String(dt.String()), "shape", ir.Ints(s...), "value", ir.Float(0))), c.err
+		}
+		y := ids[0]
+		if len(ids) > 1 {
+			y = c.op(ir.OpConcat, ir.MakeAttrs("axis", ir.Int(r-1)), ids...)
+		}
+		v, err := im.transposeIfNeeded(y, perm)
+		if err != nil {
+			return ir.NoID, err
+		}
+		return v.id, c.err
+	}
+	v, err := cat(vals, im.g.Type(x).DType)
+	if err != nil {
+		return nil, err
+	}
+	ix, err := cat(idxs, ir.I64)
+	if err != nil {
+		return nil, err
+	}
+	return []*val{{id: v}, {id: ix}}, nil
+}

@@ -32,7 +32,7 @@ func init() {
 		"Log":     {unary(ir.OpLog), "log"},
 		"Exp":     {unary(ir.OpExp), "exp"},
 		"Sqrt":    {unary(ir.OpSqrt), "sqrt"},
-		"Neg":     {emitNeg, "neg; folded on integer constants (shape arithmetic)"},
+		"Neg":     {unary(ir.OpNeg), "neg; folded on constants"},
 		"Identity": {func(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 			v, err := im.in(n, 0)
 			return []*val{v}, err
@@ -51,8 +51,8 @@ func init() {
 		"Pad":                       {emitPad, "pad {pads, value} in mode constant; modes reflect, edge and wrap as slices, flips, broadcasts and a concat per axis (exact gradients); pads (and constant_value) from constant inputs at opset >= 11, attributes before; no axes input"},
 		"BatchNormalization":        {emitBatchNorm, "training_mode=1 (opset >= 14): batch_norm with the batch's statistics; running mean and variance initializers become state that each training step updates as PyTorch's module does, momentum*running + (1-momentum)*batch with the batch's unbiased variance (ONNX's spec says the population variance), and outputs 1 and 2 are the updated values; otherwise the inference form (x - mean) / sqrt(var + eps) * scale + B with the running statistics as constants"},
 		"Dropout":                   {emitDropout, "the input when not training (training_mode input absent or false; from opset 7 to 11 always; before 7 when is_test is set) or when ratio is 0, with a mask output of all true; in training mode dropout {p=ratio} (kiln's own random stream, not PyTorch's), whose mask output is not computed"},
-		"SoftmaxCrossEntropyLoss":   {emitSoftmaxCE, "softmax_cross_entropy {reduction} on scores [N,C] and labels [N]; with scores [N,C,d1,...], class weights, an ignore_index in [0, C) or the log_prob output: log_softmax on axis 1, then as NegativeLogLikelihoodLoss; the log_prob output is that log_softmax"},
-		"NegativeLogLikelihoodLoss": {emitNLLLoss, "nll_loss {reduction} on [N,C] and labels [N]; scores [N,C,d1,...] with the class axis moved last and flattened; with class weights or an ignore_index in [0, C): nll_loss per element times weight[label] (0 at ignore_index), mean divided by the weights' sum; an ignore_index outside [0, C) (PyTorch's -100) changes nothing, and such a label is refused when the model runs"},
+		"SoftmaxCrossEntropyLoss":   {emitSCE, "softmax_cross_entropy {reduction} on scores [N,C] and labels [N]; with class weights, scores [N,C,d1,...] or an ignore_index in [0, C): log_softmax, the entry at each label (gather) times its weight (0 where ignored), summed, or divided by the weights' sum for mean; otherwise an ignore_index outside [0, C) (PyTorch's -100) is not looked for: softmax_cross_entropy refuses a label outside [0, C) when the model runs; the log_prob output is log_softmax"},
+		"NegativeLogLikelihoodLoss": {emitNLL, "nll_loss {reduction} on [N,C] and labels [N]; weights, [N,C,d1,...] and ignore_index as SoftmaxCrossEntropyLoss"},
 		"Constant":                  {emitConstant, "folded: value (a tensor), value_float(s) or value_int(s)"},
 		"Shape":                     {emitShape, "folded: the static shape as i64, with start/end (opset >= 15)"},
 		"Gather":                    {emitGather, "folded on constants; on a kiln value, index_select {axis} of the flattened indices and a reshape (a scalar index drops the axis); constant indices count negatives from the end, computed ones (token ids) must lie in [0, size)"},
@@ -74,7 +74,7 @@ func init() {
 		"ArgMin":          {emitArg(ir.OpArgmin), "argmin {axes=[axis], keepdims} (default 1); the first smallest, or with select_last_index=1 the last (size-1 minus argmin of the axis flipped); a NaN is smaller than any number"},
 		"ReduceProd":      {reduce(ir.OpProd, 18), "prod {axes, keepdims}; axes as ReduceMean"},
 		"ReduceLogSumExp": {reduce(ir.OpLogSumExp, 18), "logsumexp {axes, keepdims}; axes as ReduceMean"},
-		"Einsum":          {emitEinsum, "lowered to transpose, reshape, sum and one batched matmul per pair of operands (left to right); ellipsis, implicit output and diagonals (a letter repeated in one term: reshape and a strided slice) supported; no broadcasting of a letter's dims"},
+		"Einsum":          {emitEinsum, "lowered to transpose, reshape, sum and one batched matmul per pair of operands (left to right); ellipsis, implicit output and diagonals (a letter repeated in one term: reshape and a strided slice) supported; a dim of 1 broadcasts against the letter's size elsewhere"},
 		"ConvTranspose":   {emitConvTranspose, "conv_input_grad {stride, padding, dilation, groups, input_shape} (the adjoint of a convolution: gradients conv and conv_weight_grad), plus B per channel; 1-D and 2-D, and 3-D as the 2-D one per depth tap, spread along depth by the stride and added; pads (or output_shape, or auto_pad SAME_UPPER/SAME_LOWER) as ONNX says, a slice where they differ by a stride or more, zeros past the full result"},
 		// Compositions of kiln ops (compose.go).
 		"HardSigmoid":               {composed(emitHardSigmoid), "clip(alpha*x + beta, 0, 1) (alpha 0.2, beta 0.5)"},
@@ -115,6 +115,8 @@ func init() {
 		"Xor":                       {emitXor, "(a or b) and not (a and b)"},
 		"GatherND":                  {emitGatherND, "index_select of rows of the data seen as [prod(batch and addressed dims), rest] (batch_dims supported); row numbers computed at import for constant indices (negatives from the end), else by integer mul and sum (CPU)"},
 		"ScatterND":                 {emitScatterND, "index_add of the updates at the rows the indices name (reduction add); none: where a row is named, the updates, else the data (exact for unique indices)"},
+		"TopK":                      {emitTopK, "k picks along the axis (k constant, at most onnx.MaxTopK): argmax (argmin when largest=0) of what is left, the value read by gather (exact gradients), the position masked; ties to the lower index; sorted"},
+		"GridSample":                {emitGridSample, "bilinear (linear) or nearest sampling of [N,C,H,W] at a grid [N,Ho,Wo,2]: per corner a gather of the clamped pixel times its weight (0 outside the image: zeros padding; border clips the coordinates; reflection reflects them at the edges, then clips); align_corners as ONNX; exact gradients to the input and, through the weights, the grid; 2-D only"},
 		"EyeLike":                   {emitEyeLike, "folded: ones on diagonal k"},
 		"Compress":                  {emitCompress, "index_select of the positions where the constant condition is true (along axis, or of the flattened input)"},
 		"LRN":                       {emitLRN, "x * (bias + alpha/size * the channel window's sum of squares)^-beta, the window as padded channel slices added"},
@@ -274,12 +276,37 @@ func normAxis(axis, rank int) (int, error) {
 
 func unary(op ir.Op) func(*importer, *onnxpb.NodeProto) ([]*val, error) {
 	return func(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+		if v, err := im.in(n, 0); err == nil && op == ir.OpNeg && v.c != nil && !v.param {
+			return []*val{{id: ir.NoID, c: negConst(v.c)}}, nil // shape arithmetic
+		}
 		x, err := im.id(n, 0)
 		if err != nil {
 			return nil, err
 		}
 		return one(im.add(op, nil, x))
 	}
+}
+
+// negConst negates a constant as the kernel would (integers wrap).
+func negConst(c *tensor) *tensor {
+	c.load()
+	out := &tensor{dt: c.dt, shape: c.shape}
+	for _, x := range c.f {
+		if c.dt == ir.F32 {
+			r, _ := ir.Arith(ir.OpNeg, float32(x), 0)
+			out.f = append(out.f, float64(r))
+		} else {
+			out.f = append(out.f, -x)
+		}
+	}
+	for _, x := range c.i {
+		if c.dt == ir.I32 {
+			out.i = append(out.i, int64(-int32(x)))
+		} else {
+			out.i = append(out.i, -x)
+		}
+	}
+	return out
 }
 
 func binaryOp(op ir.Op) func(*importer, *onnxpb.NodeProto) ([]*val, error) {
@@ -1041,6 +1068,68 @@ func emitDropout(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 		return nil, err
 	}
 	return one(im.add(ir.OpDropout, ir.MakeAttrs("p", ir.Float(ratio)), id))
+}
+
+func lossArgs(im *importer, n *onnxpb.NodeProto) (ir.ID, ir.ID, ir.Attrs, error) {
+	if has(n, 2) {
+		return ir.NoID, ir.NoID, nil, errors.New("class weights are not supported")
+	}
+	x, err := im.id(n, 0)
+	if err != nil {
+		return ir.NoID, ir.NoID, nil, err
+	}
+	l, err := im.id(n, 1)
+	if err != nil {
+		return ir.NoID, ir.NoID, nil, err
+	}
+	xs := im.shapeOf(x)
+	if len(xs) != 2 {
+		return ir.NoID, ir.NoID, nil, fmt.Errorf("expected scores of rank 2 [N,C], found %v", xs)
+	}
+	if a := attr(n, "ignore_index"); a != nil && a.GetI() >= 0 && a.GetI() < int64(xs[1]) {
+		return ir.NoID, ir.NoID, nil, fmt.Errorf("ignore_index %d is a class (in [0, %d)); skipping labels is not supported", a.GetI(), xs[1])
+	}
+	red := attrString(n, "reduction", "mean")
+	switch red {
+	case "mean", "sum", "none":
+	default:
+		return ir.NoID, ir.NoID, nil, fmt.Errorf("unknown reduction %q", ir.Excerpt(red))
+	}
+	return x, l, ir.MakeAttrs("reduction", ir.String(red)), nil
+}
+
+func emitSCE(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	if im.lossNeedsComposition(n) {
+		return emitLossComposed(im, n, true) // losses.go
+	}
+	x, l, attrs, err := lossArgs(im, n)
+	if err != nil {
+		return nil, err
+	}
+	loss, err := im.add(ir.OpSoftmaxCrossEntropy, attrs, x, l)
+	if err != nil {
+		return nil, err
+	}
+	outs := []*val{loss}
+	if len(n.Output) > 1 && n.Output[1] != "" {
+		lp, err := im.add(ir.OpLogSoftmax, ir.MakeAttrs("axis", ir.Int(1)), x)
+		if err != nil {
+			return nil, err
+		}
+		outs = append(outs, lp)
+	}
+	return outs, nil
+}
+
+func emitNLL(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
+	if im.lossNeedsComposition(n) {
+		return emitLossComposed(im, n, false) // losses.go
+	}
+	x, l, attrs, err := lossArgs(im, n)
+	if err != nil {
+		return nil, err
+	}
+	return one(im.add(ir.OpNLLLoss, attrs, x, l))
 }
 
 func emitConstant(im *importer, n *onnxpb.NodeProto) ([]*val, error) {

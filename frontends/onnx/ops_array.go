@@ -177,7 +177,8 @@ func emitArg(op ir.Op) func(*importer, *onnxpb.NodeProto) ([]*val, error) {
 // layer_norm runs, the GPU included, without a kernel of their own.
 
 // emitLayerNormalization maps LayerNormalization (opset 17) to layer_norm
-// {axes=[axis..], eps}; the Mean and InvStdDev outputs are not computed.
+// {axes=[axis..], eps}; the Mean and InvStdDev outputs, when the node has
+// them, are computed beside it.
 func emitLayerNormalization(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	x, err := im.id(n, 0)
 	if err != nil {
@@ -318,14 +319,13 @@ func emitGroupNormalization(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	return im.scaleShift(n, h, channelShape(xs[1], len(xs)))
 }
 
-// emitConvTranspose maps ConvTranspose (1-D and 2-D) to conv_input_grad,
-// the adjoint of the convolution whose input has the transposed
-// convolution's output shape: its gradients are conv and conv_weight_grad,
-// exact. Pads [a.., b..] and output_padding op give padding a and an output
-// of (in-1)*stride + dilation*(k-1) + 1 - a - b + op per axis, which that
-// convolution maps back to the input's size when 0 <= op + a - b < stride;
-// output_shape, when given, sets the pads as ONNX says (the odd one at the
-// end unless auto_pad is SAME_UPPER).
+// emitConvTranspose maps ConvTranspose to conv_input_grad, the adjoint of
+// the convolution whose input has the transposed convolution's output
+// shape, so its gradients are conv and conv_weight_grad, exact (3-D: the
+// 2-D one per depth tap, convTranspose3d). The pads come from pads, or
+// from output_shape or auto_pad SAME as ONNX says (the odd one at the end
+// unless auto_pad is SAME_UPPER); convTranspose turns them into the
+// convolution's padding, a crop or zeros.
 func emitConvTranspose(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	x, err := im.id(n, 0)
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 // opFixtures are the fixtures of the array, normalization and composed ops,
 // written by tests/onnx/export_ops.py; TestPyTorchGrad, TestPyTorchGradGPU
 // and TestPyTorchSGD run them with the models' fixtures.
-var opFixtures = []string{"ops_norm", "ops_einsum", "ops_convt", "ops_pad", "ops_3d", "ops_act", "ops_resize"}
+var opFixtures = []string{"ops_norm", "ops_einsum", "ops_convt", "ops_pad", "ops_3d", "ops_act", "ops_resize", "ops_loss", "ops_topk", "ops_grid"}
 
 func init() { fixtures = append(fixtures, opFixtures...) }
 

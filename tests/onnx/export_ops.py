@@ -14,6 +14,9 @@ ops_pad: F.pad in modes reflect and replicate (Pad modes reflect, edge).
 ops_3d: Conv3d, MaxPool3d, AvgPool3d and ConvTranspose3d.
 ops_act: activations and shape ops that import composes (see OpsAct).
 ops_resize: F.interpolate in modes nearest, bilinear, bicubic, trilinear (Resize).
+ops_loss: cross-entropy and NLL with class weights, ignore_index, [N,C,d].
+ops_topk: torch.topk, largest and smallest (TopK).
+ops_grid: F.grid_sample at a computed grid (GridSample), every padding mode.
 
 Rerun with /usr/bin/python3 tests/onnx/export_ops.py from the repository
 root; the output is deterministic. CI only reads the committed files.
@@ -184,6 +187,61 @@ class OpsResize(nn.Module):
         return nn.functional.cross_entropy(self.fc(feat), labels)
 
 
+class OpsLoss(nn.Module):
+    """Cross-entropy over [N,C,d] scores with class weights and an
+    ignore_index that is a class (SoftmaxCrossEntropyLoss with weights), and
+    NLL over [N,C] with weights (NegativeLogLikelihoodLoss)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 5 * 4)
+
+    def forward(self, x, labels):
+        s = self.fc(x).view(-1, 5, 4)                            # [N,5,4]
+        w = torch.tensor([1.0, 0.5, 2.0, 1.5, 0.25])
+        ce = nn.functional.cross_entropy(s, labels, weight=w, ignore_index=1)
+        nll = nn.functional.nll_loss(torch.log_softmax(s[:, :, 0], 1), labels[:, 0], weight=w)
+        return ce + 0.5 * nll
+
+
+class OpsTopK(nn.Module):
+    """torch.topk, largest and smallest, along the last and a middle axis
+    (TopK), the values carrying the gradient."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 4 * 5)
+        self.out = nn.Linear(4 * 3 + 2 * 5, 10)
+
+    def forward(self, x, labels):
+        h = self.fc(x).view(-1, 4, 5)
+        a = torch.topk(h, 3, dim=2).values                    # [N,4,3]
+        b = torch.topk(h, 2, dim=1, largest=False).values     # [N,2,5]
+        return nn.functional.cross_entropy(self.out(torch.cat([a.flatten(1), b.flatten(1)], 1)), labels)
+
+
+class OpsGrid(nn.Module):
+    """F.grid_sample (GridSample) at a grid the model computes, bilinear with
+    zeros, border and reflection padding and nearest with reflection, so
+    gradients reach both the image and the grid."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 2, 3, padding=1)
+        self.loc = nn.Linear(25, 4 * 3 * 2)
+        self.fc = nn.Linear(2 * 12 * 4, 10)
+
+    def forward(self, x, labels):
+        img = self.conv(x)                                               # [N,2,5,5]
+        grid = 0.6 * self.loc(x.flatten(1)).view(-1, 4, 3, 2)            # some points outside
+        a = nn.functional.grid_sample(img, grid, mode="bilinear", padding_mode="zeros", align_corners=False)
+        b = nn.functional.grid_sample(img, grid, mode="bilinear", padding_mode="border", align_corners=True)
+        r = nn.functional.grid_sample(img, grid, mode="bilinear", padding_mode="reflection", align_corners=True)
+        m = nn.functional.grid_sample(img, grid, mode="nearest", padding_mode="reflection", align_corners=False)
+        feat = torch.cat([a.flatten(1), b.flatten(1), r.flatten(1), m.flatten(1)], 1)
+        return nn.functional.cross_entropy(self.fc(feat), labels)
+
+
 def main():
     torch.manual_seed(10)
     fixture("ops_norm", OpsNorm(), torch.randn(3, 1, 8, 8), torch.randint(0, 10, (3,)))
@@ -199,6 +257,12 @@ def main():
     fixture("ops_act", OpsAct(), torch.randn(3, 2, 4, 4), torch.randint(0, 10, (3,)))
     torch.manual_seed(16)
     fixture("ops_resize", OpsResize(), torch.randn(3, 2, 4, 5), torch.randint(0, 10, (3,)))
+    torch.manual_seed(17)
+    fixture("ops_loss", OpsLoss(), torch.randn(3, 6), torch.randint(0, 5, (3, 4)))
+    torch.manual_seed(18)
+    fixture("ops_topk", OpsTopK(), torch.randn(3, 6), torch.randint(0, 10, (3,)))
+    torch.manual_seed(19)
+    fixture("ops_grid", OpsGrid(), torch.randn(3, 1, 5, 5), torch.randint(0, 10, (3,)))
 
 
 if __name__ == "__main__":
