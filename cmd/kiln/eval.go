@@ -65,16 +65,10 @@ func runEval(args []string, stdout io.Writer) error {
 	}
 	feeds = slices.Clone(feeds)
 	for _, f := range files {
-		ts := f.tensors
-		for _, t := range ts {
-			if id, ok := g.Lookup(t.Name); f.params && (!ok || g.Value(id).Op != ir.OpParam) {
-				return fmt.Errorf("%s: tensor %q is not a param of %s", f.path, ir.Excerpt(t.Name), path)
-			}
-			if err := kiln.CheckFeed(g, t); err != nil {
-				return fmt.Errorf("%s: %v", f.path, err)
-			}
+		if err := checkFeedFile(g, path, f.path, f.tensors, f.params); err != nil {
+			return err
 		}
-		feeds = append(feeds, ts...)
+		feeds = append(feeds, f.tensors...)
 	}
 	if err := kiln.CheckFeeds(g, feeds); err != nil {
 		if *inPath != "" {
@@ -90,5 +84,21 @@ func runEval(args []string, stdout io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %d outputs to %s\n", len(out), *outPath)
+	return nil
+}
+
+// checkFeedFile checks the tensors read from file for the graph g of the
+// model at path: each names an input, param or state of g (a param or
+// state only, when params is set: an -init file, such as kiln import
+// writes) and has its type.
+func checkFeedFile(g *ir.Graph, path, file string, ts []safetensors.Tensor, params bool) error {
+	for _, t := range ts {
+		if id, ok := g.Lookup(t.Name); params && (!ok || g.Value(id).Op != ir.OpParam && g.Value(id).Op != ir.OpState) {
+			return fmt.Errorf("%s: tensor %q is not a param or state of %s", file, ir.Excerpt(t.Name), path)
+		}
+		if err := kiln.CheckFeed(g, t); err != nil {
+			return fmt.Errorf("%s: %v", file, err)
+		}
+	}
 	return nil
 }

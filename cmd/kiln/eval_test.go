@@ -153,7 +153,7 @@ func TestEvalErrors(t *testing.T) {
 		{"no inputs", []string{model, "-out", out}, 1, []string{model, "missing tensor(s)", "d (f64[2])", "give them with -inputs"}},
 		{"extra", []string{model, "-inputs", extra, "-out", out}, 1, []string{extra, `tensor "bogus" is not an input or param`}},
 		{"mistyped", []string{model, "-inputs", mistyped, "-out", out}, 1, []string{mistyped, `tensor "x": expected f32[2,3], found f64[2,3]`}},
-		{"init not a param", []string{model, "-inputs", full, "-init", initX, "-out", out}, 1, []string{initX, `tensor "x" is not a param of ` + model}},
+		{"init not a param", []string{model, "-inputs", full, "-init", initX, "-out", out}, 1, []string{initX, `tensor "x" is not a param or state of ` + model}},
 		{"out is an input", []string{model, "-inputs", full, "-out", full}, 2, []string{"-out " + full + " is the input -inputs " + full}},
 		{"no out", []string{model, "-inputs", full}, 2, []string{"missing -out"}},
 	} {

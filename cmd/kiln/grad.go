@@ -22,7 +22,8 @@ func runGrad(args []string, stdout io.Writer) error {
 	o0 := addO0Flag(fs)
 	mf := addModelFlags(fs)
 	cf := addCheckpointFlags(fs)
-	inPath := fs.String("inputs", "", "safetensors file with a tensor for every input and param (named without %)")
+	inPath := fs.String("inputs", "", "safetensors file with a tensor for every input and param (named without %); params the model file or -init give may be left out")
+	initPath := fs.String("init", "", "safetensors file with values of params (over the ONNX initializers; -inputs overrides both)")
 	outPath := fs.String("out", "", "safetensors file to write: every output by name and grad/PARAM for every param")
 	workers := addWorkersFlag(fs)
 	device := addDeviceFlag(fs)
@@ -40,7 +41,7 @@ func runGrad(args []string, stdout io.Writer) error {
 	if *inPath == "" || *outPath == "" {
 		return usagef("both -inputs and -out are required")
 	}
-	if err := checkFiles([]fileArg{{"FILE.kir", path}, {"-inputs", *inPath}}, []fileArg{{"-out", *outPath}}); err != nil {
+	if err := checkFiles([]fileArg{{"FILE.kir", path}, {"-inputs", *inPath}, {"-init", *initPath}}, []fileArg{{"-out", *outPath}}); err != nil {
 		return err
 	}
 	if err := cf.apply(&kiln.Options{}); err != nil { // usage errors first
@@ -51,8 +52,17 @@ func runGrad(args []string, stdout io.Writer) error {
 		return err
 	}
 	mf.feed(tensors)
+	var inits []safetensors.Tensor
+	if *initPath != "" {
+		if inits, _, err = safetensors.ReadFile(*initPath); err != nil {
+			return err
+		}
+	}
 	g, params, opts, err := load(path, mf, nil, *o0)
 	if err != nil {
+		return err
+	}
+	if err := checkFeedFile(g, path, *initPath, inits, true); err != nil {
 		return err
 	}
 	if err := cf.apply(&opts); err != nil {
@@ -68,9 +78,9 @@ func runGrad(args []string, stdout io.Writer) error {
 		return fail(path, "%v", err)
 	}
 	defer x.Close()
-	// Params the model file gives values (ONNX initializers) may be left
-	// out of -inputs.
-	tensors = append(slices.Clone(params), tensors...)
+	// Params the model file (ONNX initializers) or -init gives values may
+	// be left out of -inputs.
+	tensors = slices.Concat(params, inits, tensors)
 	if err := feedAll(x, p, tensors, *inPath, path); err != nil {
 		return err
 	}

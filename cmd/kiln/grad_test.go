@@ -286,3 +286,21 @@ func TestGradNoParams(t *testing.T) {
 	}
 	checkClose(t, "y", got["y"].Float64s(), []float64{1, 0, 3, 0, 5, 6}, 0)
 }
+
+// TestGradInitErrors checks that a tensor of -init that is no param of the
+// model is refused on one line naming the -init file.
+func TestGradInitErrors(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.safetensors")
+	x, err := safetensors.FromFloat64("x", ir.F32, ir.Shape{1}, []float64{0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := safetensors.WriteFile(bad, []safetensors.Tensor{x}, nil); err != nil {
+		t.Fatal(err)
+	}
+	r := runKiln(t, "grad", onnxFixture("mlp.onnx"), "-init", bad, "-inputs", onnxFixture("mlp.inputs.safetensors"), "-out", filepath.Join(dir, "out.safetensors"))
+	r.want(t, 1)
+	containsAll(t, "stderr", oneLine(t, r.stderr), bad, `tensor "x" is not a param or state of`)
+}

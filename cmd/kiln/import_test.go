@@ -41,6 +41,10 @@ func TestImportGrad(t *testing.T) {
 			runKiln(t, "grad", onnxFixture(name+".onnx"), "-inputs", onnxFixture(name+".inputs.safetensors"), "-out", a).want(t, 0)
 			runKiln(t, "grad", kir, "-inputs", both, "-out", b).want(t, 0)
 			sameTensors(t, readTensors(t, a), readTensors(t, b))
+			// Or with the params file as -init.
+			c := filepath.Join(dir, "c.safetensors")
+			runKiln(t, "grad", kir, "-init", params, "-inputs", onnxFixture(name+".inputs.safetensors"), "-out", c).want(t, 0)
+			sameTensors(t, readTensors(t, a), readTensors(t, c))
 		})
 	}
 }
