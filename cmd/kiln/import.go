@@ -57,7 +57,7 @@ func runImport(args []string, stdout io.Writer) error {
 	if err := atomicfile.WriteFile(*out, []byte(text)); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "wrote %s (%d values) and %s (%d params)\n", *out, len(g.Values), params, len(ps))
+	fmt.Fprintf(stdout, "wrote %s (%d values) and %s (%d initial values of params and state)\n", *out, len(g.Values), params, len(ps))
 	return nil
 }
 

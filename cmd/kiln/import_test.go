@@ -71,19 +71,23 @@ func sameTensors(t *testing.T, want, got map[string]safetensors.Tensor) {
 // and the trained params are the same bit for bit.
 func TestImportTrain(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	kir := filepath.Join(dir, "mlp.kir")
-	runKiln(t, "import", onnxFixture("mlp.onnx"), "-o", kir).want(t, 0)
-	a, b := filepath.Join(dir, "a.safetensors"), filepath.Join(dir, "b.safetensors")
-	args := []string{"-data", "digits", "-epochs", "1", "-optimizer", "adam"}
-	ra := runKiln(t, append([]string{"train", onnxFixture("mlp.onnx"), "-save", a}, args...)...)
-	ra.want(t, 0)
-	rb := runKiln(t, append([]string{"train", kir, "-init", filepath.Join(dir, "mlp.safetensors"), "-save", b}, args...)...)
-	rb.want(t, 0)
-	if la, lb := lossLines(ra.stdout), lossLines(rb.stdout); la != lb || la == "" {
-		t.Errorf("training from the .onnx printed\n%s\nfrom the .kir\n%s", la, lb)
+	for _, name := range []string{"mlp", "bnstats"} { // bnstats: running statistics in the -init file
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			kir := filepath.Join(dir, name+".kir")
+			runKiln(t, "import", onnxFixture(name+".onnx"), "-o", kir).want(t, 0)
+			a, b := filepath.Join(dir, "a.safetensors"), filepath.Join(dir, "b.safetensors")
+			args := []string{"-data", "digits", "-epochs", "1", "-optimizer", "adam"}
+			ra := runKiln(t, append([]string{"train", onnxFixture(name + ".onnx"), "-save", a}, args...)...)
+			ra.want(t, 0)
+			rb := runKiln(t, append([]string{"train", kir, "-init", filepath.Join(dir, name+".safetensors"), "-save", b}, args...)...)
+			rb.want(t, 0)
+			if la, lb := lossLines(ra.stdout), lossLines(rb.stdout); la != lb || la == "" {
+				t.Errorf("training from the .onnx printed\n%s\nfrom the .kir\n%s", la, lb)
+			}
+			sameTensors(t, readTensors(t, a), readTensors(t, b))
+		})
 	}
-	sameTensors(t, readTensors(t, a), readTensors(t, b))
 }
 
 // lossLines returns the lines of kiln train's output that carry a loss,

@@ -745,7 +745,8 @@ func countParams(t *kiln.Trainer) int {
 }
 
 // loadParams sets params from a safetensors file; each tensor must name a
-// param of the model with its exact type.
+// param or state value of the model (an imported model's BatchNorm running
+// statistics, as kiln import writes them) with its exact type.
 func loadParams(t *kiln.Trainer, path string) error {
 	tensors, _, err := safetensors.ReadFile(path)
 	if err != nil {
@@ -753,13 +754,13 @@ func loadParams(t *kiln.Trainer, path string) error {
 	}
 	x := t.Executor()
 	params := map[string]ir.Type{}
-	for _, i := range t.Plan.Params {
+	for _, i := range slices.Concat(t.Plan.Params, t.Plan.States) {
 		params[t.Plan.Buffers[i].Name] = t.Plan.Buffers[i].Type
 	}
 	for _, ts := range tensors {
 		want, ok := params[ts.Name]
 		if !ok {
-			return fmt.Errorf("%s: tensor %q is not a param of the model", path, ts.Name)
+			return fmt.Errorf("%s: tensor %q is not a param or state of the model", path, ts.Name)
 		}
 		if !want.Equal(ts.Type) {
 			return fmt.Errorf("%s: tensor %q: expected %s, found %s", path, ts.Name, want, ts.Type)
