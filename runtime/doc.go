@@ -1,8 +1,8 @@
 // Package runtime trains and evaluates from compiled plans without the
 // compiler: a Go program that ships a plan file (.kplan, written by kiln
 // compile; docs/PLANFILE.md) loads it with Load, makes a Trainer with
-// NewTrainer, feeds batches (TrainBatch, Epoch, Step), evaluates
-// (Evaluate), reads and writes params by name or as safetensors files
+// NewTrainer, feeds batches (TrainBatch, Epoch, Step), evaluates and
+// predicts (Evaluate, Predict), reads and writes params by name or as safetensors files
 // (Get, Set, Params, SaveParams, LoadParams) and saves and resumes
 // checkpoints (SaveCheckpoint, LoadCheckpoint).
 //

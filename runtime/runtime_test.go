@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -318,5 +319,72 @@ func TestNoCompiler(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPredict checks Predict's logits on every digits row (the last batch
+// padded) against the perceptron computed in float64 from the trained
+// params, within 1e-4·(1+|logit|) for the f32 sums of 64 and 32 terms, and
+// that their arg-max gives Evaluate's accuracy.
+func TestPredict(t *testing.T) {
+	tr := newDigitsTrainer(t, 3)
+	d, err := dataset.Digits()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i := range 5 {
+		if err := tr.TrainBatch(ctx, d, i, &runtime.Tally{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := tr.Predict(ctx, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.N%32 == 0 || len(got) != d.N*10 {
+		t.Fatalf("%d logits for %d rows (the test wants a partial last batch)", len(got), d.N)
+	}
+	ps, err := tr.Params()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := map[string][]float64{}
+	for _, v := range ps {
+		p[v.Name] = kernels.Float64s(kernels.Tensor{Type: v.Type, Data: v.Data})
+	}
+	correct := 0
+	for r := range d.N {
+		h := make([]float64, 32)
+		for j := range 32 {
+			s := p["b1"][j]
+			for k := range 64 {
+				s += d.X[r*64+k] * p["w1"][k*32+j]
+			}
+			h[j] = max(s, 0)
+		}
+		best := 0
+		for c := range 10 {
+			s := p["b2"][c]
+			for j := range 32 {
+				s += h[j] * p["w2"][j*10+c]
+			}
+			if g := got[r*10+c]; math.Abs(g-s) > 1e-4*(1+math.Abs(s)) {
+				t.Fatalf("row %d class %d: logit %v, float64 reference %v", r, c, g, s)
+			}
+			if got[r*10+c] > got[r*10+best] {
+				best = c
+			}
+		}
+		if int64(best) == d.Y[r] {
+			correct++
+		}
+	}
+	_, acc, err := tr.Evaluate(ctx, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := float64(correct) / float64(d.N); acc != want {
+		t.Fatalf("Evaluate's accuracy %v, Predict's arg-max gives %v", acc, want)
 	}
 }

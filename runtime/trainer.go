@@ -530,6 +530,18 @@ func (t *Trainer) Evaluate(ctx context.Context, d *dataset.Dataset) (loss, metri
 		loss, metric = a.Result()
 		return loss, metric, nil
 	}
+	err = t.evalBatches(ctx, d, func(rows int) error { return t.readout(t.eval, rows, &a) })
+	if err != nil {
+		return 0, 0, err
+	}
+	loss, metric = a.Result()
+	return loss, metric, nil
+}
+
+// evalBatches runs the evaluation graph over every row of d in batches,
+// the last padded with d's first rows, and calls f after each with the
+// number of rows of d the batch holds.
+func (t *Trainer) evalBatches(ctx context.Context, d *dataset.Dataset, f func(rows int) error) error {
 	b := t.sig.Batch
 	for start := 0; start < d.N; start += b {
 		rows := min(b, d.N-start)
@@ -541,17 +553,48 @@ func (t *Trainer) Evaluate(ctx context.Context, d *dataset.Dataset) (loss, metri
 			d.CopyRow(r, src, t.x, t.y, t.r)
 		}
 		if err := t.feed(t.eval); err != nil {
-			return 0, 0, err
+			return err
 		}
 		if err := t.eval.Step(ctx); err != nil {
-			return 0, 0, err
+			return err
 		}
-		if err := t.readout(t.eval, rows, &a); err != nil {
-			return 0, 0, err
+		if err := f(rows); err != nil {
+			return err
 		}
 	}
-	loss, metric = a.Result()
-	return loss, metric, nil
+	return nil
+}
+
+// Predict runs the forward graph over every row of d with the current
+// params and returns the metric's output (Signature.Output: the logits,
+// or the predicted values for float targets) of each row, row after row,
+// as float64s: Signature.Batch rows of it per batch, the padding of the
+// last batch left out. d's targets are fed to the loss but change nothing
+// returned; without real ones, any valid values (zeros) do.
+func (t *Trainer) Predict(ctx context.Context, d *dataset.Dataset) ([]float64, error) {
+	if t.sig.Kind == NoData || t.sig.Output == "" {
+		return nil, fmt.Errorf("graph %s has no predictions to return: it takes no features or has no second output read as logits or predictions", t.Plan.Graph.Name)
+	}
+	if err := t.check(d, true); err != nil {
+		return nil, err
+	}
+	if err := t.syncEval(); err != nil {
+		return nil, err
+	}
+	var out []float64
+	err := t.evalBatches(ctx, d, func(rows int) error {
+		v, err := t.eval.Get(t.sig.Output)
+		if err != nil {
+			return err
+		}
+		all := kernels.Float64s(v)
+		out = append(out, all[:len(all)/t.sig.Batch*rows]...)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // syncEval copies the trained params into the evaluation executor.
