@@ -305,6 +305,13 @@ func TestNoCompiler(t *testing.T) {
 		{"kiln_nogpu", append(slices.Clone(compiler), "github.com/kilnml/kiln/exec/gpu", "github.com/cogentcore/webgpu/wgpu")},
 	} {
 		t.Run("tags="+tc.tags, func(t *testing.T) {
+			// The package and its tests type-check with the tag too (its
+			// own tests run with go test -tags kiln_nogpu ./runtime).
+			if tc.tags != "" {
+				if out, err := exec.Command("go", "vet", "-tags", tc.tags, "github.com/kilnml/kiln/runtime").CombinedOutput(); err != nil {
+					t.Fatalf("go vet -tags %s: %v\n%s", tc.tags, err, out)
+				}
+			}
 			out, err := exec.Command("go", "list", "-tags", tc.tags, "-deps", "github.com/kilnml/kiln/runtime").CombinedOutput()
 			if err != nil {
 				t.Fatalf("go list: %v\n%s", err, out)
