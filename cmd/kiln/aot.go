@@ -11,8 +11,8 @@ import (
 	"github.com/kilnml/kiln"
 	"github.com/kilnml/kiln/checkpoint"
 	"github.com/kilnml/kiln/exec/gpu"
-	"github.com/kilnml/kiln/kernels"
 	"github.com/kilnml/kiln/planner"
+	kilnrt "github.com/kilnml/kiln/runtime"
 )
 
 // runCompile implements kiln compile: the training step and the evaluation
@@ -145,37 +145,26 @@ func runRun(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	f, err := planner.Load(path)
+	p, err := kilnrt.Load(path)
 	if err != nil {
 		return err
 	}
-	train, eval := f.Plans[planner.TrainPlan], f.Plans[planner.EvalPlan]
-	if train == nil || eval == nil {
-		return fmt.Errorf("%s: a trainable plan file holds the plans %q and %q; this one has %d plans", path, planner.TrainPlan, planner.EvalPlan, len(f.Plans))
+	if p.HasSeed && !seedSet {
+		lf.seed = p.Seed
 	}
-	if s, ok := f.Meta["seed"]; ok && !seedSet {
-		if lf.seed, err = strconv.ParseUint(s, 10, 64); err != nil {
-			return fmt.Errorf("%s: bad seed %q in the metadata", path, s)
-		}
-	}
-	t, err := kiln.NewTrainerFromPlans(train, eval, kiln.ExecOptions{Device: *device, Seed: lf.seed, CheckNaN: dbg.NaN, Workers: *workers})
+	t, err := kilnrt.NewTrainer(p, kiln.ExecOptions{Device: *device, Seed: lf.seed, CheckNaN: dbg.NaN, Workers: *workers})
 	if nc := (*gpu.NotChunkedError)(nil); errors.As(err, &nc) {
 		return fmt.Errorf("%s: %s; compile it with kiln compile -device gpu", path, nc.Problem)
 	}
 	if err != nil {
-		return fmt.Errorf("%s: %v", path, err)
+		return err
 	}
 	defer t.Close()
-	for _, p := range f.Params {
-		if err := t.Executor().Set(p.Name, kernels.Tensor{Type: p.Type, Data: p.Data}); err != nil {
-			return fmt.Errorf("%s: %v", path, err)
-		}
-	}
 	data, dataName, err := lf.data(t.Signature(), true)
 	if err != nil {
 		return err
 	}
-	return lf.train(stdout, t, train.Graph.Name, fmt.Sprintf("%s lr %s (from %s)", f.Meta["optimizer"], f.Meta["lr"], path), planSettings(f, *device), data, dataName)
+	return lf.train(stdout, t, p.Train.Graph.Name, fmt.Sprintf("%s lr %s (from %s)", p.Meta["optimizer"], p.Meta["lr"], path), planSettings(p, *device), data, dataName)
 }
 
 // modelHashMeta is the plan file metadata key of the model's identity.
@@ -186,7 +175,7 @@ const modelHashMeta = "model_sha256"
 // file's metadata, and device. A plan file of an older kiln compile
 // records only the optimizer and lr; the hash of its training step stands
 // in for the model's identity and the other hyperparameters.
-func planSettings(f *planner.File, device string) map[string]string {
+func planSettings(f *kilnrt.Plan, device string) map[string]string {
 	s := map[string]string{"-device": device}
 	for _, k := range []string{"O0", "optimizer", "lr", "momentum", "weight-decay", "clip-grad", "beta1", "beta2", "eps"} {
 		if v, ok := f.Meta[k]; ok {
@@ -198,7 +187,7 @@ func planSettings(f *planner.File, device string) map[string]string {
 	}
 	s[modelHashKey] = f.Meta[modelHashMeta]
 	if s[modelHashKey] == "" {
-		s[modelHashKey] = "of training step " + f.Plans["train"].GraphHash()[:16]
+		s[modelHashKey] = "of training step " + f.Train.GraphHash()[:16]
 	}
 	return s
 }

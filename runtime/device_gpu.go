@@ -1,0 +1,20 @@
+//go:build !kiln_nogpu
+
+package runtime
+
+import (
+	"github.com/kilnml/kiln/exec/gpu"
+	"github.com/kilnml/kiln/planner"
+)
+
+var _ Executor = (*gpu.Executor)(nil)
+
+// newGPU makes the GPU executor of exec/gpu (WebGPU through cgo; without
+// cgo, exec/gpu's New reports that GPU support was not built in).
+func newGPU(p *planner.Plan, seed uint64) (Executor, error) {
+	x, err := gpu.New(p, gpu.Options{Seed: seed})
+	if err != nil {
+		return nil, err
+	}
+	return x, nil
+}
