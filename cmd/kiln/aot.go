@@ -171,7 +171,7 @@ func runRun(args []string, stdout io.Writer) error {
 			return fmt.Errorf("%s: %v", path, err)
 		}
 	}
-	data, dataName, err := lf.data(t.Signature(), true)
+	data, dataName, err := lf.data(t, true)
 	if err != nil {
 		return err
 	}

@@ -55,7 +55,7 @@ type loopFlags struct {
 
 func addLoopFlags(fs *flag.FlagSet) *loopFlags {
 	l := &loopFlags{}
-	fs.StringVar(&l.dataPath, "data", "", "the data: a CSV file (optionally gzipped) of features then an integer label per row, or a built-in set: \"digits\" (8x8 images, 10 classes), \"kan2d\" (exp(sin(πx)+y²) on [-1,1]²), \"reverse\" (token sequences and their reversals)")
+	fs.StringVar(&l.dataPath, "data", "", "the data: a CSV file (optionally gzipped) of features then an integer label (a float target for a model whose targets are float) per row, a .safetensors or .npz file of arrays named as the model's inputs (examples along the first axis), or a built-in set: \"digits\" (8x8 images, 10 classes), \"kan2d\" (exp(sin(πx)+y²) on [-1,1]²), \"reverse\" (token sequences and their reversals)")
 	fs.StringVar(&l.header, "header", "auto", "whether the -data CSV file's first row is a header: yes, no, or auto (a header when some field is not a number and all such fields are names, which start with a letter or '_')")
 	fs.IntVar(&l.epochs, "epochs", 30, "passes over the training data (for a graph with no inputs: training steps, unless -steps is given)")
 	fs.IntVar(&l.steps, "steps", 0, "training steps of a graph with no inputs (default: -epochs)")
@@ -133,11 +133,12 @@ const (
 	generatedSeed = 1
 )
 
-// data loads -data for a model of signature sig, or the embedded digits
+// data loads -data for the model t trains, or the embedded digits
 // data when it is "digits" or when it is not given and builtin is set; it
 // returns the data and its name for messages. A graph with no inputs takes
 // no data: it returns nil.
-func (l *loopFlags) data(sig kiln.Signature, builtin bool) (*dataset.Dataset, string, error) {
+func (l *loopFlags) data(t *kiln.Trainer, builtin bool) (*dataset.Dataset, string, error) {
+	sig := t.Signature()
 	if sig.Kind == kiln.NoData {
 		if l.dataPath != "" {
 			return nil, "", usagef("-data %s: the graph takes no inputs; it trains without data", l.dataPath)
@@ -174,12 +175,7 @@ func (l *loopFlags) data(sig kiln.Signature, builtin bool) (*dataset.Dataset, st
 		d, err := dataset.Reverse(rows(reverseRows), sig.Width, vocab, generatedSeed)
 		return d, "the reverse data", err
 	}
-	header, _ := dataset.ParseHeader(l.header) // checked by check
-	o := dataset.CSVOptions{Header: header}
-	if sig.Kind == kiln.Labels {
-		o.Classes = sig.Classes
-	}
-	d, err := dataset.LoadCSVWith(l.dataPath, o)
+	d, err := l.loadDataFile(t, l.dataPath)
 	return d, l.dataPath, err
 }
 
@@ -716,7 +712,7 @@ func runTrain(args []string, stdout io.Writer) error {
 	if err := setModelParams(t, params); err != nil {
 		return err
 	}
-	data, dataName, err := lf.data(t.Signature(), len(pos) == 0)
+	data, dataName, err := lf.data(t, len(pos) == 0)
 	if err != nil {
 		return err
 	}
