@@ -51,6 +51,7 @@ type loopFlags struct {
 	saveONNX  string
 	onnxModel *onnx.Model
 	modelPath string
+	evalFlags // -eval-data, -eval-every, -save-best
 }
 
 func addLoopFlags(fs *flag.FlagSet) *loopFlags {
@@ -70,6 +71,7 @@ func addLoopFlags(fs *flag.FlagSet) *loopFlags {
 	fs.IntVar(&l.saveEvery, "save-every", 0, "with -checkpoint, save the training state every N training steps (default: at the end of each epoch, or of the run for a graph with no inputs)")
 	fs.BoolVar(&l.resume, "resume", false, "continue the run saved in -checkpoint: the same flags give bitwise the same params as a run never stopped")
 	fs.StringVar(&l.plotPath, "plot", "", "draw the loss and the metric per epoch (the loss per step for a graph with no inputs) in this PNG file")
+	l.evalFlags.add(fs)
 	return l
 }
 
@@ -103,20 +105,20 @@ func (l *loopFlags) check(fs *flag.FlagSet) error {
 	if !(l.holdout > 0 && l.holdout < 1) {
 		return usagef("-holdout must be in (0,1), found %g", l.holdout)
 	}
-	return nil
+	return l.evalFlags.check(fs)
 }
 
 // checkFiles checks the loop's outputs (-save, -save-onnx, -plot, -checkpoint) against
 // its inputs (model, -data, -init) and each other, and that each can be
 // written (see the function checkFiles).
 func (l *loopFlags) checkFiles(model fileArg) error {
-	ins := []fileArg{model, {"-init", l.initPath}}
+	ins := []fileArg{model, {"-init", l.initPath}, {"-eval-data", l.evalPath}}
 	switch l.dataPath {
 	case digitsData, kan2dData, reverseData:
 	default:
 		ins = append(ins, fileArg{"-data", l.dataPath})
 	}
-	return checkFiles(ins, []fileArg{{"-save", l.savePath}, {"-save-onnx", l.saveONNX}, {"-plot", l.plotPath}, {"-checkpoint" + dirArg, l.ckptDir}})
+	return checkFiles(ins, []fileArg{{"-save", l.savePath}, {"-save-onnx", l.saveONNX}, {"-plot", l.plotPath}, {"-save-best", l.saveBest}, {"-checkpoint" + dirArg, l.ckptDir}})
 }
 
 // The -data values that name built-in data sets.
@@ -197,10 +199,17 @@ func (l *loopFlags) train(stdout io.Writer, t *kiln.Trainer, model, optDesc stri
 		}
 	}
 	sig := t.Signature()
+	if err := l.evalFlags.checkFor(sig); err != nil {
+		return err
+	}
 	if sig.Kind == kiln.NoData {
 		return l.trainSteps(stdout, t, model, optDesc, settings)
 	}
-	trainSet, heldOut := data.Split(l.holdout, l.seed)
+	cfg := l.config(model, settings, t)
+	trainSet, heldOut, err := l.split(t, data, dataName, cfg)
+	if err != nil {
+		return err
+	}
 	standardize := l.standardize && !l.generated()
 	if l.standardizeSet {
 		standardize = l.standardize
@@ -215,7 +224,6 @@ func (l *loopFlags) train(stdout io.Writer, t *kiln.Trainer, model, optDesc stri
 		mean, std := trainSet.Standardize()
 		heldOut.ApplyStandardize(mean, std)
 	}
-	cfg := l.config(model, settings, t)
 	cfg["-standardize"] = strconv.FormatBool(standardize)
 	cfg[dataHashKey] = dataHash(data)
 	nb := trainSet.NumBatches(t.BatchSize())
@@ -225,8 +233,8 @@ func (l *loopFlags) train(stdout io.Writer, t *kiln.Trainer, model, optDesc stri
 		return fmt.Errorf("training on %s: the data has %d training rows, fewer than one batch of %d", dataName, trainSet.N, t.BatchSize())
 	}
 	st := kiln.TrainState{Epoch: 1, Config: cfg}
+	ev := &evaluator{l, t, model, heldOut}
 	if l.resume {
-		var err error
 		if st, err = l.restore(stdout, t, cfg); err != nil {
 			return err
 		}
@@ -261,6 +269,9 @@ func (l *loopFlags) train(stdout io.Writer, t *kiln.Trainer, model, optDesc stri
 			st.Step++
 			loss, _ := st.Tally.Result()
 			bar.update(st.Step, fmt.Sprintf("epoch %d/%d batch %d/%d", e, l.epochs, st.Batch, nb), loss)
+			if err := ev.every(ctx, stdout, &st, bar); err != nil {
+				return err
+			}
 			if l.saveEvery > 0 && st.Step%int64(l.saveEvery) == 0 {
 				if err := t.SaveCheckpoint(l.ckptDir, st); err != nil {
 					bar.clear()
@@ -290,6 +301,9 @@ func (l *loopFlags) train(stdout io.Writer, t *kiln.Trainer, model, optDesc stri
 		fmt.Fprintf(stdout, "epoch %3d/%d  loss %.4f  train %s %s  held-out loss %.4f  %s %s  (%s)\n",
 			e, l.epochs, loss, short, metric(sig, m), hl, short, metric(sig, hm), time.Since(start).Round(time.Millisecond))
 		curves.add(float64(e), loss, hl, m, hm)
+		if err := ev.consider(&st, hl, hm); err != nil {
+			return err
+		}
 	}
 	_, hm, err := t.Evaluate(ctx, heldOut)
 	if err != nil {
@@ -300,6 +314,7 @@ func (l *loopFlags) train(stdout io.Writer, t *kiln.Trainer, model, optDesc stri
 		rows += fmt.Sprintf(" (%d tokens)", heldOut.N*sig.K)
 	}
 	fmt.Fprintf(stdout, "held-out %s %s on %s\n", long, metric(sig, hm), rows)
+	ev.report(stdout, st)
 	return l.finish(stdout, t, model, "epoch", long, curves)
 }
 
@@ -409,6 +424,8 @@ func (l *loopFlags) restore(stdout io.Writer, t *kiln.Trainer, cfg map[string]st
 	if saved.Config[settingsKey] != settingsVersion {
 		return saved, fmt.Errorf("-resume: checkpoint %s was saved by an older kiln, which did not record every setting that changes the result; start the run again", l.ckptDir)
 	}
+	best, hasBest := saved.Config[bestKey] // not a setting: carried over
+	delete(saved.Config, bestKey)
 	if was, has := settingsDiff(saved.Config, cfg); was != "" {
 		return saved, fmt.Errorf("-resume: checkpoint %s was trained with %s, this run has %s", l.ckptDir, was, has)
 	}
@@ -417,6 +434,9 @@ func (l *loopFlags) restore(stdout io.Writer, t *kiln.Trainer, cfg map[string]st
 		return st, err
 	}
 	st.Config = cfg
+	if hasBest {
+		cfg[bestKey] = best
+	}
 	where := ""
 	if st.Epoch > 0 {
 		where = fmt.Sprintf(" (epoch %d, batch %d)", st.Epoch, st.Batch)
