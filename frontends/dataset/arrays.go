@@ -25,11 +25,12 @@ type ArraySpec struct {
 	Classes                 int      // when > 0, every label must be below it
 }
 
-// IsArrayFile reports whether path names a file LoadArrays reads: a
-// .safetensors or .npz file.
+// IsArrayFile reports whether path names a file of arrays, by its
+// extension: .safetensors or .npz, which LoadArrays reads, or .npy, which
+// it refuses with the advice to write an .npz file.
 func IsArrayFile(path string) bool {
 	ext := strings.ToLower(filepath.Ext(path))
-	return ext == ".safetensors" || ext == ".npz"
+	return ext == ".safetensors" || ext == ".npz" || ext == ".npy"
 }
 
 // LoadArrays reads the data set in the .safetensors or .npz file at path
@@ -44,6 +45,8 @@ func LoadArrays(path string, s ArraySpec) (*Dataset, error) {
 		arrays, _, err = safetensors.ReadFile(path)
 	case ".npz":
 		arrays, err = npy.ReadNPZFile(path)
+	case ".npy":
+		return nil, fmt.Errorf("%s: expected a file of the arrays %q and %q, found a .npy file, which holds one array; numpy.savez(\"data.npz\", %s=..., %s=...) writes both", path, s.Features, s.Targets, s.Features, s.Targets)
 	default:
 		return nil, fmt.Errorf("%s: expected a .safetensors or .npz file of arrays", path)
 	}

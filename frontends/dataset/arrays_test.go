@@ -131,6 +131,7 @@ func TestLoadArraysFileErrors(t *testing.T) {
 	os.WriteFile(bad, []byte("hello"), 0o666)
 	for _, tc := range []struct{ path, want string }{
 		{"data.csv", "data.csv: expected a .safetensors or .npz file of arrays"},
+		{"x.npy", `x.npy: expected a file of the arrays "x" and "y", found a .npy file, which holds one array; numpy.savez("data.npz", x=..., y=...) writes both`},
 		{bad, bad + ": expected a .npz file (a zip archive of .npy arrays)"},
 		{filepath.Join(dir, "none.safetensors"), "no such file"},
 	} {
