@@ -63,7 +63,7 @@ func addLoopFlags(fs *flag.FlagSet) *loopFlags {
 	fs.IntVar(&l.rows, "rows", 0, "rows of a generated data set (default: 2000 for kan2d, 4000 for reverse)")
 	fs.IntVar(&l.vocab, "vocab", 0, "tokens of -data reverse (default: the classes of the model's logits)")
 	fs.Uint64Var(&l.seed, "seed", 1, "seed of the param initialization, the split and the shuffles")
-	fs.Float64Var(&l.holdout, "holdout", 0.2, "fraction of the rows held out for evaluation")
+	fs.Float64Var(&l.holdout, "holdout", 0.2, "fraction of the rows held out for evaluation (unless -eval-data gives the held-out rows)")
 	fs.BoolVar(&l.standardize, "standardize", true, "scale each feature to mean 0, std 1 (statistics of the training rows); default true for CSV files and digits, false for the generated sets and never for token inputs")
 	fs.StringVar(&l.initPath, "init", "", "safetensors file with initial values for some or all params")
 	fs.StringVar(&l.savePath, "save", "", "write the trained params to this safetensors file")
@@ -108,8 +108,8 @@ func (l *loopFlags) check(fs *flag.FlagSet) error {
 	return l.evalFlags.check(fs)
 }
 
-// checkFiles checks the loop's outputs (-save, -save-onnx, -plot, -checkpoint) against
-// its inputs (model, -data, -init) and each other, and that each can be
+// checkFiles checks the loop's outputs (-save, -save-onnx, -plot, -save-best,
+// -checkpoint) against its inputs (model, -data, -init, -eval-data) and each other, and that each can be
 // written (see the function checkFiles).
 func (l *loopFlags) checkFiles(model fileArg) error {
 	ins := []fileArg{model, {"-init", l.initPath}, {"-eval-data", l.evalPath}}
