@@ -24,7 +24,7 @@ type evalFlags struct {
 func (e *evalFlags) add(fs *flag.FlagSet) {
 	fs.StringVar(&e.evalPath, "eval-data", "", "held-out data to evaluate on, in a form -data takes (CSV, .safetensors, .npz); the model then trains on every row of -data (default: -holdout of -data's rows)")
 	fs.IntVar(&e.evalEvery, "eval-every", 0, "also evaluate on the held-out data every N training steps, printing the loss and metric on a line of their own (default: at the end of each epoch only)")
-	fs.StringVar(&e.saveBest, "save-best", "", "write the params (as -save does) with the best held-out metric so far (the lowest loss when the model has no metric) to this safetensors file, atomically, at each evaluation that improves it")
+	fs.StringVar(&e.saveBest, "save-best", "", "write the params (as -save does) with the best held-out metric so far (the lower loss breaks a tie; the lowest loss when the model has no metric) to this safetensors file, atomically, at each evaluation that improves it")
 }
 
 // check checks the flags' values; fs tells which were set.
@@ -116,29 +116,28 @@ func (e *evaluator) every(ctx context.Context, stdout io.Writer, st *kiln.TrainS
 
 // consider applies -save-best to an evaluation after st.Step with the
 // held-out loss and metric m: when it is the best so far (the highest
-// metric, or the lowest loss when the model has none), it writes the
-// params and records the evaluation in st.Config, so that a checkpoint
-// keeps it for -resume.
+// metric, the lower loss breaking a tie, or the lowest loss when the model
+// has no metric), it writes the params and records the evaluation in
+// st.Config, so that a checkpoint keeps it for -resume.
 func (e *evaluator) consider(st *kiln.TrainState, loss, m float64) error {
 	if e.l.saveBest == "" {
 		return nil
 	}
-	score := m
 	if e.t.Signature().Output == "" {
-		score = -loss
+		m = 0 // the loss alone decides
 	}
-	if math.IsNaN(score) {
+	if math.IsNaN(m) || math.IsNaN(loss) {
 		return nil
 	}
-	var step int64
-	best := math.Inf(-1)
 	if s, ok := st.Config[bestKey]; ok {
-		if _, err := fmt.Sscan(s, &step, &best); err != nil {
+		var step int64
+		var bm, bl float64
+		if _, err := fmt.Sscan(s, &step, &bm, &bl); err != nil {
 			return fmt.Errorf("-resume: checkpoint %s: bad %q %q", e.l.ckptDir, bestKey, s)
 		}
-	}
-	if !(score > best) {
-		return nil
+		if !(m > bm || (m == bm && loss < bl)) {
+			return nil
+		}
 	}
 	data, err := encodeParams(e.t, e.model)
 	if err != nil {
@@ -147,7 +146,8 @@ func (e *evaluator) consider(st *kiln.TrainState, loss, m float64) error {
 	if err := writeOutput("-save-best", e.l.saveBest, "the best params", e.model, data); err != nil {
 		return err
 	}
-	st.Config[bestKey] = strconv.FormatInt(st.Step, 10) + " " + strconv.FormatFloat(score, 'g', -1, 64)
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	st.Config[bestKey] = strconv.FormatInt(st.Step, 10) + " " + f(m) + " " + f(loss)
 	return nil
 }
 
@@ -162,13 +162,13 @@ func (e *evaluator) report(stdout io.Writer, st kiln.TrainState) {
 		return
 	}
 	var step int64
-	var score float64
-	fmt.Sscan(s, &step, &score)
+	var m, loss float64
+	fmt.Sscan(s, &step, &m, &loss)
 	sig := e.t.Signature()
 	_, long := metricNames(sig)
-	what := "held-out " + long + " " + metric(sig, score)
-	if sig.Output == "" {
-		what = fmt.Sprintf("held-out loss %.4f", -score)
+	what := fmt.Sprintf("held-out loss %.4f", loss)
+	if sig.Output != "" {
+		what += ", " + long + " " + metric(sig, m)
 	}
 	fmt.Fprintf(stdout, "saved the best params (step %d, %s) to %s\n", step, what, e.l.saveBest)
 }

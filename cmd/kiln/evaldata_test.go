@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -93,7 +94,7 @@ func TestTrainEvalDataErrors(t *testing.T) {
 
 var (
 	evalLine = regexp.MustCompile(`(?m)^step +(\d+)  held-out loss (\d+\.\d+)  R² (-?\d+\.\d+)$`)
-	bestLine = regexp.MustCompile(`(?m)^saved the best params \(step (\d+), held-out R² (-?\d+\.\d+)\) to (.*)$`)
+	bestLine = regexp.MustCompile(`(?m)^saved the best params \(step (\d+), held-out loss \d+\.\d+, R² (-?\d+\.\d+)\) to (.*)$`)
 )
 
 // TestTrainEvalEverySaveBest trains a regression (CSV float targets, a
@@ -179,4 +180,56 @@ func readBytes(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestTrainSaveBestChoice checks which evaluation -save-best keeps: the
+// highest accuracy with the lowest loss among ties, or for a model without
+// a metric output the lowest loss. The choice is recomputed from the
+// printed evaluations (4 decimals of loss, which do not tie here).
+func TestTrainSaveBestChoice(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	data := filepath.Join(dir, "train.csv")
+	os.WriteFile(data, []byte(separableCSV(64, 2, 4)), 0o644)
+	evalCSV := filepath.Join(dir, "eval.csv")
+	os.WriteFile(evalCSV, []byte(separableCSV(40, 2, 5)), 0o644)
+	evals := regexp.MustCompile(`(?m)^(?:step +(\d+)|epoch +(\d+)/\d+ .*)  held-out loss (\d+\.\d+)  acc (\S+)`)
+	for _, tc := range []struct {
+		name, model string
+		metric      bool
+	}{
+		{"accuracy", tinyMLPKir, true},
+		{"no metric", strings.Replace(tinyMLPKir, "output %loss, %logits", "output %loss", 1), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			best := filepath.Join(t.TempDir(), "best.safetensors")
+			r := runKiln(t, "train", writeFile(t, "m.kir", tc.model), "-data", data, "-eval-data", evalCSV, "-epochs", "6", "-lr", "0.01", "-eval-every", "3", "-save-best", best)
+			r.want(t, 0)
+			var wantStep, wantLoss, wantAcc string
+			bl, ba := math.Inf(1), math.Inf(-1)
+			for _, m := range evals.FindAllStringSubmatch(r.stdout, -1) {
+				step := m[1]
+				if step == "" {
+					e, _ := strconv.Atoi(m[2])
+					step = strconv.Itoa(8 * e) // 8 batches of 8 rows an epoch
+				}
+				loss, _ := strconv.ParseFloat(m[3], 64)
+				acc, _ := strconv.ParseFloat(strings.TrimSuffix(m[4], "%"), 64)
+				if !tc.metric {
+					acc = 0
+				}
+				if acc > ba || (acc == ba && loss < bl) {
+					wantStep, wantLoss, wantAcc, bl, ba = step, m[3], m[4], loss, acc
+				}
+			}
+			want := "saved the best params (step " + wantStep + ", held-out loss " + wantLoss
+			if tc.metric {
+				want += ", accuracy " + wantAcc
+			}
+			containsAll(t, "stdout", r.stdout, want+") to "+best)
+			if _, err := os.Stat(best); err != nil {
+				t.Error(err)
+			}
+		})
+	}
 }
