@@ -160,7 +160,7 @@ func runRun(args []string, stdout io.Writer) error {
 		return err
 	}
 	defer t.Close()
-	data, dataName, err := lf.data(t.Signature(), true)
+	data, dataName, err := lf.data(t, true)
 	if err != nil {
 		return err
 	}

@@ -51,18 +51,19 @@ type loopFlags struct {
 	saveONNX  string
 	onnxModel *onnx.Model
 	modelPath string
+	evalFlags // -eval-data, -eval-every, -save-best
 }
 
 func addLoopFlags(fs *flag.FlagSet) *loopFlags {
 	l := &loopFlags{}
-	fs.StringVar(&l.dataPath, "data", "", "the data: a CSV file (optionally gzipped) of features then an integer label per row, or a built-in set: \"digits\" (8x8 images, 10 classes), \"kan2d\" (exp(sin(πx)+y²) on [-1,1]²), \"reverse\" (token sequences and their reversals)")
+	fs.StringVar(&l.dataPath, "data", "", "the data: a CSV file (optionally gzipped) of features then an integer label (a float target for a model whose targets are float) per row, a .safetensors or .npz file of arrays named as the model's inputs (examples along the first axis), or a built-in set: \"digits\" (8x8 images, 10 classes), \"kan2d\" (exp(sin(πx)+y²) on [-1,1]²), \"reverse\" (token sequences and their reversals)")
 	fs.StringVar(&l.header, "header", "auto", "whether the -data CSV file's first row is a header: yes, no, or auto (a header when some field is not a number and all such fields are names, which start with a letter or '_')")
 	fs.IntVar(&l.epochs, "epochs", 30, "passes over the training data (for a graph with no inputs: training steps, unless -steps is given)")
 	fs.IntVar(&l.steps, "steps", 0, "training steps of a graph with no inputs (default: -epochs)")
 	fs.IntVar(&l.rows, "rows", 0, "rows of a generated data set (default: 2000 for kan2d, 4000 for reverse)")
 	fs.IntVar(&l.vocab, "vocab", 0, "tokens of -data reverse (default: the classes of the model's logits)")
 	fs.Uint64Var(&l.seed, "seed", 1, "seed of the param initialization, the split and the shuffles")
-	fs.Float64Var(&l.holdout, "holdout", 0.2, "fraction of the rows held out for evaluation")
+	fs.Float64Var(&l.holdout, "holdout", 0.2, "fraction of the rows held out for evaluation (unless -eval-data gives the held-out rows)")
 	fs.BoolVar(&l.standardize, "standardize", true, "scale each feature to mean 0, std 1 (statistics of the training rows); default true for CSV files and digits, false for the generated sets and never for token inputs")
 	fs.StringVar(&l.initPath, "init", "", "safetensors file with initial values for some or all params")
 	fs.StringVar(&l.savePath, "save", "", "write the trained params to this safetensors file")
@@ -70,6 +71,7 @@ func addLoopFlags(fs *flag.FlagSet) *loopFlags {
 	fs.IntVar(&l.saveEvery, "save-every", 0, "with -checkpoint, save the training state every N training steps (default: at the end of each epoch, or of the run for a graph with no inputs)")
 	fs.BoolVar(&l.resume, "resume", false, "continue the run saved in -checkpoint: the same flags give bitwise the same params as a run never stopped")
 	fs.StringVar(&l.plotPath, "plot", "", "draw the loss and the metric per epoch (the loss per step for a graph with no inputs) in this PNG file")
+	l.evalFlags.add(fs)
 	return l
 }
 
@@ -103,20 +105,20 @@ func (l *loopFlags) check(fs *flag.FlagSet) error {
 	if !(l.holdout > 0 && l.holdout < 1) {
 		return usagef("-holdout must be in (0,1), found %g", l.holdout)
 	}
-	return nil
+	return l.evalFlags.check(fs)
 }
 
-// checkFiles checks the loop's outputs (-save, -save-onnx, -plot, -checkpoint) against
-// its inputs (model, -data, -init) and each other, and that each can be
+// checkFiles checks the loop's outputs (-save, -save-onnx, -plot, -save-best,
+// -checkpoint) against its inputs (model, -data, -init, -eval-data) and each other, and that each can be
 // written (see the function checkFiles).
 func (l *loopFlags) checkFiles(model fileArg) error {
-	ins := []fileArg{model, {"-init", l.initPath}}
+	ins := []fileArg{model, {"-init", l.initPath}, {"-eval-data", l.evalPath}}
 	switch l.dataPath {
 	case digitsData, kan2dData, reverseData:
 	default:
 		ins = append(ins, fileArg{"-data", l.dataPath})
 	}
-	return checkFiles(ins, []fileArg{{"-save", l.savePath}, {"-save-onnx", l.saveONNX}, {"-plot", l.plotPath}, {"-checkpoint" + dirArg, l.ckptDir}})
+	return checkFiles(ins, []fileArg{{"-save", l.savePath}, {"-save-onnx", l.saveONNX}, {"-plot", l.plotPath}, {"-save-best", l.saveBest}, {"-checkpoint" + dirArg, l.ckptDir}})
 }
 
 // The -data values that name built-in data sets.
@@ -133,11 +135,12 @@ const (
 	generatedSeed = 1
 )
 
-// data loads -data for a model of signature sig, or the embedded digits
+// data loads -data for the model t trains, or the embedded digits
 // data when it is "digits" or when it is not given and builtin is set; it
 // returns the data and its name for messages. A graph with no inputs takes
 // no data: it returns nil.
-func (l *loopFlags) data(sig kiln.Signature, builtin bool) (*dataset.Dataset, string, error) {
+func (l *loopFlags) data(t *kiln.Trainer, builtin bool) (*dataset.Dataset, string, error) {
+	sig := t.Signature()
 	if sig.Kind == kiln.NoData {
 		if l.dataPath != "" {
 			return nil, "", usagef("-data %s: the graph takes no inputs; it trains without data", l.dataPath)
@@ -174,12 +177,7 @@ func (l *loopFlags) data(sig kiln.Signature, builtin bool) (*dataset.Dataset, st
 		d, err := dataset.Reverse(rows(reverseRows), sig.Width, vocab, generatedSeed)
 		return d, "the reverse data", err
 	}
-	header, _ := dataset.ParseHeader(l.header) // checked by check
-	o := dataset.CSVOptions{Header: header}
-	if sig.Kind == kiln.Labels {
-		o.Classes = sig.Classes
-	}
-	d, err := dataset.LoadCSVWith(l.dataPath, o)
+	d, err := l.loadDataFile(t, l.dataPath)
 	return d, l.dataPath, err
 }
 
@@ -201,10 +199,17 @@ func (l *loopFlags) train(stdout io.Writer, t *kiln.Trainer, model, optDesc stri
 		}
 	}
 	sig := t.Signature()
+	if err := l.evalFlags.checkFor(sig); err != nil {
+		return err
+	}
 	if sig.Kind == kiln.NoData {
 		return l.trainSteps(stdout, t, model, optDesc, settings)
 	}
-	trainSet, heldOut := data.Split(l.holdout, l.seed)
+	cfg := l.config(model, settings, t)
+	trainSet, heldOut, err := l.split(t, data, dataName, cfg)
+	if err != nil {
+		return err
+	}
 	standardize := l.standardize && !l.generated()
 	if l.standardizeSet {
 		standardize = l.standardize
@@ -219,7 +224,6 @@ func (l *loopFlags) train(stdout io.Writer, t *kiln.Trainer, model, optDesc stri
 		mean, std := trainSet.Standardize()
 		heldOut.ApplyStandardize(mean, std)
 	}
-	cfg := l.config(model, settings, t)
 	cfg["-standardize"] = strconv.FormatBool(standardize)
 	cfg[dataHashKey] = dataHash(data)
 	nb := trainSet.NumBatches(t.BatchSize())
@@ -229,8 +233,8 @@ func (l *loopFlags) train(stdout io.Writer, t *kiln.Trainer, model, optDesc stri
 		return fmt.Errorf("training on %s: the data has %d training rows, fewer than one batch of %d", dataName, trainSet.N, t.BatchSize())
 	}
 	st := kiln.TrainState{Epoch: 1, Config: cfg}
+	ev := &evaluator{l, t, model, heldOut}
 	if l.resume {
-		var err error
 		if st, err = l.restore(stdout, t, cfg); err != nil {
 			return err
 		}
@@ -265,6 +269,9 @@ func (l *loopFlags) train(stdout io.Writer, t *kiln.Trainer, model, optDesc stri
 			st.Step++
 			loss, _ := st.Tally.Result()
 			bar.update(st.Step, fmt.Sprintf("epoch %d/%d batch %d/%d", e, l.epochs, st.Batch, nb), loss)
+			if err := ev.every(ctx, stdout, &st, bar); err != nil {
+				return err
+			}
 			if l.saveEvery > 0 && st.Step%int64(l.saveEvery) == 0 {
 				if err := t.SaveCheckpoint(l.ckptDir, st); err != nil {
 					bar.clear()
@@ -294,6 +301,9 @@ func (l *loopFlags) train(stdout io.Writer, t *kiln.Trainer, model, optDesc stri
 		fmt.Fprintf(stdout, "epoch %3d/%d  loss %.4f  train %s %s  held-out loss %.4f  %s %s  (%s)\n",
 			e, l.epochs, loss, short, metric(sig, m), hl, short, metric(sig, hm), time.Since(start).Round(time.Millisecond))
 		curves.add(float64(e), loss, hl, m, hm)
+		if err := ev.consider(&st, hl, hm); err != nil {
+			return err
+		}
 	}
 	_, hm, err := t.Evaluate(ctx, heldOut)
 	if err != nil {
@@ -304,6 +314,7 @@ func (l *loopFlags) train(stdout io.Writer, t *kiln.Trainer, model, optDesc stri
 		rows += fmt.Sprintf(" (%d tokens)", heldOut.N*sig.K)
 	}
 	fmt.Fprintf(stdout, "held-out %s %s on %s\n", long, metric(sig, hm), rows)
+	ev.report(stdout, st)
 	return l.finish(stdout, t, model, "epoch", long, curves)
 }
 
@@ -413,6 +424,8 @@ func (l *loopFlags) restore(stdout io.Writer, t *kiln.Trainer, cfg map[string]st
 	if saved.Config[settingsKey] != settingsVersion {
 		return saved, fmt.Errorf("-resume: checkpoint %s was saved by an older kiln, which did not record every setting that changes the result; start the run again", l.ckptDir)
 	}
+	best, hasBest := saved.Config[bestKey] // not a setting: carried over
+	delete(saved.Config, bestKey)
 	if was, has := settingsDiff(saved.Config, cfg); was != "" {
 		return saved, fmt.Errorf("-resume: checkpoint %s was trained with %s, this run has %s", l.ckptDir, was, has)
 	}
@@ -421,6 +434,9 @@ func (l *loopFlags) restore(stdout io.Writer, t *kiln.Trainer, cfg map[string]st
 		return st, err
 	}
 	st.Config = cfg
+	if hasBest {
+		cfg[bestKey] = best
+	}
 	where := ""
 	if st.Epoch > 0 {
 		where = fmt.Sprintf(" (epoch %d, batch %d)", st.Epoch, st.Batch)
@@ -716,7 +732,7 @@ func runTrain(args []string, stdout io.Writer) error {
 	if err := setModelParams(t, params); err != nil {
 		return err
 	}
-	data, dataName, err := lf.data(t.Signature(), len(pos) == 0)
+	data, dataName, err := lf.data(t, len(pos) == 0)
 	if err != nil {
 		return err
 	}

@@ -3,10 +3,11 @@
 // standardization and batching. A data set is a table of rows: D features
 // per row (floats, or integer tokens) and K targets per row (integer labels
 // or float values). ReadCSV loads classification data (float features and an
-// integer label per row). Its first row is a header when some field is not a
+// integer label per row; a float target with CSVOptions.FloatTargets). Its first row is a header when some field is not a
 // number and every such field is a name (starts with a letter or '_'), so a
 // mistyped number such as "1O" is reported, not skipped; CSVOptions.Header
-// says yes or no instead. KAN2D and Reverse generate synthetic regression
+// says yes or no instead. LoadArrays reads named arrays from .safetensors
+// and .npz files (see FromArrays). KAN2D and Reverse generate synthetic regression
 // and sequence data from a seed.
 //
 // The package embeds the UCI handwritten digits data (see Digits and
@@ -88,6 +89,9 @@ type CSVOptions struct {
 	Header  Header // whether the first row is a header (HeaderAuto by default)
 	Classes int    // when > 0, every label must be below it: the classes of the model to be trained
 	MaxLine int    // the longest line accepted, in bytes; 0 means DefaultMaxLine
+	// FloatTargets reads the last column as a float target (regression,
+	// into Dataset.R) instead of an integer label.
+	FloatTargets bool
 }
 
 // ReadCSV reads a data set from comma-separated text with the default
@@ -97,7 +101,8 @@ func ReadCSV(r io.Reader, name string) (*Dataset, error) {
 }
 
 // ReadCSVWith reads a data set from comma-separated text. Each row holds D
-// numbers followed by an integer label in the last column; every row must
+// numbers followed by an integer label in the last column (a float target
+// with o.FloatTargets); every row must
 // have the same number of columns, and there must be at least one feature.
 // The first non-blank row may be a header, as o.Header says (see
 // HeaderAuto for the rule it applies by default); a header is skipped but
@@ -172,7 +177,7 @@ func ReadCSVWith(r io.Reader, name string, o CSVOptions) (*Dataset, error) {
 				return nil, fmt.Errorf("%s:%d: expected %d columns (%d features and a label%s), found %d",
 					name, lineNo, cols, cols-1, what, len(fields))
 			}
-			if err := d.appendRow(fields, o.Classes); err != nil {
+			if err := d.appendRow(fields, o.Classes, o.FloatTargets); err != nil {
 				if d.N == 0 && headerLine == 0 && o.Header == HeaderAuto {
 					return nil, fmt.Errorf("%s:%d: %v (the first row is no header: a header's fields are numbers or names, which start with a letter or '_')", name, lineNo, err)
 				}
@@ -255,8 +260,9 @@ func clip(s string) string {
 }
 
 // appendRow parses one data row (features then label) onto d; with classes
-// > 0 the label must be below it.
-func (d *Dataset) appendRow(fields []string, classes int) error {
+// > 0 the label must be below it. With float, the last column is a float
+// target instead.
+func (d *Dataset) appendRow(fields []string, classes int, float bool) error {
 	last := len(fields) - 1
 	for j, f := range fields[:last] {
 		v, err := strconv.ParseFloat(f, 64)
@@ -269,6 +275,18 @@ func (d *Dataset) appendRow(fields []string, classes int) error {
 		d.X = append(d.X, v)
 	}
 	f := fields[last]
+	if float {
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("target (column %d): expected a finite number, found %q", last+1, clip(f))
+		}
+		if d.R == nil {
+			d.R = []float64{} // float targets even before the first row
+		}
+		d.R = append(d.R, v)
+		d.N++
+		return nil
+	}
 	label, ok := parseLabel(f)
 	if !ok {
 		return fmt.Errorf("label (column %d): expected an integer from 0 to %d, found %q", last+1, maxLabel, clip(f))

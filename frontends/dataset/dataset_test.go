@@ -471,3 +471,33 @@ func TestDigits(t *testing.T) {
 		t.Error("Digits shares memory between calls")
 	}
 }
+
+// TestReadCSVFloatTargets reads a last column of float targets with
+// CSVOptions.FloatTargets, and refuses one that is not a finite number.
+func TestReadCSVFloatTargets(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		r        []float64
+		want     string
+	}{
+		{"floats", "x,y\n1,0.25\n2,-3e2\n3,7\n", []float64{0.25, -300, 7}, ""},
+		{"not a number", "1,0.5\n2,abc\n", nil, `t.csv:2: target (column 2): expected a finite number, found "abc"`},
+		{"infinite", "1,0.5\n2,Inf\n", nil, `t.csv:2: target (column 2): expected a finite number, found "Inf"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := ReadCSVWith(strings.NewReader(tc.in), "t.csv", CSVOptions{FloatTargets: true})
+			if tc.want != "" {
+				if err == nil || err.Error() != tc.want {
+					t.Errorf("error %v, want %q", err, tc.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Y != nil || d.Classes != 0 || d.N != len(tc.r) || !slices.Equal(d.R, tc.r) || !slices.Equal(d.X, []float64{1, 2, 3}) {
+				t.Errorf("got %+v, want R %v", *d, tc.r)
+			}
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/kilnml/kiln/frontends/dataset"
+	"github.com/kilnml/kiln/ir"
 )
 
 func ExampleReadCSV() {
@@ -42,4 +43,19 @@ func ExampleReverse() {
 	// Output:
 	// rows: 100 tokens per row: 4 labels per row: 4 vocabulary: 10
 	// first sequence: [7 6 7 7] its labels: [7 7 6 7]
+}
+
+// Arrays named as a model's inputs, examples along the first axis: here
+// features [N,2,2] and integer labels [N] that numpy.savez wrote.
+func ExampleLoadArrays() {
+	d, err := dataset.LoadArrays("testdata/train.npz", dataset.ArraySpec{
+		Features: "x", Targets: "y", FeatureDims: ir.Shape{2, 2}, Classes: 3,
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(d.N, "rows of", d.D, "features; labels", d.Y)
+	// Output:
+	// 6 rows of 4 features; labels [0 1 2 0 1 2]
 }
