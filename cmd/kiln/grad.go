@@ -71,7 +71,7 @@ func runGrad(args []string, stdout io.Writer) error {
 	// Params the model file gives values (ONNX initializers) may be left
 	// out of -inputs.
 	tensors = append(slices.Clone(params), tensors...)
-	if err := feedAll(x, p, tensors, *inPath, path); err != nil {
+	if err := feedAll(x, p, tensors, *inPath, path, false); err != nil {
 		return err
 	}
 	if err := x.Step(context.Background()); err != nil {
@@ -94,8 +94,9 @@ func runGrad(args []string, stdout io.Writer) error {
 
 // feedAll sets every input and param of p from tensors, which must hold
 // exactly those, and may hold state (an ONNX model's running statistics),
-// with the plan's dtypes and shapes.
-func feedAll(x kiln.Executor, p *planner.Plan, tensors []safetensors.Tensor, file, model string) error {
+// with the plan's dtypes and shapes. With someParams, tensors may leave
+// params out: they keep the values they have.
+func feedAll(x kiln.Executor, p *planner.Plan, tensors []safetensors.Tensor, file, model string, someParams bool) error {
 	want := map[string]int{}
 	var names []string
 	for _, i := range append(append([]int(nil), p.Inputs...), p.Params...) {
@@ -121,7 +122,7 @@ func feedAll(x kiln.Executor, p *planner.Plan, tensors []safetensors.Tensor, fil
 	}
 	var missing []string
 	for _, n := range names {
-		if !have[n] {
+		if !have[n] && !(someParams && p.Buffers[want[n]].Role == planner.Param) {
 			missing = append(missing, fmt.Sprintf("%s (%s)", n, p.Buffers[want[n]].Type))
 		}
 	}
