@@ -188,7 +188,7 @@ const modelHashMeta = "model_sha256"
 // in for the model's identity and the other hyperparameters.
 func planSettings(f *planner.File, device string) map[string]string {
 	s := map[string]string{"-device": device}
-	for _, k := range []string{"O0", "optimizer", "lr", "momentum", "weight-decay", "clip-grad", "beta1", "beta2", "eps"} {
+	for _, k := range []string{"O0", "optimizer", "lr", "momentum", "dampening", "nesterov", "weight-decay", "clip-grad", "beta1", "beta2", "eps", "amsgrad", "alpha", "centered"} {
 		if v, ok := f.Meta[k]; ok {
 			s["-"+k] = v
 		}

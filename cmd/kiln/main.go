@@ -30,15 +30,15 @@ var commands []command
 
 func init() {
 	commands = []command{
-		{"dump", "[-after PASS|all] [-dot] [-html OUT.html] [-O0] [-optimizer sgd|adam] [-recompute P] [-memory-budget B] FILE.kir", "print the IR after a pass (default: after the whole pipeline), or write every pass as one HTML page", runDump},
+		{"dump", "[-after PASS|all] [-dot] [-html OUT.html] [-O0] [-optimizer sgd|adam|adamw|rmsprop] [-recompute P] [-memory-budget B] FILE.kir", "print the IR after a pass (default: after the whole pipeline), or write every pass as one HTML page", runDump},
 		{"grad", "FILE.kir -inputs IN.safetensors -out OUT.safetensors [-recompute P] [-memory-budget B]", "run the graph and its backward; write the outputs and grad/PARAM for every param", runGrad},
-		{"step", "FILE.kir -inputs IN.safetensors -steps N -out OUT.safetensors [-optimizer sgd|adam|adamw] [-lr LR] [-seed N] ...", "run N training steps on the one batch in IN; write every param after the last and loss, the f64 vector of the N losses (each before its update)", runStep},
+		{"step", "FILE.kir -inputs IN.safetensors -steps N -out OUT.safetensors [-optimizer sgd|adam|adamw|rmsprop] [-lr LR] [-seed N] ...", "run N training steps on the one batch in IN; write every param after the last and loss, the f64 vector of the N losses (each before its update)", runStep},
 		{"eval", "FILE.kir -inputs IN.safetensors -out OUT.safetensors [-init P.safetensors] [-device cpu|gpu]", "run the forward graph alone (no gradient, dropout off); write every output by name", runEval},
 		{"import", "FILE.onnx -o FILE.kir", "write an ONNX model as a .kir graph, and its initializers (the params' initial values) as FILE.safetensors beside it", runImport},
-		{"plan", "[-O0] [-report] [-optimizer sgd|adam] [-recompute sqrt|segments=K] [-memory-budget BYTES] FILE.kir", "print the execution plan: steps, buffers with offsets, peak and lower bound (-report: a short memory report)", runPlan},
-		{"bench", "[-O0] [-device cpu|gpu] [-matmul N] [-peak-gflops X] [-batch N] [-steps N] [-warmup N] [-optimizer sgd|adam] [-seed N] [-recompute P] [-memory-budget B] FILE.kir", "time training steps on random inputs: median step time, samples/s, memory traffic", runBench},
-		{"train", "[MODEL.kir -data FILE.csv|digits|kan2d|reverse] [-epochs N] [-steps N] [-optimizer adam] [-recompute P] [-memory-budget B] ...", "train a model (with no arguments: the built-in digits MLP; a model with no inputs needs no -data)", runTrain},
-		{"compile", "MODEL.kir -o OUT.kplan [-device cpu|gpu] [-optimizer adam] [-lr LR] [-O0] [-init P.safetensors] [-recompute P] [-memory-budget B]", "compile the training step into a plan file that kiln run trains from", runCompile},
+		{"plan", "[-O0] [-report] [-optimizer sgd|adam|adamw|rmsprop] [-recompute sqrt|segments=K] [-memory-budget BYTES] FILE.kir", "print the execution plan: steps, buffers with offsets, peak and lower bound (-report: a short memory report)", runPlan},
+		{"bench", "[-O0] [-device cpu|gpu] [-matmul N] [-peak-gflops X] [-batch N] [-steps N] [-warmup N] [-optimizer sgd|adam|adamw|rmsprop] [-seed N] [-recompute P] [-memory-budget B] FILE.kir", "time training steps on random inputs: median step time, samples/s, memory traffic", runBench},
+		{"train", "[MODEL.kir -data FILE.csv|digits|kan2d|reverse] [-epochs N] [-steps N] [-optimizer sgd|adam|adamw|rmsprop] [-recompute P] [-memory-budget B] ...", "train a model (with no arguments: the built-in digits MLP; a model with no inputs needs no -data)", runTrain},
+		{"compile", "MODEL.kir -o OUT.kplan [-device cpu|gpu] [-optimizer sgd|adam|adamw|rmsprop] [-lr LR] [-O0] [-init P.safetensors] [-recompute P] [-memory-budget B]", "compile the training step into a plan file that kiln run trains from", runCompile},
 		{"run", "FILE.kplan [-device cpu|gpu] [-data FILE.csv] [-epochs N] ...", "train from a plan file alone (with no -data: the digits data)", runRun},
 		{"gradcheck", "[-inputs IN.safetensors] [-seed N] [-step H] [-rtol R] [-atol A] FILE.kir", "check every param's analytic gradient against central differences in float64", runGradcheck},
 		{"export", "MODEL.kir -params P.safetensors -o MODEL.onnx [-with-loss]", "write a model's forward graph (its outputs after the loss) as an ONNX model for inference elsewhere", runExport},

@@ -236,6 +236,8 @@ func TestResumeInProcess(t *testing.T) {
 		{"beta1", []string{tiny, "-data", data, "-beta1", "0.8"}, 1, prefix + "-beta1 0.9, this run has -beta1 0.8"},
 		{"eps and beta2", []string{tiny, "-data", data, "-eps", "1e-6", "-beta2", "0.99"}, 1, prefix + "-beta2 0.999, -eps 1e-08, this run has -beta2 0.99, -eps 1e-06"},
 		{"sgd", []string{tiny, "-data", data, "-optimizer", "sgd"}, 1, prefix + "-lr 0.001, -optimizer adam, this run has -lr 0.01, -optimizer sgd"},
+		{"amsgrad", []string{tiny, "-data", data, "-amsgrad"}, 1, prefix + "-amsgrad false, this run has -amsgrad true"},
+		{"adamw", []string{tiny, "-data", data, "-optimizer", "adamw"}, 1, prefix + "-optimizer adam, -weight-decay 0, this run has -optimizer adamw, -weight-decay 0.01"},
 		{"-O0", []string{tiny, "-data", data, "-O0"}, 1, prefix + "-O0 false, this run has -O0 true"},
 		{"standardize", []string{tiny, "-data", data, "-standardize=false"}, 1, prefix + "-standardize true, this run has -standardize false"},
 		{"another graph of the same name", []string{tinyMoved, "-data", data}, 1, prefix + "model sha256 "},

@@ -312,7 +312,7 @@ func (l *loopFlags) train(stdout io.Writer, t *kiln.Trainer, model, optDesc stri
 // by an older kiln that recorded fewer, and is not resumed.
 const (
 	settingsKey     = "settings"
-	settingsVersion = "3"
+	settingsVersion = "4"
 )
 
 // config returns what a checkpoint records of the run, which a resumed run
@@ -354,10 +354,14 @@ func trainSettings(g *ir.Graph, mf *modelFlags, opt passes.OptimizerConfig, o0 b
 		"-O0": strconv.FormatBool(o0), "-device": device,
 	}
 	mf.settings(s)
-	if opt.Kind == "adam" {
-		s["-beta1"], s["-beta2"], s["-eps"] = f(opt.Beta1), f(opt.Beta2), f(opt.Eps)
-	} else {
-		s["-momentum"] = f(opt.Momentum)
+	b := strconv.FormatBool
+	switch opt.Kind {
+	case "adam", "adamw":
+		s["-beta1"], s["-beta2"], s["-eps"], s["-amsgrad"] = f(opt.Beta1), f(opt.Beta2), f(opt.Eps), b(opt.AMSGrad)
+	case "rmsprop":
+		s["-alpha"], s["-eps"], s["-momentum"], s["-centered"] = f(opt.Alpha), f(opt.Eps), f(opt.Momentum), b(opt.Centered)
+	default:
+		s["-momentum"], s["-dampening"], s["-nesterov"] = f(opt.Momentum), f(opt.Dampening), b(opt.Nesterov)
 	}
 	return s
 }
