@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/kilnml/kiln"
 	"github.com/kilnml/kiln/frontends/dataset"
 	"github.com/kilnml/kiln/frontends/safetensors"
+	"github.com/kilnml/kiln/internal/gputest"
 	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/kernels"
 )
@@ -165,6 +167,52 @@ output %l
 		}
 		if l := oneLine(t, line); !strings.Contains(l, c.want) {
 			t.Errorf("%v: %q lacks %q", c.args, l, c.want)
+		}
+	}
+}
+
+// TestStepOptimizersGPU runs every optimizer's update on the GPU and on the
+// CPU, six steps of the f32 form of the torch.optim reference MLP: the
+// params agree within 1e-5 + 1e-4*|cpu| (the two round f32 sums in other
+// orders).
+func TestStepOptimizersGPU(t *testing.T) {
+	gputest.Need(t)
+	dir := "../../tests/testdata/pytorch/optim"
+	src, err := os.ReadFile(filepath.Join(dir, "mlp.kir"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := writeFile(t, "mlp32.kir", strings.ReplaceAll(string(src), "f64", "f32"))
+	ts, _, err := safetensors.ReadFile(filepath.Join(dir, "mlp.inputs.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in32 []safetensors.Tensor
+	for _, x := range ts {
+		in32 = append(in32, tensor(t, x.Name, ir.F32, x.Type.Shape, x.Float64s()))
+	}
+	in := filepath.Join(t.TempDir(), "in.safetensors")
+	writeTensors(t, in, in32)
+	for _, args := range []string{
+		"-optimizer sgd -lr 0.1 -momentum 0.8 -dampening 0.3 -weight-decay 0.02",
+		"-optimizer sgd -lr 0.1 -momentum 0.9 -nesterov",
+		"-optimizer adam -lr 0.05 -amsgrad -beta1 0.8 -beta2 0.9",
+		"-optimizer adamw -lr 0.05 -weight-decay 0.5 -amsgrad -beta2 0.9",
+		"-optimizer rmsprop -lr 0.01 -centered -momentum 0.5 -eps 1e-6",
+	} {
+		out := map[string]map[string]safetensors.Tensor{}
+		for _, d := range []string{"cpu", "gpu"} {
+			path := filepath.Join(t.TempDir(), d+".safetensors")
+			runKiln(t, append([]string{"step", model, "-inputs", in, "-out", path, "-steps", "6", "-device", d}, strings.Fields(args)...)...).want(t, 0)
+			out[d] = readStepOut(t, path)
+		}
+		for name, c := range out["cpu"] {
+			cv, gv := c.Float64s(), out["gpu"][name].Float64s()
+			for i := range cv {
+				if d := math.Abs(gv[i] - cv[i]); !(d <= 1e-5+1e-4*math.Abs(cv[i])) {
+					t.Errorf("%s: %s[%d]: gpu %g, cpu %g", args, name, i, gv[i], cv[i])
+				}
+			}
 		}
 	}
 }
