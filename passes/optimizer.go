@@ -29,11 +29,41 @@ type OptimizerConfig struct {
 	// p -= LR*WeightDecay*p before the update; for the others the L2
 	// penalty WeightDecay*p added to the gradient.
 	WeightDecay float64
+	// Schedule multiplies LR at step t (counted from 0, kept as state) by
+	// λ(t): "" or "constant" 1, "cosine" max(0, ½(1 + cos(π·(t−W)/(T−W)))),
+	// "linear" max(0, (T−t)/(T−W)), "step" Gamma^⌊(t−W)/StepSize⌋; with
+	// Warmup W > 0, λ(t) = t/W for t < W. These are the functions of
+	// transformers' get_*_schedule_with_warmup (T−W is at least 1) and
+	// torch's StepLR after the warmup.
+	Schedule string
+	Warmup   int64   // W: the steps of linear warmup (0: none)
+	StepSize int64   // step: the steps between decays
+	Gamma    float64 // step: the factor of each decay
+	// Total is T, the run's number of updates, for cosine and linear: the
+	// initial value of the states ScheduleTotal.DTYPE, which a run sets
+	// to its length before its first step.
+	Total int64
 	// ClipGrad, when positive, clamps every element of every gradient to
 	// [-ClipGrad, ClipGrad] before the update (and before weight decay is
 	// added), as torch.nn.utils.clip_grad_value_ before optimizer.step; 0
 	// clips nothing.
 	ClipGrad float64
+}
+
+// Schedules lists the learning-rate schedules (OptimizerConfig.Schedule).
+var Schedules = []string{"constant", "cosine", "linear", "step"}
+
+// ScheduleStep and ScheduleTotal prefix the names of a schedule's states,
+// one each per float dtype of the params (ScheduleStep + ".f32"): the
+// step counter t and the run's length T.
+const (
+	ScheduleStep  = "lr_schedule.step"
+	ScheduleTotal = "lr_schedule.total"
+)
+
+// scheduled reports whether the learning rate changes from step to step.
+func (c OptimizerConfig) scheduled() bool {
+	return (c.Schedule != "" && c.Schedule != "constant") || c.Warmup > 0
 }
 
 // OptimizerKinds lists the optimizers the pass knows.
@@ -95,6 +125,12 @@ func (c OptimizerConfig) Validate() error {
 		return fmt.Errorf("rmsprop alpha must be in [0,1), found %g", c.Alpha)
 	case (c.IsAdam() || c.Kind == "rmsprop") && (!(c.Eps > 0) || math.IsInf(c.Eps, 0)):
 		return fmt.Errorf("%s eps must be positive, found %g", c.Kind, c.Eps)
+	case c.Schedule != "" && !slices.Contains(Schedules, c.Schedule):
+		return fmt.Errorf("unknown learning-rate schedule %q (expected %s)", ir.Excerpt(c.Schedule), strings.Join(Schedules, ", "))
+	case c.Warmup < 0 || c.Total < 0:
+		return fmt.Errorf("warmup and total steps must be >= 0, found %d and %d", c.Warmup, c.Total)
+	case c.Schedule == "step" && (c.StepSize < 1 || !(c.Gamma > 0) || math.IsInf(c.Gamma, 0)):
+		return fmt.Errorf("the step schedule needs a step size >= 1 and a gamma > 0, found %d and %g", c.StepSize, c.Gamma)
 	}
 	return nil
 }
@@ -153,6 +189,46 @@ func Optimize(g *ir.Graph, c OptimizerConfig) error {
 	// first step: started is a state per dtype, 0 before the first step
 	// and 1 after it, and the scale is 1 - dampening*started.
 	dampScale := map[ir.DType]ir.ID{}
+	// The learning rate: a constant, or LR*λ(t) computed once per dtype.
+	lrs := map[ir.DType]ir.ID{}
+	lr := func(dt ir.DType) ir.ID {
+		if !c.scheduled() {
+			return scalar(c.LR, dt)
+		}
+		if id, ok := lrs[dt]; ok {
+			return id
+		}
+		scalarT := ir.Type{DType: dt, Shape: ir.Shape{}}
+		t := state(ScheduleStep+"."+dt.String(), scalarT, 0)
+		update(t, e.Op(ir.OpAdd, nil, t, scalar(1, dt)))
+		w := float64(c.Warmup)
+		var lam ir.ID
+		switch c.Schedule {
+		case "cosine", "linear":
+			total := state(ScheduleTotal+"."+dt.String(), scalarT, float64(c.Total))
+			span := e.Op(ir.OpMaximum, nil, e.Op(ir.OpSub, nil, total, scalar(w, dt)), scalar(1, dt))
+			if c.Schedule == "cosine" {
+				progress := e.Op(ir.OpDiv, nil, e.Op(ir.OpSub, nil, t, scalar(w, dt)), span)
+				cos := e.Op(ir.OpCos, nil, e.Op(ir.OpMul, nil, scalar(math.Pi, dt), progress))
+				lam = e.Op(ir.OpMul, nil, scalar(0.5, dt), e.Op(ir.OpAdd, nil, scalar(1, dt), cos))
+			} else {
+				lam = e.Op(ir.OpDiv, nil, e.Op(ir.OpSub, nil, total, t), span)
+			}
+			lam = e.Op(ir.OpMaximum, nil, lam, scalar(0, dt))
+		case "step":
+			k := e.Op(ir.OpFloor, nil, e.Op(ir.OpDiv, nil, e.Op(ir.OpSub, nil, t, scalar(w, dt)), scalar(float64(c.StepSize), dt)))
+			lam = e.Op(ir.OpPow, nil, scalar(c.Gamma, dt), k)
+		default:
+			lam = scalar(1, dt)
+		}
+		if c.Warmup > 0 {
+			warm := e.Op(ir.OpDiv, nil, t, scalar(w, dt))
+			lam = e.Op(ir.OpWhere, nil, e.Op(ir.OpLess, nil, t, scalar(w, dt)), warm, lam)
+		}
+		id := e.Op(ir.OpMul, nil, scalar(c.LR, dt), lam)
+		lrs[dt] = id
+		return id
+	}
 	for _, gp := range g.Grads {
 		p, grad := gp.Param, gp.Grad
 		t := g.Type(p)
@@ -165,7 +241,11 @@ func Optimize(g *ir.Graph, c OptimizerConfig) error {
 		switch {
 		case c.WeightDecay == 0:
 		case c.Kind == "adamw":
-			from = e.Op(ir.OpMul, nil, p, scalar(1-c.LR*c.WeightDecay, dt))
+			if c.scheduled() {
+				from = e.Op(ir.OpMul, nil, p, e.Op(ir.OpSub, nil, scalar(1, dt), e.Op(ir.OpMul, nil, lr(dt), scalar(c.WeightDecay, dt))))
+			} else {
+				from = e.Op(ir.OpMul, nil, p, scalar(1-c.LR*c.WeightDecay, dt))
+			}
 		default:
 			grad = e.Op(ir.OpAdd, nil, grad, e.Op(ir.OpMul, nil, p, scalar(c.WeightDecay, dt)))
 		}
@@ -241,7 +321,7 @@ func Optimize(g *ir.Graph, c OptimizerConfig) error {
 				update(buf, step)
 			}
 		}
-		next := e.Op(ir.OpSub, nil, from, e.Op(ir.OpMul, nil, step, scalar(c.LR, dt)))
+		next := e.Op(ir.OpSub, nil, from, e.Op(ir.OpMul, nil, step, lr(dt)))
 		update(p, next)
 		if stateErr != nil {
 			return stateErr

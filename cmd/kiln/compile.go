@@ -87,6 +87,9 @@ type optimizerFlags struct {
 	alpha                     float64
 	centered                  bool
 	clipGrad                  float64
+	schedule                  string // the schedule's flags, on kiln train, compile and step
+	warmup, stepSize          int64
+	gamma                     float64
 	defaultKind               string
 	fs                        *flag.FlagSet // tells which flags were given
 }
@@ -127,6 +130,12 @@ func (o *optimizerFlags) config() (*passes.OptimizerConfig, error) {
 		c.LR = o.lr
 	}
 	c.Momentum, c.ClipGrad = o.momentum, o.clipGrad
+	c.Schedule, c.Warmup = o.schedule, o.warmup
+	if c.Schedule == "step" {
+		c.StepSize, c.Gamma = o.stepSize, o.gamma
+	} else if o.given("lr-step-size") || o.given("lr-gamma") {
+		return nil, usagef("-lr-step-size and -lr-gamma are for -lr-schedule step")
+	}
 	c.Dampening, c.Nesterov, c.AMSGrad, c.Centered = o.dampening, o.nesterov, o.amsgrad, o.centered
 	if c.Kind != "adamw" || o.given("weight-decay") {
 		c.WeightDecay = o.weightDecay
@@ -141,6 +150,15 @@ func (o *optimizerFlags) config() (*passes.OptimizerConfig, error) {
 		return nil, usageError{err.Error()}
 	}
 	return &c, nil
+}
+
+// addScheduleFlags adds the flags of the learning-rate schedule, which
+// kiln train, compile and step take.
+func (o *optimizerFlags) addScheduleFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.schedule, "lr-schedule", "constant", "learning-rate schedule: "+strings.Join(passes.Schedules, ", ")+"; computed in the plan from a step counter kept in its state")
+	fs.Int64Var(&o.warmup, "warmup", 0, "steps of linear warmup before the schedule: the learning rate of step t < W is lr*t/W")
+	fs.Int64Var(&o.stepSize, "lr-step-size", 0, "-lr-schedule step: steps between decays (after the warmup)")
+	fs.Float64Var(&o.gamma, "lr-gamma", 0.1, "-lr-schedule step: the factor of each decay")
 }
 
 // given reports whether the flag name was set.

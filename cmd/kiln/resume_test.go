@@ -113,7 +113,9 @@ func manifestStep(dir string) int64 {
 // TestResumeAfterKill starts a real kiln train process that saves a
 // checkpoint every step, kills it with SIGKILL mid-run (mid-save, most
 // likely), resumes from the checkpoint and checks that the final params
-// are bitwise those of a run that was never interrupted.
+// are bitwise those of a run that was never interrupted. The run follows a
+// learning-rate schedule (warmup, then cosine), which the plan's state
+// continues.
 func TestResumeAfterKill(t *testing.T) {
 	t.Parallel()
 	bin := buildKiln(t)
@@ -122,7 +124,7 @@ func TestResumeAfterKill(t *testing.T) {
 	if err := os.WriteFile(model, []byte(dropoutMLPKir), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"train", model, "-data", "digits", "-epochs", "3", "-workers", "1"}
+	args := []string{"train", model, "-data", "digits", "-epochs", "3", "-workers", "1", "-lr-schedule", "cosine", "-warmup", "20"}
 	whole, resumed := filepath.Join(dir, "whole.safetensors"), filepath.Join(dir, "resumed.safetensors")
 	r := runKiln(t, append(args, "-save", whole)...)
 	r.want(t, 0)

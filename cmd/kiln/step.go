@@ -30,6 +30,7 @@ func runStep(args []string, stdout io.Writer) error {
 	steps := fs.Int("steps", 1, "training steps to run on the batch")
 	seed := fs.Uint64("seed", 1, "seed of the initial values of the params that neither -inputs nor the model file gives")
 	of := addOptimizerFlags(fs, "adam")
+	of.addScheduleFlags(fs)
 	workers := addWorkersFlag(fs)
 	device := addDeviceFlag(fs)
 	pos, err := parseFlags(fs, args, stdout)
@@ -56,6 +57,8 @@ func runStep(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// T of a schedule: the run's updates.
+	opt.Total = int64(*steps)
 	if err := cf.apply(&kiln.Options{}); err != nil { // usage errors first
 		return err
 	}

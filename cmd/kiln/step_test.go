@@ -171,8 +171,8 @@ output %l
 	}
 }
 
-// TestStepOptimizersGPU runs every optimizer's update on the GPU and on the
-// CPU, six steps of the f32 form of the torch.optim reference MLP: the
+// TestStepOptimizersGPU runs every optimizer's update and learning-rate
+// schedule on the GPU and on the CPU, six steps of the f32 form of the torch.optim reference MLP: the
 // params agree within 1e-5 + 1e-4*|cpu| (the two round f32 sums in other
 // orders).
 func TestStepOptimizersGPU(t *testing.T) {
@@ -199,6 +199,9 @@ func TestStepOptimizersGPU(t *testing.T) {
 		"-optimizer adam -lr 0.05 -amsgrad -beta1 0.8 -beta2 0.9",
 		"-optimizer adamw -lr 0.05 -weight-decay 0.5 -amsgrad -beta2 0.9",
 		"-optimizer rmsprop -lr 0.01 -centered -momentum 0.5 -eps 1e-6",
+		"-optimizer adamw -lr 0.05 -lr-schedule cosine -warmup 2",
+		"-optimizer sgd -lr 0.2 -lr-schedule step -warmup 1 -lr-step-size 2 -lr-gamma 0.5",
+		"-optimizer adam -lr 0.05 -lr-schedule linear -warmup 2",
 	} {
 		out := map[string]map[string]safetensors.Tensor{}
 		for _, d := range []string{"cpu", "gpu"} {

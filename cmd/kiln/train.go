@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -229,6 +230,8 @@ func (l *loopFlags) train(stdout io.Writer, t *kiln.Trainer, model, optDesc stri
 		return fmt.Errorf("training on %s: the data has %d training rows, fewer than one batch of %d", dataName, trainSet.N, t.BatchSize())
 	}
 	st := kiln.TrainState{Epoch: 1, Config: cfg}
+	total := int64(l.epochs) * int64(nb)
+	scheduled := scheduleTotal(t, total, cfg)
 	if l.resume {
 		var err error
 		if st, err = l.restore(stdout, t, cfg); err != nil {
@@ -238,11 +241,13 @@ func (l *loopFlags) train(stdout io.Writer, t *kiln.Trainer, model, optDesc stri
 			return fmt.Errorf("checkpoint %s: the run is at epoch %d, past -epochs %d", l.ckptDir, st.Epoch, l.epochs)
 		}
 	}
+	if err := scheduled(); err != nil {
+		return err
+	}
 	short, long := metricNames(sig)
 	ctx := context.Background()
 	interrupt, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	total := int64(l.epochs) * int64(nb)
 	bar := newProgress(stdout, total, t.BatchSize(), st.Step)
 	var curves plotData
 	for e := 1; e <= l.epochs; e++ {
@@ -363,7 +368,48 @@ func trainSettings(g *ir.Graph, mf *modelFlags, opt passes.OptimizerConfig, o0 b
 	default:
 		s["-momentum"], s["-dampening"], s["-nesterov"] = f(opt.Momentum), f(opt.Dampening), b(opt.Nesterov)
 	}
+	s["-lr-schedule"], s["-warmup"] = cmp.Or(opt.Schedule, "constant"), strconv.FormatInt(opt.Warmup, 10)
+	if opt.Schedule == "step" {
+		s["-lr-step-size"], s["-lr-gamma"] = strconv.FormatInt(opt.StepSize, 10), f(opt.Gamma)
+	}
 	return s
+}
+
+// scheduleTotalKey names T, the run's number of updates, in a run's
+// settings when its learning-rate schedule reads it: a resumed run with
+// another -epochs would follow another schedule.
+const scheduleTotalKey = "schedule updates"
+
+// scheduleTotal records total, the run's number of updates, in cfg when
+// the training plan's schedule reads it (passes.ScheduleTotal), and returns
+// the function that sets those states to it, to call after -resume restores
+// the state.
+func scheduleTotal(t *kiln.Trainer, total int64, cfg map[string]string) func() error {
+	var names []string
+	for _, i := range t.Plan.States {
+		if b := t.Plan.Buffers[i]; strings.HasPrefix(b.Name, passes.ScheduleTotal+".") {
+			names = append(names, b.Name)
+		}
+	}
+	if len(names) > 0 {
+		cfg[scheduleTotalKey] = strconv.FormatInt(total, 10)
+	}
+	return func() error {
+		for _, n := range names {
+			v, err := t.Executor().Get(n)
+			if err != nil {
+				return err
+			}
+			v = kernels.New(v.Type)
+			if err := kernels.SetFloat64s(v, []float64{float64(total)}); err != nil {
+				return err
+			}
+			if err := t.Executor().Set(n, v); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 }
 
 // dataHashKey names the data's identity in a run's settings: a file
@@ -485,6 +531,7 @@ func (l *loopFlags) trainSteps(stdout io.Writer, t *kiln.Trainer, model, optDesc
 		model, len(t.Plan.Params), countParams(t), optDesc, steps)
 	cfg := l.config(model, settings, t)
 	st := kiln.TrainState{Config: cfg}
+	scheduled := scheduleTotal(t, steps, cfg)
 	if l.resume {
 		var err error
 		if st, err = l.restore(stdout, t, cfg); err != nil {
@@ -493,6 +540,9 @@ func (l *loopFlags) trainSteps(stdout io.Writer, t *kiln.Trainer, model, optDesc
 		if st.Step > steps {
 			return fmt.Errorf("checkpoint %s: the run is at step %d, past %d steps", l.ckptDir, st.Step, steps)
 		}
+	}
+	if err := scheduled(); err != nil {
+		return err
 	}
 	ctx := context.Background()
 	interrupt, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
@@ -643,6 +693,7 @@ func runTrain(args []string, stdout io.Writer) error {
 	lf := addLoopFlags(fs)
 	fs.StringVar(&lf.saveONNX, "save-onnx", "", "write the ONNX model trained (MODEL.onnx) with its initializers replaced by the trained params to this file")
 	of := addOptimizerFlags(fs, "adam")
+	of.addScheduleFlags(fs)
 	cf := addCheckpointFlags(fs)
 	workers := addWorkersFlag(fs)
 	device := addDeviceFlag(fs)

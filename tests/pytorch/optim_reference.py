@@ -4,7 +4,8 @@
 Writes, under tests/testdata/pytorch/optim/:
   mlp.kir                    a 2-layer MLP with tanh and an MSE loss
   mlp.inputs.safetensors     its batch (x, t) and initial params
-  CASE.expected.safetensors  for every case below: the params after STEPS
+  CASE.expected.safetensors  for every case below (the learning-rate
+                             schedules too, with T = STEPS): the params after STEPS
                              training steps on that batch and "loss", the
                              STEPS losses, each before its update; the
                              metadata "args" holds kiln step's optimizer
@@ -16,6 +17,7 @@ Run it where PyTorch is installed (Debian: apt-get install python3-torch):
 Everything is float64 and seeded, so the files are reproducible.
 """
 import json
+import math
 import os
 import struct
 
@@ -100,6 +102,40 @@ CASES = {
 CLIP = {"adam_clip": 0.05}
 
 
+def schedule(kind, W, T=STEPS, S=1, gamma=1.0):
+    """λ(t) of kiln's -lr-schedule kind with -warmup W: for cosine and linear
+    the functions of transformers' get_cosine_schedule_with_warmup and
+    get_linear_schedule_with_warmup; for step, torch's StepLR after the
+    warmup."""
+    def lam(t):
+        if t < W:
+            return float(t) / float(max(1, W))
+        if kind == "cosine":
+            progress = float(t - W) / float(max(1, T - W))
+            return max(0.0, 0.5 * (1.0 + math.cos(math.pi * 0.5 * 2.0 * progress)))
+        if kind == "linear":
+            return max(0.0, float(T - t) / float(max(1, T - W)))
+        if kind == "step":
+            return gamma ** ((t - W) // S)
+        return 1.0
+    return lam
+
+
+# Runs with a learning-rate schedule (torch.optim.lr_scheduler.LambdaLR).
+SCHEDULED = {
+    "adamw_cosine_warmup": ("-optimizer adamw -lr 0.05 -weight-decay 0.1 -lr-schedule cosine -warmup 2",
+                            lambda ps: O.AdamW(ps, lr=0.05, weight_decay=0.1, foreach=False), schedule("cosine", 2)),
+    "sgd_cosine": ("-optimizer sgd -lr 0.1 -momentum 0.9 -lr-schedule cosine",
+                   lambda ps: O.SGD(ps, lr=0.1, momentum=0.9), schedule("cosine", 0)),
+    "adam_linear_warmup": ("-optimizer adam -lr 0.05 -lr-schedule linear -warmup 2",
+                           lambda ps: O.Adam(ps, lr=0.05, foreach=False), schedule("linear", 2)),
+    "sgd_step_warmup": ("-optimizer sgd -lr 0.2 -lr-schedule step -warmup 1 -lr-step-size 2 -lr-gamma 0.5",
+                        lambda ps: O.SGD(ps, lr=0.2), schedule("step", 1, S=2, gamma=0.5)),
+    "rmsprop_constant_warmup": ("-optimizer rmsprop -lr 0.01 -lr-schedule constant -warmup 3",
+                                lambda ps: O.RMSprop(ps, lr=0.01, foreach=False), schedule("constant", 3)),
+}
+
+
 def uniform(g, *shape):
     return -1 + 2 * torch.rand(*shape, generator=g, dtype=torch.float64)
 
@@ -113,9 +149,12 @@ def main():
     x, t_ = uniform(g, 8, 3), uniform(g, 8, 2)
     init = {"w1": uniform(g, 3, 5), "b1": uniform(g, 5) * 0.5, "w2": uniform(g, 5, 2), "b2": uniform(g, 2) * 0.5}
     save(os.path.join(OUT, "mlp.inputs.safetensors"), {"x": x, "t": t_, **init})
-    for name, (args, make) in CASES.items():
+    runs = {name: (args, make, None) for name, (args, make) in CASES.items()}
+    runs.update(SCHEDULED)
+    for name, (args, make, lam) in runs.items():
         p = {k: v.clone().requires_grad_() for k, v in init.items()}
         opt = make(list(p.values()))
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lam) if lam else None
         losses = []
         for _ in range(STEPS):
             opt.zero_grad()
@@ -124,6 +163,8 @@ def main():
             if name in CLIP:
                 torch.nn.utils.clip_grad_value_(list(p.values()), CLIP[name])
             opt.step()
+            if sched:
+                sched.step()
             losses.append(loss.item())
         assert losses[-1] < losses[0], (name, losses)
         save(os.path.join(OUT, name + ".expected.safetensors"),
