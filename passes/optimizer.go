@@ -4,19 +4,45 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/kilnml/kiln/ir"
 )
 
 // OptimizerConfig selects the parameter update the optimizer pass appends.
+// Each kind's arithmetic is that of its torch.optim class (PyTorch 1.13):
+// "sgd" (torch.optim.SGD), "adam" (Adam), "adamw" (AdamW) and "rmsprop"
+// (RMSprop).
 type OptimizerConfig struct {
-	Kind        string  // "sgd" or "adam"
-	LR          float64 // learning rate
-	Momentum    float64 // sgd: momentum (0 = plain SGD)
-	Beta1       float64 // adam: first-moment decay
-	Beta2       float64 // adam: second-moment decay
-	Eps         float64 // adam: added to the root of the second moment
-	WeightDecay float64 // L2 penalty added to the gradient (PyTorch's weight_decay)
+	Kind      string  // "sgd", "adam", "adamw" or "rmsprop"
+	LR        float64 // learning rate
+	Momentum  float64 // sgd, rmsprop: momentum (0 = none)
+	Dampening float64 // sgd: the gradient enters the momentum buffer scaled by 1 - Dampening (not at the first step)
+	Nesterov  bool    // sgd: Nesterov momentum (needs Momentum > 0 and Dampening 0)
+	Beta1     float64 // adam, adamw: first-moment decay
+	Beta2     float64 // adam, adamw: second-moment decay
+	Eps       float64 // adam, adamw, rmsprop: added to the root of the second moment
+	AMSGrad   bool    // adam, adamw: divide by the root of the largest second moment so far (kept as state)
+	Alpha     float64 // rmsprop: decay of the mean square
+	Centered  bool    // rmsprop: divide by the root of the variance (the mean square less the squared mean gradient)
+	// WeightDecay is PyTorch's weight_decay: for adamw the decoupled decay
+	// p -= LR*WeightDecay*p before the update; for the others the L2
+	// penalty WeightDecay*p added to the gradient.
+	WeightDecay float64
+	// Schedule multiplies LR at step t (counted from 0, kept as state) by
+	// λ(t): "" or "constant" 1, "cosine" max(0, ½(1 + cos(π·(t−W)/(T−W)))),
+	// "linear" max(0, (T−t)/(T−W)), "step" Gamma^⌊(t−W)/StepSize⌋; with
+	// Warmup W > 0, λ(t) = t/W for t < W. These are the functions of
+	// transformers' get_*_schedule_with_warmup (T−W is at least 1) and
+	// torch's StepLR after the warmup.
+	Schedule string
+	Warmup   int64   // W: the steps of linear warmup (0: none)
+	StepSize int64   // step: the steps between decays
+	Gamma    float64 // step: the factor of each decay
+	// Total is T, the run's number of updates, for cosine and linear: the
+	// initial value of the states ScheduleTotal.DTYPE, which a run sets
+	// to its length before its first step.
+	Total int64
 	// ClipGrad, when positive, clamps every element of every gradient to
 	// [-ClipGrad, ClipGrad] before the update (and before weight decay is
 	// added), as torch.nn.utils.clip_grad_value_ before optimizer.step; 0
@@ -24,35 +50,87 @@ type OptimizerConfig struct {
 	ClipGrad float64
 }
 
+// Schedules lists the learning-rate schedules (OptimizerConfig.Schedule).
+var Schedules = []string{"constant", "cosine", "linear", "step"}
+
+// ScheduleStep and ScheduleTotal prefix the names of a schedule's states,
+// one each per float dtype of the params (ScheduleStep + ".f32"): the
+// step counter t and the run's length T.
+const (
+	ScheduleStep  = "lr_schedule.step"
+	ScheduleTotal = "lr_schedule.total"
+)
+
+// scheduled reports whether the learning rate changes from step to step.
+func (c OptimizerConfig) scheduled() bool {
+	return (c.Schedule != "" && c.Schedule != "constant") || c.Warmup > 0
+}
+
+// OptimizerKinds lists the optimizers the pass knows.
+var OptimizerKinds = []string{"sgd", "adam", "adamw", "rmsprop"}
+
 // DefaultOptimizer returns kind's PyTorch defaults: SGD with lr 0.01, no
-// momentum; Adam with lr 0.001, betas (0.9, 0.999), eps 1e-8.
+// momentum; Adam with lr 0.001, betas (0.9, 0.999), eps 1e-8; AdamW as Adam
+// with weight decay 0.01; RMSprop with lr 0.01, alpha 0.99, eps 1e-8.
 func DefaultOptimizer(kind string) (OptimizerConfig, error) {
 	switch kind {
 	case "sgd":
 		return OptimizerConfig{Kind: "sgd", LR: 0.01}, nil
 	case "adam":
 		return OptimizerConfig{Kind: "adam", LR: 0.001, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}, nil
+	case "adamw":
+		return OptimizerConfig{Kind: "adamw", LR: 0.001, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.01}, nil
+	case "rmsprop":
+		return OptimizerConfig{Kind: "rmsprop", LR: 0.01, Alpha: 0.99, Eps: 1e-8}, nil
 	}
-	return OptimizerConfig{}, fmt.Errorf("unknown optimizer %q (expected sgd or adam)", kind)
+	return OptimizerConfig{}, unknownOptimizer(kind)
 }
+
+func unknownOptimizer(kind string) error {
+	return fmt.Errorf("unknown optimizer %q (expected %s)", ir.Excerpt(kind), strings.Join(OptimizerKinds, ", "))
+}
+
+// IsAdam reports whether the kind is adam or adamw, which read Beta1,
+// Beta2, Eps and AMSGrad.
+func (c OptimizerConfig) IsAdam() bool { return c.Kind == "adam" || c.Kind == "adamw" }
 
 // Validate reports a configuration that cannot train.
 func (c OptimizerConfig) Validate() error {
 	switch {
-	case c.Kind != "sgd" && c.Kind != "adam":
-		return fmt.Errorf("unknown optimizer %q (expected sgd or adam)", c.Kind)
-	case !(c.LR > 0):
+	case !slices.Contains(OptimizerKinds, c.Kind):
+		return unknownOptimizer(c.Kind)
+	case !(c.LR > 0) || math.IsInf(c.LR, 0):
 		return fmt.Errorf("learning rate must be positive, found %g", c.LR)
-	case c.Momentum < 0 || c.Momentum >= 1:
+	case !(c.Momentum >= 0 && c.Momentum < 1):
 		return fmt.Errorf("momentum must be in [0,1), found %g", c.Momentum)
-	case c.WeightDecay < 0:
-		return fmt.Errorf("weight decay must be >= 0, found %g", c.WeightDecay)
+	case c.Momentum != 0 && c.Kind != "sgd" && c.Kind != "rmsprop":
+		return fmt.Errorf("momentum is for sgd and rmsprop; %s has its betas", c.Kind)
+	case !(c.Dampening >= 0 && c.Dampening <= 1):
+		return fmt.Errorf("dampening must be in [0,1], found %g", c.Dampening)
+	case (c.Dampening != 0 || c.Nesterov) && c.Kind != "sgd":
+		return fmt.Errorf("dampening and nesterov are for sgd, not %s", c.Kind)
+	case c.Nesterov && (c.Momentum == 0 || c.Dampening != 0):
+		return fmt.Errorf("nesterov momentum needs a momentum and zero dampening, found momentum %g, dampening %g", c.Momentum, c.Dampening)
+	case c.AMSGrad && !c.IsAdam():
+		return fmt.Errorf("amsgrad is for adam and adamw, not %s", c.Kind)
+	case c.Centered && c.Kind != "rmsprop":
+		return fmt.Errorf("centered is for rmsprop, not %s", c.Kind)
+	case !(c.WeightDecay >= 0) || math.IsInf(c.WeightDecay, 0):
+		return fmt.Errorf("weight decay must be finite and >= 0, found %g", c.WeightDecay)
 	case !(c.ClipGrad >= 0) || math.IsInf(c.ClipGrad, 0):
 		return fmt.Errorf("gradient clip must be finite and >= 0 (0: none), found %g", c.ClipGrad)
-	case c.Kind == "adam" && (c.Beta1 < 0 || c.Beta1 >= 1 || c.Beta2 < 0 || c.Beta2 >= 1):
-		return fmt.Errorf("adam betas must be in [0,1), found %g, %g", c.Beta1, c.Beta2)
-	case c.Kind == "adam" && !(c.Eps > 0):
-		return fmt.Errorf("adam eps must be positive, found %g", c.Eps)
+	case c.IsAdam() && !(c.Beta1 >= 0 && c.Beta1 < 1 && c.Beta2 >= 0 && c.Beta2 < 1):
+		return fmt.Errorf("%s betas must be in [0,1), found %g, %g", c.Kind, c.Beta1, c.Beta2)
+	case c.Kind == "rmsprop" && !(c.Alpha >= 0 && c.Alpha < 1):
+		return fmt.Errorf("rmsprop alpha must be in [0,1), found %g", c.Alpha)
+	case (c.IsAdam() || c.Kind == "rmsprop") && (!(c.Eps > 0) || math.IsInf(c.Eps, 0)):
+		return fmt.Errorf("%s eps must be positive, found %g", c.Kind, c.Eps)
+	case c.Schedule != "" && !slices.Contains(Schedules, c.Schedule):
+		return fmt.Errorf("unknown learning-rate schedule %q (expected %s)", ir.Excerpt(c.Schedule), strings.Join(Schedules, ", "))
+	case c.Warmup < 0 || c.Total < 0:
+		return fmt.Errorf("warmup and total steps must be >= 0, found %d and %d", c.Warmup, c.Total)
+	case c.Schedule == "step" && (c.StepSize < 1 || !(c.Gamma > 0) || math.IsInf(c.Gamma, 0)):
+		return fmt.Errorf("the step schedule needs a step size >= 1 and a gamma > 0, found %d and %g", c.StepSize, c.Gamma)
 	}
 	return nil
 }
@@ -61,8 +139,8 @@ func (c OptimizerConfig) Validate() error {
 // training step is one graph. The optimizer's state (momentum buffers, Adam's
 // moments and bias-correction powers) becomes state values, zero-initialized
 // unless stated, updated at the end of each step like the params. The
-// arithmetic follows torch.optim.SGD and torch.optim.Adam, after the
-// gradient is clamped elementwise when ClipGrad is set.
+// arithmetic follows torch.optim (see OptimizerConfig), after the gradient
+// is clamped elementwise when ClipGrad is set.
 func Optimize(g *ir.Graph, c OptimizerConfig) error {
 	if err := c.Validate(); err != nil {
 		return err
@@ -71,7 +149,7 @@ func Optimize(g *ir.Graph, c OptimizerConfig) error {
 		return fmt.Errorf("the graph has no gradients; run autodiff first")
 	}
 	first := ir.ID(len(g.Values)) // the update's values come after this
-	g.Grow(30*len(g.Grads) + 8)   // at most 29 values a param, 8 for Adam's powers
+	g.Grow(40*len(g.Grads) + 8)   // at most 39 values a param, 8 for Adam's powers
 	e := ir.NewEmitter(g, "u")
 	var stateErr error
 	state := func(name string, t ir.Type, init float64) ir.ID {
@@ -107,6 +185,50 @@ func Optimize(g *ir.Graph, c OptimizerConfig) error {
 	// multiplied by beta every step; c1 and c2 are 1 - beta^t.
 	type pows struct{ b1, b2, c1, c2 ir.ID }
 	adamPows := map[ir.DType]pows{}
+	// SGD with dampening scales the gradient by 1 - dampening except at the
+	// first step: started is a state per dtype, 0 before the first step
+	// and 1 after it, and the scale is 1 - dampening*started.
+	dampScale := map[ir.DType]ir.ID{}
+	// The learning rate: a constant, or LR*λ(t) computed once per dtype.
+	lrs := map[ir.DType]ir.ID{}
+	lr := func(dt ir.DType) ir.ID {
+		if !c.scheduled() {
+			return scalar(c.LR, dt)
+		}
+		if id, ok := lrs[dt]; ok {
+			return id
+		}
+		scalarT := ir.Type{DType: dt, Shape: ir.Shape{}}
+		t := state(ScheduleStep+"."+dt.String(), scalarT, 0)
+		update(t, e.Op(ir.OpAdd, nil, t, scalar(1, dt)))
+		w := float64(c.Warmup)
+		var lam ir.ID
+		switch c.Schedule {
+		case "cosine", "linear":
+			total := state(ScheduleTotal+"."+dt.String(), scalarT, float64(c.Total))
+			span := e.Op(ir.OpMaximum, nil, e.Op(ir.OpSub, nil, total, scalar(w, dt)), scalar(1, dt))
+			if c.Schedule == "cosine" {
+				progress := e.Op(ir.OpDiv, nil, e.Op(ir.OpSub, nil, t, scalar(w, dt)), span)
+				cos := e.Op(ir.OpCos, nil, e.Op(ir.OpMul, nil, scalar(math.Pi, dt), progress))
+				lam = e.Op(ir.OpMul, nil, scalar(0.5, dt), e.Op(ir.OpAdd, nil, scalar(1, dt), cos))
+			} else {
+				lam = e.Op(ir.OpDiv, nil, e.Op(ir.OpSub, nil, total, t), span)
+			}
+			lam = e.Op(ir.OpMaximum, nil, lam, scalar(0, dt))
+		case "step":
+			k := e.Op(ir.OpFloor, nil, e.Op(ir.OpDiv, nil, e.Op(ir.OpSub, nil, t, scalar(w, dt)), scalar(float64(c.StepSize), dt)))
+			lam = e.Op(ir.OpPow, nil, scalar(c.Gamma, dt), k)
+		default:
+			lam = scalar(1, dt)
+		}
+		if c.Warmup > 0 {
+			warm := e.Op(ir.OpDiv, nil, t, scalar(w, dt))
+			lam = e.Op(ir.OpWhere, nil, e.Op(ir.OpLess, nil, t, scalar(w, dt)), warm, lam)
+		}
+		id := e.Op(ir.OpMul, nil, scalar(c.LR, dt), lam)
+		lrs[dt] = id
+		return id
+	}
 	for _, gp := range g.Grads {
 		p, grad := gp.Param, gp.Grad
 		t := g.Type(p)
@@ -115,20 +237,43 @@ func Optimize(g *ir.Graph, c OptimizerConfig) error {
 		if c.ClipGrad > 0 {
 			grad = e.Op(ir.OpClip, ir.MakeAttrs("min", ir.Float(-c.ClipGrad), "max", ir.Float(c.ClipGrad)), grad)
 		}
-		if c.WeightDecay != 0 {
+		from := p // the param the update starts from
+		switch {
+		case c.WeightDecay == 0:
+		case c.Kind == "adamw":
+			if c.scheduled() {
+				from = e.Op(ir.OpMul, nil, p, e.Op(ir.OpSub, nil, scalar(1, dt), e.Op(ir.OpMul, nil, lr(dt), scalar(c.WeightDecay, dt))))
+			} else {
+				from = e.Op(ir.OpMul, nil, p, scalar(1-c.LR*c.WeightDecay, dt))
+			}
+		default:
 			grad = e.Op(ir.OpAdd, nil, grad, e.Op(ir.OpMul, nil, p, scalar(c.WeightDecay, dt)))
 		}
-		var next ir.ID
+		var step ir.ID // the update is from - LR*step
 		switch c.Kind {
 		case "sgd":
-			step := grad
+			step = grad
 			if c.Momentum != 0 {
 				buf := state(name+".momentum", t, 0)
-				step = e.Op(ir.OpAdd, nil, e.Op(ir.OpMul, nil, buf, scalar(c.Momentum, dt)), grad)
-				update(buf, step)
+				in := grad
+				if c.Dampening != 0 {
+					k, ok := dampScale[dt]
+					if !ok {
+						started := state("sgd.started."+dt.String(), ir.Type{DType: dt, Shape: ir.Shape{}}, 0)
+						update(started, e.Op(ir.OpMaximum, nil, started, scalar(1, dt)))
+						k = e.Op(ir.OpSub, nil, scalar(1, dt), e.Op(ir.OpMul, nil, started, scalar(c.Dampening, dt)))
+						dampScale[dt] = k
+					}
+					in = e.Op(ir.OpMul, nil, grad, k)
+				}
+				buf1 := e.Op(ir.OpAdd, nil, e.Op(ir.OpMul, nil, buf, scalar(c.Momentum, dt)), in)
+				update(buf, buf1)
+				step = buf1
+				if c.Nesterov {
+					step = e.Op(ir.OpAdd, nil, grad, e.Op(ir.OpMul, nil, buf1, scalar(c.Momentum, dt)))
+				}
 			}
-			next = e.Op(ir.OpSub, nil, p, e.Op(ir.OpMul, nil, step, scalar(c.LR, dt)))
-		case "adam":
+		case "adam", "adamw":
 			pw, ok := adamPows[dt]
 			if !ok {
 				scalarT := ir.Type{DType: dt, Shape: ir.Shape{}}
@@ -147,12 +292,36 @@ func Optimize(g *ir.Graph, c OptimizerConfig) error {
 				e.Op(ir.OpMul, nil, e.Op(ir.OpMul, nil, grad, grad), scalar(1-c.Beta2, dt)))
 			update(m, m1)
 			update(v, v1)
-			// step = lr * (m1 / (1 - b1^t)) / (sqrt(v1 / (1 - b2^t)) + eps)
+			if c.AMSGrad {
+				vmax := state(name+".adam_vmax", t, 0)
+				v1 = e.Op(ir.OpMaximum, nil, vmax, v1)
+				update(vmax, v1)
+			}
+			// step = (m1 / (1 - b1^t)) / (sqrt(v1 / (1 - b2^t)) + eps)
 			mhat := e.Op(ir.OpDiv, nil, m1, pw.c1)
 			vhat := e.Op(ir.OpDiv, nil, v1, pw.c2)
 			denom := e.Op(ir.OpAdd, nil, e.Op(ir.OpSqrt, nil, vhat), scalar(c.Eps, dt))
-			next = e.Op(ir.OpSub, nil, p, e.Op(ir.OpMul, nil, e.Op(ir.OpDiv, nil, mhat, denom), scalar(c.LR, dt)))
+			step = e.Op(ir.OpDiv, nil, mhat, denom)
+		case "rmsprop":
+			sq := state(name+".rmsprop_square", t, 0)
+			sq1 := e.Op(ir.OpAdd, nil, e.Op(ir.OpMul, nil, sq, scalar(c.Alpha, dt)),
+				e.Op(ir.OpMul, nil, e.Op(ir.OpMul, nil, grad, grad), scalar(1-c.Alpha, dt)))
+			update(sq, sq1)
+			variance := sq1
+			if c.Centered {
+				ga := state(name+".rmsprop_grad", t, 0)
+				ga1 := e.Op(ir.OpAdd, nil, e.Op(ir.OpMul, nil, ga, scalar(c.Alpha, dt)), e.Op(ir.OpMul, nil, grad, scalar(1-c.Alpha, dt)))
+				update(ga, ga1)
+				variance = e.Op(ir.OpSub, nil, sq1, e.Op(ir.OpMul, nil, ga1, ga1))
+			}
+			step = e.Op(ir.OpDiv, nil, grad, e.Op(ir.OpAdd, nil, e.Op(ir.OpSqrt, nil, variance), scalar(c.Eps, dt)))
+			if c.Momentum != 0 {
+				buf := state(name+".momentum", t, 0)
+				step = e.Op(ir.OpAdd, nil, e.Op(ir.OpMul, nil, buf, scalar(c.Momentum, dt)), step)
+				update(buf, step)
+			}
 		}
+		next := e.Op(ir.OpSub, nil, from, e.Op(ir.OpMul, nil, step, lr(dt)))
 		update(p, next)
 		if stateErr != nil {
 			return stateErr

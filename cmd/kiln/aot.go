@@ -26,6 +26,7 @@ func runCompile(args []string, stdout io.Writer) error {
 	initPath := fs.String("init", "", "safetensors file with initial values of params, stored in the plan file")
 	seed := fs.Uint64("seed", 1, "seed of the param initialization, recorded in the plan file as kiln run's default")
 	of := addOptimizerFlags(fs, "adam")
+	of.addScheduleFlags(fs)
 	cf := addCheckpointFlags(fs)
 	device := fs.String("device", "cpu", "the device the plan is for: cpu or gpu (gpu places the arena in chunks of the GPU's storage binding size, so that kiln run -device gpu can bind it)")
 	pos, err := parseFlags(fs, args, stdout)
@@ -177,7 +178,7 @@ const modelHashMeta = "model_sha256"
 // in for the model's identity and the other hyperparameters.
 func planSettings(f *kilnrt.Plan, device string) map[string]string {
 	s := map[string]string{"-device": device}
-	for _, k := range []string{"O0", "optimizer", "lr", "momentum", "weight-decay", "clip-grad", "beta1", "beta2", "eps"} {
+	for _, k := range []string{"O0", "optimizer", "lr", "momentum", "dampening", "nesterov", "weight-decay", "clip-grad", "beta1", "beta2", "eps", "amsgrad", "alpha", "centered", "lr-schedule", "warmup", "lr-step-size", "lr-gamma"} {
 		if v, ok := f.Meta[k]; ok {
 			s["-"+k] = v
 		}

@@ -244,7 +244,7 @@ output %s
 		{"negative warmup", []string{"-warmup", "-1", digitsMLP}, 2, []string{"-warmup must not be negative"}},
 		{"negative batch", []string{"-batch", "-2", digitsMLP}, 2, []string{"-batch must be at least 1"}},
 		{"no file", nil, 2, []string{"missing FILE.kir"}},
-		{"bad optimizer", []string{"-optimizer", "rmsprop", digitsMLP}, 2, []string{"rmsprop"}},
+		{"bad optimizer", []string{"-optimizer", "adagrad", digitsMLP}, 2, []string{"adagrad"}},
 		{"negative peak", []string{"-device", "gpu", "-peak-gflops", "-1", digitsMLP}, 2, []string{"-peak-gflops must be positive"}},
 		{"peak on the cpu", []string{"-peak-gflops", "100", digitsMLP}, 2, []string{"-peak-gflops", "needs -device gpu"}},
 	}

@@ -81,24 +81,38 @@ func setModelParams(t *kiln.Trainer, params []safetensors.Tensor) error {
 type optimizerFlags struct {
 	kind                      string
 	lr, momentum, weightDecay float64
+	dampening                 float64
+	nesterov, amsgrad         bool
 	beta1, beta2, eps         float64
+	alpha                     float64
+	centered                  bool
 	clipGrad                  float64
+	schedule                  string // the schedule's flags, on kiln train, compile and step
+	warmup, stepSize          int64
+	gamma                     float64
 	defaultKind               string
+	fs                        *flag.FlagSet // tells which flags were given
 }
 
 func addOptimizerFlags(fs *flag.FlagSet, defaultKind string) *optimizerFlags {
-	o := &optimizerFlags{defaultKind: defaultKind}
-	what := "append the optimizer update: sgd or adam"
+	o := &optimizerFlags{defaultKind: defaultKind, fs: fs}
+	kinds := strings.Join(passes.OptimizerKinds, ", ")
+	what := "append the optimizer update: " + kinds + " (torch.optim's SGD, Adam, AdamW, RMSprop)"
 	if defaultKind != "" {
-		what = "optimizer: sgd or adam"
+		what = "optimizer: " + kinds + " (torch.optim's SGD, Adam, AdamW, RMSprop)"
 	}
 	fs.StringVar(&o.kind, "optimizer", defaultKind, what)
-	fs.Float64Var(&o.lr, "lr", 0, "learning rate (default: sgd 0.01, adam 0.001)")
-	fs.Float64Var(&o.momentum, "momentum", 0, "sgd momentum")
-	fs.Float64Var(&o.weightDecay, "weight-decay", 0, "L2 penalty added to the gradient")
-	fs.Float64Var(&o.beta1, "beta1", 0.9, "adam first-moment decay")
-	fs.Float64Var(&o.beta2, "beta2", 0.999, "adam second-moment decay")
-	fs.Float64Var(&o.eps, "eps", 1e-8, "adam epsilon")
+	fs.Float64Var(&o.lr, "lr", 0, "learning rate (default: sgd and rmsprop 0.01, adam and adamw 0.001)")
+	fs.Float64Var(&o.momentum, "momentum", 0, "sgd and rmsprop momentum")
+	fs.Float64Var(&o.dampening, "dampening", 0, "sgd: the gradient enters the momentum buffer scaled by 1 - dampening (after the first step)")
+	fs.BoolVar(&o.nesterov, "nesterov", false, "sgd: Nesterov momentum (needs -momentum, and -dampening 0)")
+	fs.Float64Var(&o.weightDecay, "weight-decay", 0, "weight decay: for adamw decoupled, p -= lr*wd*p before the update (default 0.01); for the others an L2 penalty added to the gradient (default 0)")
+	fs.Float64Var(&o.beta1, "beta1", 0.9, "adam and adamw first-moment decay")
+	fs.Float64Var(&o.beta2, "beta2", 0.999, "adam and adamw second-moment decay")
+	fs.BoolVar(&o.amsgrad, "amsgrad", false, "adam and adamw: divide by the root of the largest second moment so far (AMSGrad)")
+	fs.Float64Var(&o.eps, "eps", 1e-8, "adam, adamw and rmsprop epsilon")
+	fs.Float64Var(&o.alpha, "alpha", 0.99, "rmsprop: decay of the mean square")
+	fs.BoolVar(&o.centered, "centered", false, "rmsprop: divide by the root of the variance of the gradient (mean square less squared mean)")
 	fs.Float64Var(&o.clipGrad, "clip-grad", 0, "clamp every gradient element to [-v, v] before the update (0: no clipping)")
 	return o
 }
@@ -115,14 +129,43 @@ func (o *optimizerFlags) config() (*passes.OptimizerConfig, error) {
 	if o.lr != 0 {
 		c.LR = o.lr
 	}
-	c.Momentum, c.WeightDecay, c.ClipGrad = o.momentum, o.weightDecay, o.clipGrad
-	if c.Kind == "adam" {
+	c.Momentum, c.ClipGrad = o.momentum, o.clipGrad
+	c.Schedule, c.Warmup = o.schedule, o.warmup
+	if c.Schedule == "step" {
+		c.StepSize, c.Gamma = o.stepSize, o.gamma
+	} else if o.given("lr-step-size") || o.given("lr-gamma") {
+		return nil, usagef("-lr-step-size and -lr-gamma are for -lr-schedule step")
+	}
+	c.Dampening, c.Nesterov, c.AMSGrad, c.Centered = o.dampening, o.nesterov, o.amsgrad, o.centered
+	if c.Kind != "adamw" || o.given("weight-decay") {
+		c.WeightDecay = o.weightDecay
+	}
+	switch {
+	case c.IsAdam():
 		c.Beta1, c.Beta2, c.Eps = o.beta1, o.beta2, o.eps
+	case c.Kind == "rmsprop":
+		c.Alpha, c.Eps = o.alpha, o.eps
 	}
 	if err := c.Validate(); err != nil {
 		return nil, usageError{err.Error()}
 	}
 	return &c, nil
+}
+
+// addScheduleFlags adds the flags of the learning-rate schedule, which
+// kiln train, compile and step take.
+func (o *optimizerFlags) addScheduleFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.schedule, "lr-schedule", "constant", "learning-rate schedule: "+strings.Join(passes.Schedules, ", ")+"; computed in the plan from a step counter kept in its state")
+	fs.Int64Var(&o.warmup, "warmup", 0, "steps of linear warmup before the schedule: the learning rate of step t < W is lr*t/W")
+	fs.Int64Var(&o.stepSize, "lr-step-size", 0, "-lr-schedule step: steps between decays (after the warmup)")
+	fs.Float64Var(&o.gamma, "lr-gamma", 0.1, "-lr-schedule step: the factor of each decay")
+}
+
+// given reports whether the flag name was set.
+func (o *optimizerFlags) given(name string) bool {
+	set := false
+	o.fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // debugSwitches reads KILN_DEBUG; a bad value is a usage error.

@@ -81,7 +81,7 @@ func runGrad(args []string, stdout io.Writer) error {
 	// Params the model file (ONNX initializers) or -init gives values may
 	// be left out of -inputs.
 	tensors = slices.Concat(params, inits, tensors)
-	if err := feedAll(x, p, tensors, *inPath, path); err != nil {
+	if err := feedAll(x, p, tensors, *inPath, path, false); err != nil {
 		return err
 	}
 	if err := x.Step(context.Background()); err != nil {
@@ -104,8 +104,9 @@ func runGrad(args []string, stdout io.Writer) error {
 
 // feedAll sets every input and param of p from tensors, which must hold
 // exactly those, and may hold state (an ONNX model's running statistics),
-// with the plan's dtypes and shapes.
-func feedAll(x kiln.Executor, p *planner.Plan, tensors []safetensors.Tensor, file, model string) error {
+// with the plan's dtypes and shapes. With someParams, tensors may leave
+// params out: they keep the values they have.
+func feedAll(x kiln.Executor, p *planner.Plan, tensors []safetensors.Tensor, file, model string, someParams bool) error {
 	want := map[string]int{}
 	var names []string
 	for _, i := range append(append([]int(nil), p.Inputs...), p.Params...) {
@@ -131,7 +132,7 @@ func feedAll(x kiln.Executor, p *planner.Plan, tensors []safetensors.Tensor, fil
 	}
 	var missing []string
 	for _, n := range names {
-		if !have[n] {
+		if !have[n] && !(someParams && p.Buffers[want[n]].Role == planner.Param) {
 			missing = append(missing, fmt.Sprintf("%s (%s)", n, p.Buffers[want[n]].Type))
 		}
 	}

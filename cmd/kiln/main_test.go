@@ -121,7 +121,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"dump"}, "missing FILE.kir"},
 		{[]string{"dump", "a.kir", "b.kir"}, "expected one FILE.kir, found 2 arguments: a.kir b.kir"},
 		{[]string{"dump", "-nosuch", digitsMLP}, "flag provided but not defined: -nosuch"},
-		{[]string{"dump", "-optimizer", "rmsprop", digitsMLP}, "rmsprop"},
+		{[]string{"dump", "-optimizer", "adagrad", digitsMLP}, "adagrad"},
 		{[]string{"plan"}, "missing FILE.kir"},
 		{[]string{"plan", "-optimizer", "sgd", "-lr", "-1", digitsMLP}, "learning rate must be positive, found -1"},
 		{[]string{"grad", digitsMLP}, "both -inputs and -out are required"},

@@ -113,7 +113,9 @@ func manifestStep(dir string) int64 {
 // TestResumeAfterKill starts a real kiln train process that saves a
 // checkpoint every step, kills it with SIGKILL mid-run (mid-save, most
 // likely), resumes from the checkpoint and checks that the final params
-// are bitwise those of a run that was never interrupted.
+// are bitwise those of a run that was never interrupted. The run follows a
+// learning-rate schedule (warmup, then cosine), which the plan's state
+// continues.
 func TestResumeAfterKill(t *testing.T) {
 	t.Parallel()
 	bin := buildKiln(t)
@@ -122,7 +124,7 @@ func TestResumeAfterKill(t *testing.T) {
 	if err := os.WriteFile(model, []byte(dropoutMLPKir), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"train", model, "-data", "digits", "-epochs", "3", "-workers", "1"}
+	args := []string{"train", model, "-data", "digits", "-epochs", "3", "-workers", "1", "-lr-schedule", "cosine", "-warmup", "20"}
 	whole, resumed := filepath.Join(dir, "whole.safetensors"), filepath.Join(dir, "resumed.safetensors")
 	r := runKiln(t, append(args, "-save", whole)...)
 	r.want(t, 0)
@@ -236,6 +238,8 @@ func TestResumeInProcess(t *testing.T) {
 		{"beta1", []string{tiny, "-data", data, "-beta1", "0.8"}, 1, prefix + "-beta1 0.9, this run has -beta1 0.8"},
 		{"eps and beta2", []string{tiny, "-data", data, "-eps", "1e-6", "-beta2", "0.99"}, 1, prefix + "-beta2 0.999, -eps 1e-08, this run has -beta2 0.99, -eps 1e-06"},
 		{"sgd", []string{tiny, "-data", data, "-optimizer", "sgd"}, 1, prefix + "-lr 0.001, -optimizer adam, this run has -lr 0.01, -optimizer sgd"},
+		{"amsgrad", []string{tiny, "-data", data, "-amsgrad"}, 1, prefix + "-amsgrad false, this run has -amsgrad true"},
+		{"adamw", []string{tiny, "-data", data, "-optimizer", "adamw"}, 1, prefix + "-optimizer adam, -weight-decay 0, this run has -optimizer adamw, -weight-decay 0.01"},
 		{"-O0", []string{tiny, "-data", data, "-O0"}, 1, prefix + "-O0 false, this run has -O0 true"},
 		{"standardize", []string{tiny, "-data", data, "-standardize=false"}, 1, prefix + "-standardize true, this run has -standardize false"},
 		{"another graph of the same name", []string{tinyMoved, "-data", data}, 1, prefix + "model sha256 "},

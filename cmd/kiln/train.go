@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -234,6 +235,8 @@ func (l *loopFlags) train(stdout io.Writer, t *kiln.Trainer, model, optDesc stri
 	}
 	st := kiln.TrainState{Epoch: 1, Config: cfg}
 	ev := &evaluator{l, t, model, heldOut}
+	total := int64(l.epochs) * int64(nb)
+	scheduled := scheduleTotal(t, total, cfg)
 	if l.resume {
 		if st, err = l.restore(stdout, t, cfg); err != nil {
 			return err
@@ -242,11 +245,13 @@ func (l *loopFlags) train(stdout io.Writer, t *kiln.Trainer, model, optDesc stri
 			return fmt.Errorf("checkpoint %s: the run is at epoch %d, past -epochs %d", l.ckptDir, st.Epoch, l.epochs)
 		}
 	}
+	if err := scheduled(); err != nil {
+		return err
+	}
 	short, long := metricNames(sig)
 	ctx := context.Background()
 	interrupt, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	total := int64(l.epochs) * int64(nb)
 	bar := newProgress(stdout, total, t.BatchSize(), st.Step)
 	var curves plotData
 	for e := 1; e <= l.epochs; e++ {
@@ -323,7 +328,7 @@ func (l *loopFlags) train(stdout io.Writer, t *kiln.Trainer, model, optDesc stri
 // by an older kiln that recorded fewer, and is not resumed.
 const (
 	settingsKey     = "settings"
-	settingsVersion = "3"
+	settingsVersion = "4"
 )
 
 // config returns what a checkpoint records of the run, which a resumed run
@@ -365,12 +370,57 @@ func trainSettings(g *ir.Graph, mf *modelFlags, opt passes.OptimizerConfig, o0 b
 		"-O0": strconv.FormatBool(o0), "-device": device,
 	}
 	mf.settings(s)
-	if opt.Kind == "adam" {
-		s["-beta1"], s["-beta2"], s["-eps"] = f(opt.Beta1), f(opt.Beta2), f(opt.Eps)
-	} else {
-		s["-momentum"] = f(opt.Momentum)
+	b := strconv.FormatBool
+	switch opt.Kind {
+	case "adam", "adamw":
+		s["-beta1"], s["-beta2"], s["-eps"], s["-amsgrad"] = f(opt.Beta1), f(opt.Beta2), f(opt.Eps), b(opt.AMSGrad)
+	case "rmsprop":
+		s["-alpha"], s["-eps"], s["-momentum"], s["-centered"] = f(opt.Alpha), f(opt.Eps), f(opt.Momentum), b(opt.Centered)
+	default:
+		s["-momentum"], s["-dampening"], s["-nesterov"] = f(opt.Momentum), f(opt.Dampening), b(opt.Nesterov)
+	}
+	s["-lr-schedule"], s["-warmup"] = cmp.Or(opt.Schedule, "constant"), strconv.FormatInt(opt.Warmup, 10)
+	if opt.Schedule == "step" {
+		s["-lr-step-size"], s["-lr-gamma"] = strconv.FormatInt(opt.StepSize, 10), f(opt.Gamma)
 	}
 	return s
+}
+
+// scheduleTotalKey names T, the run's number of updates, in a run's
+// settings when its learning-rate schedule reads it: a resumed run with
+// another -epochs would follow another schedule.
+const scheduleTotalKey = "schedule updates"
+
+// scheduleTotal records total, the run's number of updates, in cfg when
+// the training plan's schedule reads it (passes.ScheduleTotal), and returns
+// the function that sets those states to it, to call after -resume restores
+// the state.
+func scheduleTotal(t *kiln.Trainer, total int64, cfg map[string]string) func() error {
+	var names []string
+	for _, i := range t.Plan.States {
+		if b := t.Plan.Buffers[i]; strings.HasPrefix(b.Name, passes.ScheduleTotal+".") {
+			names = append(names, b.Name)
+		}
+	}
+	if len(names) > 0 {
+		cfg[scheduleTotalKey] = strconv.FormatInt(total, 10)
+	}
+	return func() error {
+		for _, n := range names {
+			v, err := t.Executor().Get(n)
+			if err != nil {
+				return err
+			}
+			v = kernels.New(v.Type)
+			if err := kernels.SetFloat64s(v, []float64{float64(total)}); err != nil {
+				return err
+			}
+			if err := t.Executor().Set(n, v); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 }
 
 // dataHashKey names the data's identity in a run's settings: a file
@@ -497,6 +547,7 @@ func (l *loopFlags) trainSteps(stdout io.Writer, t *kiln.Trainer, model, optDesc
 		model, len(t.Plan.Params), countParams(t), optDesc, steps)
 	cfg := l.config(model, settings, t)
 	st := kiln.TrainState{Config: cfg}
+	scheduled := scheduleTotal(t, steps, cfg)
 	if l.resume {
 		var err error
 		if st, err = l.restore(stdout, t, cfg); err != nil {
@@ -505,6 +556,9 @@ func (l *loopFlags) trainSteps(stdout io.Writer, t *kiln.Trainer, model, optDesc
 		if st.Step > steps {
 			return fmt.Errorf("checkpoint %s: the run is at step %d, past %d steps", l.ckptDir, st.Step, steps)
 		}
+	}
+	if err := scheduled(); err != nil {
+		return err
 	}
 	ctx := context.Background()
 	interrupt, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
@@ -655,6 +709,7 @@ func runTrain(args []string, stdout io.Writer) error {
 	lf := addLoopFlags(fs)
 	fs.StringVar(&lf.saveONNX, "save-onnx", "", "write the ONNX model trained (MODEL.onnx) with its initializers replaced by the trained params to this file")
 	of := addOptimizerFlags(fs, "adam")
+	of.addScheduleFlags(fs)
 	cf := addCheckpointFlags(fs)
 	workers := addWorkersFlag(fs)
 	device := addDeviceFlag(fs)

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/kilnml/kiln"
+	"github.com/kilnml/kiln/frontends/safetensors"
+	"github.com/kilnml/kiln/ir"
+	"github.com/kilnml/kiln/kernels"
+)
+
+// stepLossName is the tensor kiln step writes the losses to.
+const stepLossName = "loss"
+
+// runStep implements kiln step: N training steps (the forward, the
+// backward and the optimizer's update) on the one batch of a safetensors
+// file, writing every param after the last step and the losses, an f64
+// vector of the N losses, each computed before its step's update.
+func runStep(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("step", flag.ContinueOnError)
+	o0 := addO0Flag(fs)
+	mf := addModelFlags(fs)
+	cf := addCheckpointFlags(fs)
+	inPath := fs.String("inputs", "", "safetensors file with a tensor for every input, and for some or all params (named without %)")
+	outPath := fs.String("out", "", "safetensors file to write: every param after the last step, and \"loss\", the f64 vector of the losses")
+	steps := fs.Int("steps", 1, "training steps to run on the batch")
+	seed := fs.Uint64("seed", 1, "seed of the initial values of the params that neither -inputs nor the model file gives")
+	of := addOptimizerFlags(fs, "adam")
+	of.addScheduleFlags(fs)
+	workers := addWorkersFlag(fs)
+	device := addDeviceFlag(fs)
+	pos, err := parseFlags(fs, args, stdout)
+	if err != nil {
+		return err
+	}
+	if err := checkRun(*workers, *device); err != nil {
+		return err
+	}
+	path, err := oneFile(pos, "FILE.kir")
+	if err != nil {
+		return err
+	}
+	if *inPath == "" || *outPath == "" {
+		return usagef("both -inputs and -out are required")
+	}
+	if *steps < 1 {
+		return usagef("-steps must be at least 1, found %d", *steps)
+	}
+	if err := checkFiles([]fileArg{{"FILE.kir", path}, {"-inputs", *inPath}}, []fileArg{{"-out", *outPath}}); err != nil {
+		return err
+	}
+	opt, err := of.config()
+	if err != nil {
+		return err
+	}
+	// T of a schedule: the run's updates.
+	opt.Total = int64(*steps)
+	if err := cf.apply(&kiln.Options{}); err != nil { // usage errors first
+		return err
+	}
+	tensors, _, err := safetensors.ReadFile(*inPath)
+	if err != nil {
+		return err
+	}
+	mf.feed(tensors)
+	g, params, opts, err := load(path, mf, opt, *o0)
+	if err != nil {
+		return err
+	}
+	if len(g.Params()) == 0 {
+		return fail(path, "graph %s has no params to train", g.Name)
+	}
+	if slices.ContainsFunc(g.Params(), func(id ir.ID) bool { return g.Value(id).Name == stepLossName }) {
+		return fail(path, "param %%%s has the name kiln step writes the losses to; rename it", stepLossName)
+	}
+	if err := cf.apply(&opts); err != nil {
+		return err
+	}
+	opts.Device, opts.Workers = *device, *workers
+	p, err := kiln.Compile(g, opts)
+	if err != nil {
+		return err
+	}
+	x, err := kiln.NewExecutor(p, kiln.ExecOptions{Device: *device, Seed: *seed, CheckNaN: opts.Debug.NaN, Workers: *workers})
+	if err != nil {
+		return fail(path, "%v", err)
+	}
+	defer x.Close()
+	// The model file's values (ONNX initializers) come first; -inputs
+	// overrides them, and params neither gives keep the seeded values.
+	for _, t := range params {
+		if err := x.Set(t.Name, kernels.Tensor{Type: t.Type, Data: t.Data}); err != nil {
+			return fail(path, "%v", err)
+		}
+	}
+	if err := feedAll(x, p, tensors, *inPath, path, true); err != nil {
+		return err
+	}
+	ctx := context.Background()
+	losses := make([]float64, *steps)
+	for i := range losses {
+		if err := x.Step(ctx); err != nil {
+			return fail(path, "step %d: %v", i+1, err)
+		}
+		l, err := x.Get(p.Outputs[0].Name)
+		if err != nil {
+			return err
+		}
+		losses[i] = kernels.Float64s(l)[0]
+	}
+	var out []safetensors.Tensor
+	for _, i := range p.Params {
+		name := p.Buffers[i].Name
+		v, err := x.Get(name)
+		if err != nil {
+			return err
+		}
+		out = append(out, safetensors.Tensor{Name: name, Type: v.Type, Data: append([]byte(nil), v.Data...)})
+	}
+	lt, err := safetensors.FromFloat64(stepLossName, ir.F64, ir.Shape{len(losses)}, losses)
+	if err != nil {
+		return err
+	}
+	out = append(out, lt)
+	if err := safetensors.WriteFile(*outPath, out, map[string]string{"graph": g.Name, "source": path, "optimizer": opt.Kind}); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %d params and %d losses (%.6g to %.6g) to %s\n", len(p.Params), len(losses), losses[0], losses[len(losses)-1], *outPath)
+	return nil
+}
