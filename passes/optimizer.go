@@ -48,6 +48,13 @@ type OptimizerConfig struct {
 	// added), as torch.nn.utils.clip_grad_value_ before optimizer.step; 0
 	// clips nothing.
 	ClipGrad float64
+	// ClipNorm, when positive, scales every gradient by
+	// min(1, ClipNorm/(norm + 1e-6)), where norm is the 2-norm of all the
+	// gradients together (the root of the sum of every element's square),
+	// before the update and weight decay, as torch.nn.utils.clip_grad_norm_
+	// before optimizer.step. With ClipGrad too, the elements are clamped
+	// first and the norm is that of the clamped gradients. 0 scales nothing.
+	ClipNorm float64
 }
 
 // Schedules lists the learning-rate schedules (OptimizerConfig.Schedule).
@@ -119,6 +126,8 @@ func (c OptimizerConfig) Validate() error {
 		return fmt.Errorf("weight decay must be finite and >= 0, found %g", c.WeightDecay)
 	case !(c.ClipGrad >= 0) || math.IsInf(c.ClipGrad, 0):
 		return fmt.Errorf("gradient clip must be finite and >= 0 (0: none), found %g", c.ClipGrad)
+	case !(c.ClipNorm >= 0) || math.IsInf(c.ClipNorm, 0):
+		return fmt.Errorf("gradient norm clip must be finite and >= 0 (0: none), found %g", c.ClipNorm)
 	case c.IsAdam() && !(c.Beta1 >= 0 && c.Beta1 < 1 && c.Beta2 >= 0 && c.Beta2 < 1):
 		return fmt.Errorf("%s betas must be in [0,1), found %g, %g", c.Kind, c.Beta1, c.Beta2)
 	case c.Kind == "rmsprop" && !(c.Alpha >= 0 && c.Alpha < 1):
@@ -140,7 +149,8 @@ func (c OptimizerConfig) Validate() error {
 // moments and bias-correction powers) becomes state values, zero-initialized
 // unless stated, updated at the end of each step like the params. The
 // arithmetic follows torch.optim (see OptimizerConfig), after the gradient
-// is clamped elementwise when ClipGrad is set.
+// is clamped elementwise when ClipGrad is set and scaled to the global norm
+// ClipNorm when that is set.
 func Optimize(g *ir.Graph, c OptimizerConfig) error {
 	if err := c.Validate(); err != nil {
 		return err
@@ -149,7 +159,7 @@ func Optimize(g *ir.Graph, c OptimizerConfig) error {
 		return fmt.Errorf("the graph has no gradients; run autodiff first")
 	}
 	first := ir.ID(len(g.Values)) // the update's values come after this
-	g.Grow(40*len(g.Grads) + 8)   // at most 39 values a param, 8 for Adam's powers
+	g.Grow(45*len(g.Grads) + 16)  // at most 44 values a param, 8 for Adam's powers, 8 for the norm
 	e := ir.NewEmitter(g, "u")
 	var stateErr error
 	state := func(name string, t ir.Type, init float64) ir.ID {
@@ -229,13 +239,24 @@ func Optimize(g *ir.Graph, c OptimizerConfig) error {
 		lrs[dt] = id
 		return id
 	}
-	for _, gp := range g.Grads {
-		p, grad := gp.Param, gp.Grad
+	grads := make([]ir.ID, len(g.Grads))
+	for i, gp := range g.Grads {
+		grads[i] = gp.Grad
+		if c.ClipGrad > 0 {
+			grads[i] = e.Op(ir.OpClip, ir.MakeAttrs("min", ir.Float(-c.ClipGrad), "max", ir.Float(c.ClipGrad)), gp.Grad)
+		}
+	}
+	var clipCoef map[ir.DType]ir.ID
+	if c.ClipNorm > 0 {
+		clipCoef = clipNormCoef(e, grads, c.ClipNorm)
+	}
+	for i, gp := range g.Grads {
+		p, grad := gp.Param, grads[i]
 		t := g.Type(p)
 		dt := t.DType
 		name := g.Values[p].Name
-		if c.ClipGrad > 0 {
-			grad = e.Op(ir.OpClip, ir.MakeAttrs("min", ir.Float(-c.ClipGrad), "max", ir.Float(c.ClipGrad)), grad)
+		if c.ClipNorm > 0 {
+			grad = e.Op(ir.OpMul, nil, grad, clipCoef[dt])
 		}
 		from := p // the param the update starts from
 		switch {
@@ -334,6 +355,50 @@ func Optimize(g *ir.Graph, c OptimizerConfig) error {
 		return err
 	}
 	return g.Permute(updatesEarly(g, first))
+}
+
+// clipNormCoef returns the factor of torch.nn.utils.clip_grad_norm_ (1.13)
+// for the gradients grads, per dtype of theirs: min(1, maxNorm/(norm + 1e-6))
+// with norm the root of the sum of every element's square. Each gradient's
+// sum of squares is one sum(square(grad)), which the fuse pass makes one
+// fused_reduce reading the gradient once; the rest is scalar arithmetic.
+// The sums are added in float64 when a gradient is float64, else float32
+// (torch stacks the per-gradient norms with type promotion), and the
+// factor is cast back to each gradient's dtype, as torch's in-place mul_
+// keeps it.
+func clipNormCoef(e *ir.Emitter, grads []ir.ID, maxNorm float64) map[ir.DType]ir.ID {
+	acc := ir.F32
+	for _, grad := range grads {
+		if e.Type(grad).DType == ir.F64 {
+			acc = ir.F64
+		}
+	}
+	cast := func(x ir.ID, dt ir.DType) ir.ID {
+		if e.Type(x).DType == dt {
+			return x
+		}
+		return e.Op(ir.OpCast, ir.MakeAttrs("dtype", ir.String(dt.String())), x)
+	}
+	total := ir.NoID
+	for _, grad := range grads {
+		sq := cast(e.Op(ir.OpSum, nil, e.Op(ir.OpSquare, nil, grad)), acc)
+		if total == ir.NoID {
+			total = sq
+		} else {
+			total = e.Op(ir.OpAdd, nil, total, sq)
+		}
+	}
+	norm := e.Op(ir.OpSqrt, nil, total)
+	coef := e.Op(ir.OpDiv, nil, e.Scalar(maxNorm, acc), e.Op(ir.OpAdd, nil, norm, e.Scalar(1e-6, acc)))
+	coef = e.Op(ir.OpClip, ir.MakeAttrs("max", ir.Float(1)), coef) // torch.clamp(max=1.0): NaN stays NaN
+	coefs := map[ir.DType]ir.ID{}
+	for _, grad := range grads {
+		dt := e.Type(grad).DType
+		if _, ok := coefs[dt]; !ok {
+			coefs[dt] = cast(coef, dt)
+		}
+	}
+	return coefs
 }
 
 // updatesEarly returns an order of g's values in which each value the

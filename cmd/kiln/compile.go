@@ -86,7 +86,7 @@ type optimizerFlags struct {
 	beta1, beta2, eps         float64
 	alpha                     float64
 	centered                  bool
-	clipGrad                  float64
+	clipGrad, clipNorm        float64
 	schedule                  string // the schedule's flags, on kiln train, compile and step
 	warmup, stepSize          int64
 	gamma                     float64
@@ -114,6 +114,7 @@ func addOptimizerFlags(fs *flag.FlagSet, defaultKind string) *optimizerFlags {
 	fs.Float64Var(&o.alpha, "alpha", 0.99, "rmsprop: decay of the mean square")
 	fs.BoolVar(&o.centered, "centered", false, "rmsprop: divide by the root of the variance of the gradient (mean square less squared mean)")
 	fs.Float64Var(&o.clipGrad, "clip-grad", 0, "clamp every gradient element to [-v, v] before the update (0: no clipping)")
+	fs.Float64Var(&o.clipNorm, "clip-norm", 0, "scale the gradients by min(1, x/(norm+1e-6)) before the update, norm being that of all of them together (torch.nn.utils.clip_grad_norm_; 0: no clipping)")
 	return o
 }
 
@@ -129,7 +130,7 @@ func (o *optimizerFlags) config() (*passes.OptimizerConfig, error) {
 	if o.lr != 0 {
 		c.LR = o.lr
 	}
-	c.Momentum, c.ClipGrad = o.momentum, o.clipGrad
+	c.Momentum, c.ClipGrad, c.ClipNorm = o.momentum, o.clipGrad, o.clipNorm
 	c.Schedule, c.Warmup = o.schedule, o.warmup
 	if c.Schedule == "step" {
 		c.StepSize, c.Gamma = o.stepSize, o.gamma

@@ -369,6 +369,9 @@ func trainSettings(g *ir.Graph, mf *modelFlags, opt passes.OptimizerConfig, o0 b
 		"-weight-decay": f(opt.WeightDecay), "-clip-grad": f(opt.ClipGrad),
 		"-O0": strconv.FormatBool(o0), "-device": device,
 	}
+	if opt.ClipNorm > 0 { // recorded when set: older checkpoints and plans lack it
+		s["-clip-norm"] = f(opt.ClipNorm)
+	}
 	mf.settings(s)
 	b := strconv.FormatBool
 	switch opt.Kind {

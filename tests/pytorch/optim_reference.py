@@ -70,7 +70,7 @@ def forward(x, p):
 
 
 # Each case: kiln step's flags, and the torch.optim optimizer of the same
-# run (clip: torch.nn.utils.clip_grad_value_ before each step).
+# run (CLIP, CLIP_NORM: the gradient clipping before each step).
 O = torch.optim
 CASES = {
     "sgd": ("-optimizer sgd -lr 0.1", lambda ps: O.SGD(ps, lr=0.1)),
@@ -98,8 +98,20 @@ CASES = {
                    lambda ps: O.RMSprop(ps, lr=0.01, weight_decay=0.1, alpha=0.9, foreach=False)),
     "rmsprop_centered_momentum": ("-optimizer rmsprop -lr 0.01 -centered -momentum 0.5 -eps 1e-6",
                                   lambda ps: O.RMSprop(ps, lr=0.01, centered=True, momentum=0.5, eps=1e-6, foreach=False)),
+    # Global-norm clipping: the norm exceeds the bound at some steps
+    # (asserted below), or at none ("_loose").
+    "sgd_clip_norm": ("-optimizer sgd -lr 0.1 -momentum 0.9 -weight-decay 0.05 -clip-norm 0.5",
+                      lambda ps: O.SGD(ps, lr=0.1, momentum=0.9, weight_decay=0.05)),
+    "sgd_clip_norm_loose": ("-optimizer sgd -lr 0.1 -clip-norm 10", lambda ps: O.SGD(ps, lr=0.1)),
+    "adam_clip_norm": ("-optimizer adam -lr 0.05 -clip-norm 0.3", lambda ps: O.Adam(ps, lr=0.05, foreach=False)),
+    "adam_clip_norm_loose": ("-optimizer adam -lr 0.05 -clip-norm 5", lambda ps: O.Adam(ps, lr=0.05, foreach=False)),
+    "adamw_clip_grad_norm": ("-optimizer adamw -lr 0.05 -weight-decay 0.1 -clip-grad 0.2 -clip-norm 0.3",
+                             lambda ps: O.AdamW(ps, lr=0.05, weight_decay=0.1, foreach=False)),
 }
-CLIP = {"adam_clip": 0.05}
+CLIP = {"adam_clip": 0.05, "adamw_clip_grad_norm": 0.2}
+# torch.nn.utils.clip_grad_norm_ after any clip_grad_value_, before each step.
+CLIP_NORM = {"sgd_clip_norm": 0.5, "sgd_clip_norm_loose": 10, "adam_clip_norm": 0.3,
+             "adam_clip_norm_loose": 5, "adamw_clip_grad_norm": 0.3}
 
 
 def schedule(kind, W, T=STEPS, S=1, gamma=1.0):
@@ -155,18 +167,23 @@ def main():
         p = {k: v.clone().requires_grad_() for k, v in init.items()}
         opt = make(list(p.values()))
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lam) if lam else None
-        losses = []
+        losses, norms = [], []
         for _ in range(STEPS):
             opt.zero_grad()
             loss = forward(x, p)
             loss.backward()
             if name in CLIP:
                 torch.nn.utils.clip_grad_value_(list(p.values()), CLIP[name])
+            if name in CLIP_NORM:
+                norms.append(torch.nn.utils.clip_grad_norm_(list(p.values()), CLIP_NORM[name]).item())
             opt.step()
             if sched:
                 sched.step()
             losses.append(loss.item())
         assert losses[-1] < losses[0], (name, losses)
+        if name in CLIP_NORM:
+            clipped = any(n > CLIP_NORM[name] for n in norms)
+            assert clipped == (not name.endswith("_loose")), (name, norms)
         save(os.path.join(OUT, name + ".expected.safetensors"),
              {**p, "loss": torch.tensor(losses, dtype=torch.float64)}, {"args": args, "steps": str(STEPS)})
 
