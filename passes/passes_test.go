@@ -182,6 +182,9 @@ func TestOptimizerValidate(t *testing.T) {
 		{Kind: "adam", LR: 0.1, Beta1: 0.9, Beta2: 0.9, Eps: 1e-8, ClipGrad: -1},
 		{Kind: "sgd", LR: 0.1, ClipGrad: math.NaN()},
 		{Kind: "sgd", LR: 0.1, ClipGrad: math.Inf(1)},
+		{Kind: "sgd", LR: 0.1, ClipNorm: -1},
+		{Kind: "sgd", LR: 0.1, ClipNorm: math.NaN()},
+		{Kind: "sgd", LR: 0.1, ClipNorm: math.Inf(1)},
 	}
 	for _, c := range bad {
 		if err := c.Validate(); err == nil {

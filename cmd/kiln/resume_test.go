@@ -235,6 +235,7 @@ func TestResumeInProcess(t *testing.T) {
 		{"another learning rate", []string{tiny, "-data", data, "-lr", "0.1"}, 1, prefix + "-lr 0.001, this run has -lr 0.1"},
 		{"weight decay", []string{tiny, "-data", data, "-weight-decay", "0.01"}, 1, prefix + "-weight-decay 0, this run has -weight-decay 0.01"},
 		{"clipping", []string{tiny, "-data", data, "-clip-grad", "1"}, 1, prefix + "-clip-grad 0, this run has -clip-grad 1"},
+		{"norm clipping", []string{tiny, "-data", data, "-clip-norm", "1"}, 1, prefix + "-clip-norm (none), this run has -clip-norm 1"},
 		{"beta1", []string{tiny, "-data", data, "-beta1", "0.8"}, 1, prefix + "-beta1 0.9, this run has -beta1 0.8"},
 		{"eps and beta2", []string{tiny, "-data", data, "-eps", "1e-6", "-beta2", "0.99"}, 1, prefix + "-beta2 0.999, -eps 1e-08, this run has -beta2 0.99, -eps 1e-06"},
 		{"sgd", []string{tiny, "-data", data, "-optimizer", "sgd"}, 1, prefix + "-lr 0.001, -optimizer adam, this run has -lr 0.01, -optimizer sgd"},
@@ -306,7 +307,7 @@ func TestResumeInProcess(t *testing.T) {
 // TestRunResumeSettings resumes kiln train's checkpoint with kiln run from
 // a plan file of the same model and settings (bitwise the same params as
 // an uninterrupted run), and refuses a plan file compiled with another
-// weight decay, naming it.
+// weight decay or with -clip-norm, naming it.
 func TestRunResumeSettings(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -315,6 +316,7 @@ func TestRunResumeSettings(t *testing.T) {
 	data := writeFile(t, "blobs.csv", separableCSV(100, 2, 3))
 	runKiln(t, "compile", tiny, "-o", path("a.kplan")).want(t, 0)
 	runKiln(t, "compile", tiny, "-weight-decay", "0.01", "-o", path("wd.kplan")).want(t, 0)
+	runKiln(t, "compile", tiny, "-clip-norm", "0.5", "-o", path("clip.kplan")).want(t, 0)
 
 	runKiln(t, "train", tiny, "-data", data, "-epochs", "3", "-save", path("whole")).want(t, 0)
 	runKiln(t, "train", tiny, "-data", data, "-epochs", "1", "-checkpoint", path("ck")).want(t, 0)
@@ -331,6 +333,10 @@ func TestRunResumeSettings(t *testing.T) {
 	r.want(t, 1)
 	containsAll(t, "kiln run -resume with another weight decay", oneLine(t, r.stderr),
 		"kiln run: -resume: checkpoint "+path("ck")+" was trained with -weight-decay 0, this run has -weight-decay 0.01")
+	r = runKiln(t, "run", path("clip.kplan"), "-data", data, "-epochs", "5", "-checkpoint", path("ck"), "-resume")
+	r.want(t, 1)
+	containsAll(t, "kiln run -resume with norm clipping", oneLine(t, r.stderr),
+		"kiln run: -resume: checkpoint "+path("ck")+" was trained with -clip-norm (none), this run has -clip-norm 0.5")
 }
 
 // TestInterrupt sends SIGINT to a real kiln train process after its first
