@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"math"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -96,5 +98,33 @@ func TestClipNormRefusesBadValues(t *testing.T) {
 		r := runKiln(t, "compile", model, "-clip-norm", v, "-o", filepath.Join(t.TempDir(), "p.kplan"))
 		r.want(t, 2)
 		containsAll(t, v, r.stderr, "gradient norm clip must be finite and >= 0 (0: none), found ")
+	}
+}
+
+// TestRunAppliesPlanClipNorm checks that the clipping is in the plan: kiln
+// run of a plan compiled with -clip-norm gives bitwise the params of kiln
+// train -clip-norm, which differ from those of a run without it.
+func TestRunAppliesPlanClipNorm(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := func(name string) string { return filepath.Join(dir, name) }
+	tiny := writeFile(t, "tiny.kir", tinyMLPKir)
+	data := writeFile(t, "blobs.csv", separableCSV(100, 2, 3))
+	runKiln(t, "compile", tiny, "-clip-norm", "0.05", "-o", path("clip.kplan")).want(t, 0)
+	runKiln(t, "train", tiny, "-data", data, "-epochs", "2", "-clip-norm", "0.05", "-save", path("train")).want(t, 0)
+	runKiln(t, "run", path("clip.kplan"), "-data", data, "-epochs", "2", "-save", path("run")).want(t, 0)
+	runKiln(t, "train", tiny, "-data", data, "-epochs", "2", "-save", path("plain")).want(t, 0)
+	read := func(name string) []byte {
+		b, err := os.ReadFile(path(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	if !bytes.Equal(read("train"), read("run")) {
+		t.Error("kiln run of a plan compiled with -clip-norm 0.05 gives other params than kiln train -clip-norm 0.05")
+	}
+	if bytes.Equal(read("train"), read("plain")) {
+		t.Error("-clip-norm 0.05 changed no param: the test clips nothing")
 	}
 }
