@@ -740,7 +740,7 @@ func runTrain(args []string, stdout io.Writer) error {
 		if lf.dataPath != "" && lf.dataPath != digitsData {
 			return usagef("-data needs a MODEL.kir to train")
 		}
-		if given := mf.given(); len(given) > 0 || lf.saveONNX != "" {
+		if given := mf.onnxOnly(); len(given) > 0 || lf.saveONNX != "" {
 			if lf.saveONNX != "" {
 				given = append(given, "-save-onnx")
 			}
@@ -750,6 +750,9 @@ func runTrain(args []string, stdout io.Writer) error {
 			return err
 		}
 		if g, err = ir.Parse(examples.DigitsMLPFile, examples.DigitsMLP); err != nil {
+			return err
+		}
+		if err := mf.freezeKIR(examples.DigitsMLPFile, g); err != nil {
 			return err
 		}
 	case 1:
