@@ -197,7 +197,7 @@ func (p *Plan) CheckTraining() error {
 	case len(p.Params) == 0:
 		return fmt.Errorf("not a training step: it has no params")
 	case len(frozen) > 0:
-		return fmt.Errorf("not a training step: it updates %d frozen params%s; a frozen param keeps its initial value", len(frozen), listNames(frozen))
+		return fmt.Errorf("not a training step: it updates frozen params%s; a frozen param keeps its initial value", listNames(frozen))
 	case trainable == 0:
 		return fmt.Errorf("not a training step: all of its %d params are frozen", len(p.Params))
 	}
