@@ -90,7 +90,9 @@ func TestFreezeTrainCompileRunKIR(t *testing.T) {
 	}
 
 	trained := filepath.Join(dir, "trained.safetensors")
-	runKiln(t, "train", digitsMLP, "-data", "digits", "-epochs", "2", "-init", init, "-freeze", "^w1$", "-save", trained).want(t, 0)
+	r := runKiln(t, "train", digitsMLP, "-data", "digits", "-epochs", "2", "-init", init, "-freeze", "^w1$", "-save", trained)
+	r.want(t, 0)
+	containsAll(t, "kiln train's stdout", r.stdout, "model digits_mlp: 4 params (4810 values; frozen: %w1), batch 32")
 	check("kiln train", trained)
 
 	plan := filepath.Join(dir, "mlp.kplan")

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kilnml/kiln"
 	"github.com/kilnml/kiln/frontends/onnx"
 	"github.com/kilnml/kiln/frontends/safetensors"
 	"github.com/kilnml/kiln/ir"
@@ -174,4 +175,21 @@ func (s *shapesFlag) Set(v string) error {
 	}
 	(*s)[name] = shape
 	return nil
+}
+
+// paramsDesc describes the params of t's training step for the first line
+// of a run: "4 params (4810 values)", with the frozen ones named after the
+// values when there are any ("; frozen: %w1, %b1").
+func paramsDesc(t *kiln.Trainer) string {
+	var frozen []string
+	for _, i := range t.Plan.Params {
+		if b := t.Plan.Buffers[i]; t.Plan.Graph.Frozen(b.Value) {
+			frozen = append(frozen, "%"+b.Name)
+		}
+	}
+	d := fmt.Sprintf("%d params (%d values", len(t.Plan.Params), countParams(t))
+	if len(frozen) > 0 {
+		d += "; frozen: " + ir.Excerpt(strings.Join(frozen, ", "))
+	}
+	return d + ")"
 }
