@@ -53,9 +53,9 @@ func (c ParamCheck) OK() bool {
 }
 
 // GradCheck compares the analytic gradient of the loss (the first output)
-// with respect to every param of g against the five-point central
-// difference (f(x-2h) - 8f(x-h) + 8f(x+h) - f(x+2h)) / 12h of the graph
-// promoted to float64, whose truncation error is O(h^4). Elements where the
+// with respect to every param of g that is not frozen against the
+// five-point central difference (f(x-2h) - 8f(x-h) + 8f(x+h) - f(x+2h)) /
+// 12h of the graph promoted to float64, whose truncation error is O(h^4). Elements where the
 // estimates with steps h and h/2 disagree beyond the bound lie within 2h of
 // a point where the loss is not smooth; they are counted in Skipped, not
 // compared. feeds holds a value for every input and param, by name, as
@@ -122,6 +122,9 @@ func GradCheck(g *ir.Graph, feeds map[string][]float64, opts GradCheckOptions) (
 	}
 	var out []ParamCheck
 	for _, pi := range ap.Params {
+		if ap.Graph.Frozen(ap.Buffers[pi].Value) {
+			continue // no gradient to check
+		}
 		name := ap.Buffers[pi].Name
 		gt, err := ax.Get("grad/" + name)
 		if err != nil {

@@ -6,9 +6,10 @@ package kiln
 
 import (
 	"fmt"
-	"github.com/kilnml/kiln/exec/gpu"
+	"regexp"
 
 	"github.com/kilnml/kiln/checkpoint"
+	"github.com/kilnml/kiln/exec/gpu"
 	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/passes"
 	"github.com/kilnml/kiln/planner"
@@ -22,6 +23,12 @@ type Options struct {
 	// Optimizer appends the parameter update, making the plan a whole
 	// training step. It implies Grad.
 	Optimizer *passes.OptimizerConfig
+	// Freeze, when set, freezes the params whose names it matches: they
+	// keep their initial values, with no gradient, no optimizer state and
+	// no update (ir.Freeze, ir.Graph.Frozen). Train, when set, freezes the
+	// params whose names it does not match. At most one is set, and it
+	// must match a param.
+	Freeze, Train *regexp.Regexp
 	// Inference compiles for evaluation: every dropout is replaced by its
 	// input (the inference pass).
 	Inference bool
@@ -101,6 +108,9 @@ func Transform(g *ir.Graph, opts Options) (*ir.Graph, error) {
 	out := g.Clone()
 	pol, err := checkpointPolicy(g, opts)
 	if err != nil {
+		return nil, fmt.Errorf("%s: %w", where(g), err)
+	}
+	if err := ir.Freeze(out, opts.Freeze, opts.Train); err != nil {
 		return nil, fmt.Errorf("%s: %w", where(g), err)
 	}
 	if pol.Kind == checkpoint.None {

@@ -471,8 +471,9 @@ func coreOps() []opRow {
 	table := [numOps]OpInfo{
 
 		OpInput: {Name: "input", Class: ClassLeaf, Doc: "a tensor fed at every step"},
-		OpParam: {Name: "param", Class: ClassLeaf, Doc: "a trainable tensor; gradients are taken for every param",
+		OpParam: {Name: "param", Class: ClassLeaf, Doc: "a trainable tensor; gradients are taken for every param not frozen",
 			Attrs: []AttrSpec{
+				{Name: "frozen", Kind: AttrBool, Doc: "true: the param keeps its initial value: no gradient, no optimizer state, no update"},
 				{Name: "init", Kind: AttrString, Doc: `initializer: "zeros", "ones", "normal", "uniform" or "glorot"; absent: glorot for rank >= 2, zeros otherwise`},
 				{Name: "scale", Kind: AttrFloat, Doc: `standard deviation for "normal", half-width for "uniform"`},
 			}},

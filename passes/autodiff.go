@@ -8,8 +8,9 @@ import (
 )
 
 // Autodiff appends the backward graph: reverse-mode differentiation of the
-// first output (the loss, a float scalar) with respect to every param, using
-// each op's gradient rule from the op table. Gradients of a value with several
+// first output (the loss, a float scalar) with respect to every param that
+// is not frozen (ir.Graph.Frozen: a frozen param gets no gradient, so the
+// optimizer gives it no state and no update), using each op's gradient rule from the op table. Gradients of a value with several
 // uses are summed in a fixed order (users in decreasing id order), and
 // broadcast gradients are summed back to the operand's shape by the rules.
 // The gradient of each param is recorded in g.Grads and, where autodiff made
@@ -26,13 +27,16 @@ func Autodiff(g *ir.Graph) error {
 	if !lt.DType.IsFloat() || len(lt.Shape) != 0 {
 		return fmt.Errorf("the first output %s must be a float scalar (the loss), found %s", g.NameOf(loss), lt)
 	}
-	params := g.Params()
+	params := g.Trainable()
+	if n := len(g.Params()); n > 0 && len(params) == 0 {
+		return fmt.Errorf("all %d params are frozen; nothing would train", n)
+	}
 	n := len(g.Values)
 
 	// needs[v]: some param reaches v, so gradients through v matter.
 	needs := make([]bool, n)
 	for i, v := range g.Values {
-		if v.Op == ir.OpParam {
+		if v.Op == ir.OpParam && !g.Frozen(ir.ID(i)) {
 			needs[i] = true
 			continue
 		}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 
 	"github.com/kilnml/kiln/internal/atomicfile"
@@ -23,7 +24,9 @@ import (
 // "chunk_bytes" (Plan.ChunkBytes, the arena split for a GPU). Encode
 // writes the oldest version that holds the file: 3 only when a plan has
 // chunks, so files without them still load in a kiln that reads version 2.
-const FileVersion = 3
+// Version 4 added frozen params (a graph's param with frozen=true,
+// ir.Graph.Frozen), written only when a plan has one.
+const FileVersion = 4
 
 // fileMagic starts every plan file.
 var fileMagic = [8]byte{'K', 'I', 'L', 'N', 'P', 'L', 'A', 'N'}
@@ -122,7 +125,10 @@ func Encode(w io.Writer, f *File) error {
 	for _, n := range sortedKeys(f.Plans) {
 		payload.Plans[n] = encodePlan(f.Plans[n])
 		if f.Plans[n].ChunkBytes != 0 {
-			version = 3
+			version = max(version, 3)
+		}
+		if hasFrozen(f.Plans[n].Graph) {
+			version = 4
 		}
 	}
 	var data bytes.Buffer
@@ -295,6 +301,11 @@ func decodeDoc(version uint32, doc, data []byte) (*File, error) {
 	return f, nil
 }
 
+// hasFrozen reports whether g has a frozen param (version 4).
+func hasFrozen(g *ir.Graph) bool {
+	return slices.ContainsFunc(g.Params(), g.Frozen)
+}
+
 func decodePlan(j planJSON, version uint32) (*Plan, error) {
 	g, err := ir.Parse("plan graph", []byte(j.Graph))
 	if err != nil {
@@ -305,6 +316,9 @@ func decodePlan(j planJSON, version uint32) (*Plan, error) {
 	}
 	if j.ChunkBytes != 0 && version < 3 {
 		return nil, fmt.Errorf("chunk_bytes %d in a version %d file, which has no chunks", j.ChunkBytes, version)
+	}
+	if hasFrozen(g) && version < 4 {
+		return nil, fmt.Errorf("a frozen param in a version %d file, which has none", version)
 	}
 	p := &Plan{Graph: g, ArenaBytes: j.ArenaBytes, LowerBound: j.LowerBound, ChunkBytes: j.ChunkBytes, Outputs: j.Outputs, Grads: j.Grads}
 	if h := p.GraphHash(); h != j.GraphHash {

@@ -646,7 +646,7 @@ func (p *Plan) Check() error {
 
 // Format prints the plan for people: a summary line, the arena, lower bound
 // and ratio, the buffers with their offsets and live ranges (and the buffer
-// each takes in place), the steps and the signature.
+// each takes in place; "frozen" after a frozen param), the steps and the signature.
 func (p *Plan) Format() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "plan %s: %d steps, %d buffers\n", p.Graph.Name, len(p.Steps), len(p.Buffers))
@@ -663,6 +663,9 @@ func (p *Plan) Format() string {
 		}
 		if buf.Alias >= 0 {
 			fmt.Fprintf(&b, " in place of %%%s", p.Buffers[buf.Alias].Name)
+		}
+		if buf.Role == Param && p.Graph.Frozen(buf.Value) {
+			b.WriteString(" frozen")
 		}
 		b.WriteString("\n")
 	}

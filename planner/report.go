@@ -14,8 +14,8 @@ const reportTop = 10
 
 // Report summarizes the plan's memory for people, in a few lines: steps and
 // buffers; the arena, the lower bound and their ratio, and the step where
-// the most bytes are live; the bytes of params, state and inputs; the
-// largest buffers; and the results computed in place of an argument.
+// the most bytes are live; the bytes of params, state and inputs, and the
+// frozen params; the largest buffers; and the results computed in place of an argument.
 func (p *Plan) Report() string {
 	var b strings.Builder
 	kernels := 0
@@ -50,6 +50,15 @@ func (p *Plan) Report() string {
 	}
 	fmt.Fprintf(&b, "params %d bytes (%d), state %d bytes (%d), inputs %d bytes (%d)\n",
 		sum(p.Params), len(p.Params), sum(p.States), len(p.States), sum(p.Inputs), len(p.Inputs))
+	var frozen []string
+	for _, i := range p.Params {
+		if p.Graph.Frozen(p.Buffers[i].Value) {
+			frozen = append(frozen, "%"+p.Buffers[i].Name)
+		}
+	}
+	if len(frozen) > 0 {
+		fmt.Fprintf(&b, "frozen params (no gradient, no update): %s\n", ir.Excerpt(strings.Join(frozen, ", ")))
+	}
 
 	idx := make([]int, len(p.Buffers))
 	for i := range idx {

@@ -164,7 +164,8 @@ func (p *Plan) checkGraph() error {
 
 // CheckTraining reports whether p, a plan that passes Check, is a training
 // step, as a plan file's TrainPlan must be: its first output, the loss, is
-// a float scalar that a step computes, and it updates every param (Check
+// a float scalar that a step computes, and it updates every param that its
+// graph does not mark frozen (ir.Graph.Frozen), and no frozen one (Check
 // proves that each update is applied).
 func (p *Plan) CheckTraining() error {
 	if err := p.checkLoss("a training step"); err != nil {
@@ -174,19 +175,41 @@ func (p *Plan) CheckTraining() error {
 	for _, u := range p.Graph.Updates {
 		updated[int(u.Target)] = true
 	}
-	var missing []string
+	var missing, frozen []string
+	trainable := 0
 	for _, i := range p.Params {
-		if !updated[i] && i >= 0 && i < len(p.Buffers) {
-			missing = append(missing, "%"+p.Buffers[i].Name)
+		if i < 0 || i >= len(p.Buffers) {
+			continue
+		}
+		b := &p.Buffers[i]
+		if int(b.Value) >= 0 && int(b.Value) < len(p.Graph.Values) && p.Graph.Frozen(b.Value) {
+			if updated[i] {
+				frozen = append(frozen, "%"+b.Name)
+			}
+			continue
+		}
+		trainable++
+		if !updated[i] {
+			missing = append(missing, "%"+b.Name)
 		}
 	}
 	switch {
 	case len(p.Params) == 0:
 		return fmt.Errorf("not a training step: it has no params")
-	case len(missing) == len(p.Params):
-		return fmt.Errorf("not a training step: it updates none of its %d params%s", len(p.Params), listNames(missing))
+	case len(frozen) > 0:
+		return fmt.Errorf("not a training step: it updates frozen params%s; a frozen param keeps its initial value", listNames(frozen))
+	case trainable == 0:
+		return fmt.Errorf("not a training step: all of its %d params are frozen", len(p.Params))
+	}
+	what := "params"
+	if trainable < len(p.Params) {
+		what = "params not frozen"
+	}
+	switch {
+	case len(missing) == trainable:
+		return fmt.Errorf("not a training step: it updates none of its %d %s%s", trainable, what, listNames(missing))
 	case len(missing) > 0:
-		return fmt.Errorf("not a training step: it does not update %d of its %d params%s", len(missing), len(p.Params), listNames(missing))
+		return fmt.Errorf("not a training step: it does not update %d of its %d %s%s", len(missing), trainable, what, listNames(missing))
 	}
 	return nil
 }

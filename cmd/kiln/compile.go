@@ -24,7 +24,8 @@ import (
 // graph with the initial values of params and state the file carries (an
 // ONNX model's initializers, its BatchNorm running statistics included;
 // none for .kir). A file larger than the memory available is
-// refused before it is read, and a .kir file refuses the import options.
+// refused before it is read, and a .kir file refuses the ONNX import
+// options; its params that -freeze or -train selects are marked frozen.
 func loadGraph(path string, mf *modelFlags) (*ir.Graph, []safetensors.Tensor, error) {
 	g, params, _, err := loadModel(path, mf)
 	return g, params, err
@@ -50,7 +51,7 @@ func loadModel(path string, mf *modelFlags) (*ir.Graph, []safetensors.Tensor, *o
 		m.Graph.File = path // later errors name the model file
 		return m.Graph, slices.Concat(m.Params, m.States), m, nil
 	}
-	if given := mf.given(); len(given) > 0 {
+	if given := mf.onnxOnly(); len(given) > 0 {
 		return nil, nil, nil, usagef("%s is for ONNX models; %s is not a .onnx file", strings.Join(given, ", "), path)
 	}
 	src, err := os.ReadFile(path)
@@ -58,7 +59,10 @@ func loadModel(path string, mf *modelFlags) (*ir.Graph, []safetensors.Tensor, *o
 		return nil, nil, nil, err
 	}
 	g, err := ir.Parse(path, src)
-	return g, nil, nil, err
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return g, nil, nil, mf.freezeKIR(path, g)
 }
 
 // isONNX reports whether path names an ONNX model (FILE.onnx).

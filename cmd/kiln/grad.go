@@ -24,7 +24,7 @@ func runGrad(args []string, stdout io.Writer) error {
 	cf := addCheckpointFlags(fs)
 	inPath := fs.String("inputs", "", "safetensors file with a tensor for every input and param (named without %); params the model file or -init give may be left out")
 	initPath := fs.String("init", "", "safetensors file with values of params (over the ONNX initializers; -inputs overrides both)")
-	outPath := fs.String("out", "", "safetensors file to write: every output by name and grad/PARAM for every param")
+	outPath := fs.String("out", "", "safetensors file to write: every output by name and grad/PARAM for every param not frozen")
 	workers := addWorkersFlag(fs)
 	device := addDeviceFlag(fs)
 	pos, err := parseFlags(fs, args, stdout)

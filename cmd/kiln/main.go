@@ -31,7 +31,7 @@ var commands []command
 func init() {
 	commands = []command{
 		{"dump", "[-after PASS|all] [-dot] [-html OUT.html] [-O0] [-optimizer sgd|adam|adamw|rmsprop] [-recompute P] [-memory-budget B] FILE.kir", "print the IR after a pass (default: after the whole pipeline), or write every pass as one HTML page", runDump},
-		{"grad", "FILE.kir -inputs IN.safetensors -out OUT.safetensors [-init P.safetensors] [-recompute P] [-memory-budget B]", "run the graph and its backward; write the outputs and grad/PARAM for every param", runGrad},
+		{"grad", "FILE.kir -inputs IN.safetensors -out OUT.safetensors [-init P.safetensors] [-recompute P] [-memory-budget B]", "run the graph and its backward; write the outputs and grad/PARAM for every param not frozen", runGrad},
 		{"step", "FILE.kir -inputs IN.safetensors -steps N -out OUT.safetensors [-optimizer sgd|adam|adamw|rmsprop] [-lr LR] [-lr-schedule S -warmup W] [-seed N] ...", "run N training steps on the one batch in IN; write every param after the last and loss, the f64 vector of the N losses (each before its update)", runStep},
 		{"eval", "FILE.kir -inputs IN.safetensors -out OUT.safetensors [-init P.safetensors] [-device cpu|gpu]", "run the forward graph alone (no gradient, dropout off); write every output by name", runEval},
 		{"import", "FILE.onnx -o FILE.kir", "write an ONNX model as a .kir graph, and its initializers (the params' initial values) as FILE.safetensors beside it", runImport},

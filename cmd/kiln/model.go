@@ -8,13 +8,17 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kilnml/kiln"
 	"github.com/kilnml/kiln/frontends/onnx"
 	"github.com/kilnml/kiln/frontends/safetensors"
+	"github.com/kilnml/kiln/ir"
 )
 
-// modelFlags are the flags that choose how an ONNX model is imported:
-// -shape, -freeze, -train and -loss (onnx.Options), taken by every command
-// that takes a model. A .kir model refuses them.
+// modelFlags are the flags that choose how a model is loaded: -freeze and
+// -train (the params that train; an ONNX model's frozen params become
+// constants, a .kir model's stay params marked frozen, ir.Freeze), and the
+// ONNX import flags -shape and -loss (onnx.Options), which a .kir model
+// refuses. Every command that takes a model takes them.
 type modelFlags struct {
 	shapes        shapesFlag
 	freeze, train string
@@ -35,14 +39,39 @@ func (m *modelFlags) feed(tensors []safetensors.Tensor) {
 func addModelFlags(fs *flag.FlagSet) *modelFlags {
 	m := &modelFlags{}
 	fs.Var(&m.shapes, "shape", "NAME=DIMS (32x64 or 32,64): the shape of the ONNX model's input NAME, for a symbolic dim; repeat for more inputs")
-	fs.StringVar(&m.freeze, "freeze", "", "keep the ONNX model's params whose names this regular expression matches at their initial values (no gradient, no update)")
-	fs.StringVar(&m.train, "train", "", "train only the ONNX model's params whose names this regular expression matches; freeze the rest")
+	fs.StringVar(&m.freeze, "freeze", "", "keep the params whose names this regular expression matches at their initial values (no gradient, no optimizer state, no update)")
+	fs.StringVar(&m.train, "train", "", "train only the params whose names this regular expression matches; freeze the rest")
 	var names []string
 	for _, l := range onnx.Losses {
 		names = append(names, l.Name)
 	}
 	fs.StringVar(&m.loss, "loss", "", "append a loss on the ONNX model's first output, with a new input \"labels\" for its targets: "+strings.Join(names, ", ")+" (for a model exported without one)")
 	return m
+}
+
+// onnxOnly returns the names of the ONNX import flags given (those a .kir
+// model refuses), in a fixed order.
+func (m *modelFlags) onnxOnly() []string {
+	var g []string
+	for _, f := range m.given() {
+		if f == "-shape" || f == "-loss" {
+			g = append(g, f)
+		}
+	}
+	return g
+}
+
+// freezeKIR marks the params of g, the .kir model at path, that -freeze or
+// -train selects as frozen (ir.Freeze).
+func (m *modelFlags) freezeKIR(path string, g *ir.Graph) error {
+	o, err := m.options()
+	if err != nil {
+		return err
+	}
+	if err := ir.Freeze(g, o.Freeze, o.Train); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
 }
 
 // given returns the names of the flags given, in a fixed order.
@@ -146,4 +175,21 @@ func (s *shapesFlag) Set(v string) error {
 	}
 	(*s)[name] = shape
 	return nil
+}
+
+// paramsDesc describes the params of t's training step for the first line
+// of a run: "4 params (4810 values)", with the frozen ones named after the
+// values when there are any ("; frozen: %w1, %b1").
+func paramsDesc(t *kiln.Trainer) string {
+	var frozen []string
+	for _, i := range t.Plan.Params {
+		if b := t.Plan.Buffers[i]; t.Plan.Graph.Frozen(b.Value) {
+			frozen = append(frozen, "%"+b.Name)
+		}
+	}
+	d := fmt.Sprintf("%d params (%d values", len(t.Plan.Params), countParams(t))
+	if len(frozen) > 0 {
+		d += "; frozen: " + ir.Excerpt(strings.Join(frozen, ", "))
+	}
+	return d + ")"
 }

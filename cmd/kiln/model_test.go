@@ -27,7 +27,7 @@ func TestModelFlags(t *testing.T) {
 		{[]string{"dump", dyn, "-shape", "x"}, 2, `invalid value "x" for flag -shape: expected NAME=DIMS (x=32x64), found "x"`},
 		{[]string{"dump", dyn, "-shape", "x=4x0"}, 2, `-shape: x: expected dims of positive integers separated by x or ',' (32x64), found "4x0"`},
 		{[]string{"dump", digitsMLP, "-shape", "x=4x64", "-loss", "ce"}, 2, "kiln dump: -shape, -loss is for ONNX models; " + digitsMLP + " is not a .onnx file"},
-		{[]string{"train", "-freeze", "fc"}, 2, "kiln train: -freeze is for ONNX models; give a MODEL.onnx"},
+		{[]string{"train", "-loss", "ce"}, 2, "kiln train: -loss is for ONNX models; give a MODEL.onnx"},
 		{[]string{"train", ft, "-data", "digits", "-freeze", "a", "-train", "b"}, 2, "kiln train: -freeze and -train both choose the params that train; give one"},
 		{[]string{"train", ft, "-data", "digits", "-freeze", "("}, 2, "kiln train: -freeze: error parsing regexp: missing closing ): `(`"},
 		{[]string{"train", ft, "-data", "digits", "-loss", "hinge"}, 2, `kiln train: -loss must be ce, mse or bce, found "hinge"`},

@@ -228,8 +228,8 @@ func (l *loopFlags) train(stdout io.Writer, t *kiln.Trainer, model, optDesc stri
 	cfg["-standardize"] = strconv.FormatBool(standardize)
 	cfg[dataHashKey] = dataHash(data)
 	nb := trainSet.NumBatches(t.BatchSize())
-	fmt.Fprintf(stdout, "model %s: %d params (%d values), batch %d, %s; %d training rows, %d held out\n",
-		model, len(t.Plan.Params), countParams(t), t.BatchSize(), optDesc, trainSet.N, heldOut.N)
+	fmt.Fprintf(stdout, "model %s: %s, batch %d, %s; %d training rows, %d held out\n",
+		model, paramsDesc(t), t.BatchSize(), optDesc, trainSet.N, heldOut.N)
 	if nb == 0 {
 		return fmt.Errorf("training on %s: the data has %d training rows, fewer than one batch of %d", dataName, trainSet.N, t.BatchSize())
 	}
@@ -546,8 +546,8 @@ func (l *loopFlags) trainSteps(stdout io.Writer, t *kiln.Trainer, model, optDesc
 	if steps == 0 {
 		steps = int64(l.epochs)
 	}
-	fmt.Fprintf(stdout, "model %s: %d params (%d values), %s; no inputs: %d training steps\n",
-		model, len(t.Plan.Params), countParams(t), optDesc, steps)
+	fmt.Fprintf(stdout, "model %s: %s, %s; no inputs: %d training steps\n",
+		model, paramsDesc(t), optDesc, steps)
 	cfg := l.config(model, settings, t)
 	st := kiln.TrainState{Config: cfg}
 	scheduled := scheduleTotal(t, steps, cfg)
@@ -743,7 +743,7 @@ func runTrain(args []string, stdout io.Writer) error {
 		if lf.dataPath != "" && lf.dataPath != digitsData {
 			return usagef("-data needs a MODEL.kir to train")
 		}
-		if given := mf.given(); len(given) > 0 || lf.saveONNX != "" {
+		if given := mf.onnxOnly(); len(given) > 0 || lf.saveONNX != "" {
 			if lf.saveONNX != "" {
 				given = append(given, "-save-onnx")
 			}
@@ -753,6 +753,9 @@ func runTrain(args []string, stdout io.Writer) error {
 			return err
 		}
 		if g, err = ir.Parse(examples.DigitsMLPFile, examples.DigitsMLP); err != nil {
+			return err
+		}
+		if err := mf.freezeKIR(examples.DigitsMLPFile, g); err != nil {
 			return err
 		}
 	case 1:

@@ -12,7 +12,6 @@
 package onnx
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -316,30 +315,26 @@ func (im *importer) demoteParams() error {
 			stack = append(stack, v.Args...)
 		}
 	}
-	trains := func(safetensors.Tensor) bool { return true }
-	if im.opts.Freeze != nil && im.opts.Train != nil {
-		return errors.New("both a freeze and a train pattern are given; give one")
+	var names []string
+	var reached []safetensors.Tensor
+	for _, p := range im.params {
+		if id, _ := im.g.Lookup(p.Name); reach[id] {
+			names = append(names, im.names[p.Name])
+			reached = append(reached, p)
+		}
 	}
-	if re := cmp.Or(im.opts.Freeze, im.opts.Train); re != nil {
-		freeze := im.opts.Freeze != nil
-		var names []string
-		matched := false
-		for _, p := range im.params {
-			if id, _ := im.g.Lookup(p.Name); reach[id] {
-				names = append(names, im.names[p.Name])
-				matched = matched || re.MatchString(im.names[p.Name])
-			}
-		}
-		if !matched {
-			what := map[bool]string{true: "freeze", false: "train"}[freeze]
-			return fmt.Errorf("%s pattern %q matches no param; the params are %s", what, ir.Excerpt(re.String()), ir.Excerpt(strings.Join(names, ", ")))
-		}
-		trains = func(p safetensors.Tensor) bool { return re.MatchString(im.names[p.Name]) != freeze }
+	frozen, err := ir.MatchFrozen(names, im.opts.Freeze, im.opts.Train)
+	if err != nil {
+		return err
+	}
+	trained := map[string]bool{}
+	for i, p := range reached {
+		trained[p.Name] = !frozen[i]
 	}
 	kept := im.params[:0]
 	for _, p := range im.params {
 		id, _ := im.g.Lookup(p.Name)
-		if reach[id] && trains(p) {
+		if trained[p.Name] {
 			kept = append(kept, p)
 			continue
 		}
