@@ -108,10 +108,16 @@ CASES = {
     "adamw_clip_grad_norm": ("-optimizer adamw -lr 0.05 -weight-decay 0.1 -clip-grad 0.2 -clip-norm 0.3",
                              lambda ps: O.AdamW(ps, lr=0.05, weight_decay=0.1, foreach=False)),
 }
+# Frozen params (-freeze / -train): no gradient, left out of the optimizer.
+CASES["adamw_freeze_w1"] = ("-optimizer adamw -lr 0.05 -weight-decay 0.1 -freeze ^w1$",
+                            lambda ps: O.AdamW(ps, lr=0.05, weight_decay=0.1, foreach=False))
+CASES["sgd_train_layer2_clip_norm"] = ("-optimizer sgd -lr 0.1 -momentum 0.9 -train 2$ -clip-norm 0.3",
+                                       lambda ps: O.SGD(ps, lr=0.1, momentum=0.9))
+FROZEN = {"adamw_freeze_w1": {"w1"}, "sgd_train_layer2_clip_norm": {"w1", "b1"}}
 CLIP = {"adam_clip": 0.05, "adamw_clip_grad_norm": 0.2}
 # torch.nn.utils.clip_grad_norm_ after any clip_grad_value_, before each step.
 CLIP_NORM = {"sgd_clip_norm": 0.5, "sgd_clip_norm_loose": 10, "adam_clip_norm": 0.3,
-             "adam_clip_norm_loose": 5, "adamw_clip_grad_norm": 0.3}
+             "adam_clip_norm_loose": 5, "adamw_clip_grad_norm": 0.3, "sgd_train_layer2_clip_norm": 0.3}
 
 
 def schedule(kind, W, T=STEPS, S=1, gamma=1.0):
@@ -164,8 +170,10 @@ def main():
     runs = {name: (args, make, None) for name, (args, make) in CASES.items()}
     runs.update(SCHEDULED)
     for name, (args, make, lam) in runs.items():
-        p = {k: v.clone().requires_grad_() for k, v in init.items()}
-        opt = make(list(p.values()))
+        frozen = FROZEN.get(name, set())
+        p = {k: v.clone().requires_grad_(k not in frozen) for k, v in init.items()}
+        trained = [v for k, v in p.items() if k not in frozen]
+        opt = make(trained)
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lam) if lam else None
         losses, norms = [], []
         for _ in range(STEPS):
@@ -173,9 +181,9 @@ def main():
             loss = forward(x, p)
             loss.backward()
             if name in CLIP:
-                torch.nn.utils.clip_grad_value_(list(p.values()), CLIP[name])
+                torch.nn.utils.clip_grad_value_(trained, CLIP[name])
             if name in CLIP_NORM:
-                norms.append(torch.nn.utils.clip_grad_norm_(list(p.values()), CLIP_NORM[name]).item())
+                norms.append(torch.nn.utils.clip_grad_norm_(trained, CLIP_NORM[name]).item())
             opt.step()
             if sched:
                 sched.step()
@@ -184,6 +192,8 @@ def main():
         if name in CLIP_NORM:
             clipped = any(n > CLIP_NORM[name] for n in norms)
             assert clipped == (not name.endswith("_loose")), (name, norms)
+        for k in frozen:
+            assert torch.equal(p[k], init[k]), (name, k)
         save(os.path.join(OUT, name + ".expected.safetensors"),
              {**p, "loss": torch.tensor(losses, dtype=torch.float64)}, {"args": args, "steps": str(STEPS)})
 
