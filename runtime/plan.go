@@ -86,11 +86,11 @@ func (t *Trainer) Get(name string) (kernels.Tensor, error) {
 }
 
 // Params returns copies of the current params, in the plan's order.
-func (t *Trainer) Params() ([]safetensors.Tensor, error) { return t.tensors(t.Plan.Params) }
+func (t *Trainer) Params() ([]safetensors.Tensor, error) { return t.Tensors(t.Plan.Params) }
 
-// tensors returns copies of the current values of the training step's
-// buffers bufs (indices into t.Plan.Buffers).
-func (t *Trainer) tensors(bufs []int) ([]safetensors.Tensor, error) {
+// Tensors returns copies of the current values of the training step's
+// buffers bufs (indices into t.Plan.Buffers: params, state).
+func (t *Trainer) Tensors(bufs []int) ([]safetensors.Tensor, error) {
 	var out []safetensors.Tensor
 	for _, i := range bufs {
 		v, err := t.Get(t.Plan.Buffers[i].Name)
@@ -113,21 +113,22 @@ func (t *Trainer) SaveParams(path string) error {
 }
 
 // LoadParams sets params from the safetensors file at path; each of its
-// tensors must name a param of the model with its exact type. Params the
-// file does not hold keep their values.
+// tensors must name a param or state value of the model (an imported
+// model's BatchNorm running statistics) with its exact type. Those the file
+// does not hold keep their values.
 func (t *Trainer) LoadParams(path string) error {
 	tensors, _, err := safetensors.ReadFile(path)
 	if err != nil {
 		return err
 	}
 	params := map[string]ir.Type{}
-	for _, i := range t.Plan.Params {
+	for _, i := range slices.Concat(t.Plan.Params, t.Plan.States) {
 		params[t.Plan.Buffers[i].Name] = t.Plan.Buffers[i].Type
 	}
 	for _, ts := range tensors {
 		want, ok := params[ts.Name]
 		if !ok {
-			return fmt.Errorf("%s: tensor %q is not a param of the model", path, ir.Excerpt(ts.Name))
+			return fmt.Errorf("%s: tensor %q is not a param or state of the model", path, ir.Excerpt(ts.Name))
 		}
 		if !want.Equal(ts.Type) {
 			return fmt.Errorf("%s: tensor %q: expected %s, found %s", path, ts.Name, want, ts.Type)

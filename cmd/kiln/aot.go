@@ -92,7 +92,7 @@ func runCompile(args []string, stdout io.Writer) error {
 	}
 	if *initPath != "" || len(params) > 0 {
 		if *initPath != "" {
-			if err := loadParams(t, *initPath); err != nil {
+			if err := t.LoadParams(*initPath); err != nil {
 				return err
 			}
 		}

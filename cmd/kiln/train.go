@@ -195,7 +195,7 @@ func (l *loopFlags) generated() bool { return l.dataPath == kan2dData || l.dataP
 // loop's own, and -resume refuses a run whose settings differ.
 func (l *loopFlags) train(stdout io.Writer, t *kiln.Trainer, model, optDesc string, settings map[string]string, data *dataset.Dataset, dataName string) error {
 	if l.initPath != "" {
-		if err := loadParams(t, l.initPath); err != nil {
+		if err := t.LoadParams(l.initPath); err != nil {
 			return err
 		}
 	}
@@ -666,7 +666,7 @@ func (l *loopFlags) saveModel(stdout io.Writer, t *kiln.Trainer, model string) e
 			bufs = append(bufs, i) // a running statistic, not the optimizer's
 		}
 	}
-	tensors, err := trainedTensors(t, bufs)
+	tensors, err := t.Tensors(bufs)
 	if err != nil {
 		return err
 	}
@@ -821,55 +821,11 @@ func countParams(t *kiln.Trainer) int {
 	return n
 }
 
-// loadParams sets params from a safetensors file; each tensor must name a
-// param or state value of the model (an imported model's BatchNorm running
-// statistics, as kiln import writes them) with its exact type.
-func loadParams(t *kiln.Trainer, path string) error {
-	tensors, _, err := safetensors.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	x := t.Executor()
-	params := map[string]ir.Type{}
-	for _, i := range slices.Concat(t.Plan.Params, t.Plan.States) {
-		params[t.Plan.Buffers[i].Name] = t.Plan.Buffers[i].Type
-	}
-	for _, ts := range tensors {
-		want, ok := params[ts.Name]
-		if !ok {
-			return fmt.Errorf("%s: tensor %q is not a param or state of the model", path, ts.Name)
-		}
-		if !want.Equal(ts.Type) {
-			return fmt.Errorf("%s: tensor %q: expected %s, found %s", path, ts.Name, want, ts.Type)
-		}
-		if err := x.Set(ts.Name, kernels.Tensor{Type: ts.Type, Data: ts.Data}); err != nil {
-			return fmt.Errorf("%s: %v", path, err)
-		}
-	}
-	return nil
-}
-
 // encodeParams returns the trained params of t as a safetensors file.
 func encodeParams(t *kiln.Trainer, model string) ([]byte, error) {
-	out, err := trainedTensors(t, t.Plan.Params)
+	out, err := t.Params()
 	if err != nil {
 		return nil, err
 	}
 	return safetensors.Encode(out, map[string]string{"graph": model})
-}
-
-// trainedTensors returns the current values of t's buffers bufs (indices
-// into t.Plan.Buffers: its params, its states).
-func trainedTensors(t *kiln.Trainer, bufs []int) ([]safetensors.Tensor, error) {
-	x := t.Executor()
-	var out []safetensors.Tensor
-	for _, i := range bufs {
-		name := t.Plan.Buffers[i].Name
-		v, err := x.Get(name)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, safetensors.Tensor{Name: name, Type: v.Type, Data: append([]byte(nil), v.Data...)})
-	}
-	return out, nil
 }
