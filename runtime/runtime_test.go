@@ -230,9 +230,9 @@ func TestLoadParamsRefuses(t *testing.T) {
 		tensor safetensors.Tensor
 		want   string
 	}{
-		{"unknown", safetensors.Tensor{Name: "w3", Type: f32(2), Data: make([]byte, 8)}, `tensor "w3" is not a param of the model`},
+		{"unknown", safetensors.Tensor{Name: "w3", Type: f32(2), Data: make([]byte, 8)}, `tensor "w3" is not a param or state of the model`},
 		{"shape", safetensors.Tensor{Name: "b2", Type: f32(9), Data: make([]byte, 36)}, `tensor "b2": expected f32[10], found f32[9]`},
-		{"input", safetensors.Tensor{Name: "x", Type: f32(32, 64), Data: make([]byte, 32*64*4)}, `tensor "x" is not a param of the model`},
+		{"input", safetensors.Tensor{Name: "x", Type: f32(32, 64), Data: make([]byte, 32*64*4)}, `tensor "x" is not a param or state of the model`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "p.safetensors")
