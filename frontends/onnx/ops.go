@@ -1488,17 +1488,3 @@ func emitConstantOfShape(im *importer, n *onnxpb.NodeProto) ([]*val, error) {
 	}
 	return []*val{{id: ir.NoID, c: out}}, nil
 }
-
-func dtypeCode(dt ir.DType) onnxpb.TensorProto_DataType {
-	switch dt {
-	case ir.F32:
-		return onnxpb.TensorProto_FLOAT
-	case ir.F64:
-		return onnxpb.TensorProto_DOUBLE
-	case ir.I32:
-		return onnxpb.TensorProto_INT32
-	case ir.I64:
-		return onnxpb.TensorProto_INT64
-	}
-	return onnxpb.TensorProto_BOOL
-}

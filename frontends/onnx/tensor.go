@@ -97,25 +97,41 @@ func (t *tensor) bytes() []byte {
 	return out
 }
 
+// dtypeCodes are ONNX's TensorProto.DataType codes of kiln's dtypes, the one
+// table that reading (onnxDType) and writing (dtypeCode) go by.
+var dtypeCodes = []struct {
+	dt   ir.DType
+	code onnxpb.TensorProto_DataType
+}{
+	{ir.F32, onnxpb.TensorProto_FLOAT},
+	{ir.F64, onnxpb.TensorProto_DOUBLE},
+	{ir.I32, onnxpb.TensorProto_INT32},
+	{ir.I64, onnxpb.TensorProto_INT64},
+	{ir.Bool, onnxpb.TensorProto_BOOL},
+}
+
 // onnxDType maps ONNX's TensorProto.DataType to kiln's dtypes.
 func onnxDType(code int32) (ir.DType, error) {
-	switch onnxpb.TensorProto_DataType(code) {
-	case onnxpb.TensorProto_FLOAT:
-		return ir.F32, nil
-	case onnxpb.TensorProto_DOUBLE:
-		return ir.F64, nil
-	case onnxpb.TensorProto_INT32:
-		return ir.I32, nil
-	case onnxpb.TensorProto_INT64:
-		return ir.I64, nil
-	case onnxpb.TensorProto_BOOL:
-		return ir.Bool, nil
+	for _, c := range dtypeCodes {
+		if int32(c.code) == code {
+			return c.dt, nil
+		}
 	}
 	name := onnxpb.TensorProto_DataType(code).String()
 	if _, err := strconv.Atoi(name); err == nil {
 		name = "code " + name
 	}
 	return ir.InvalidDType, fmt.Errorf("dtype %s is not supported (kiln reads FLOAT, DOUBLE, INT32, INT64 and BOOL)", name)
+}
+
+// dtypeCode is the ONNX code of dt, one of kiln's dtypes.
+func dtypeCode(dt ir.DType) onnxpb.TensorProto_DataType {
+	for _, c := range dtypeCodes {
+		if c.dt == dt {
+			return c.code
+		}
+	}
+	panic(fmt.Sprintf("onnx: no ONNX code for dtype %s", dt))
 }
 
 // checkedType returns the kiln type of dims and dtype code, within ir's limits.
