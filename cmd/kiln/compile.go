@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -214,6 +215,20 @@ func checkWorkers(n int) error {
 		return usagef("-workers must be at most %d, found %d", maxWorkers, n)
 	}
 	return nil
+}
+
+// parseModelRun parses the flags of a command that runs one model file on
+// the flags workers and device (grad, step, eval): it checks those two and
+// returns the one FILE argument.
+func parseModelRun(fs *flag.FlagSet, args []string, stdout io.Writer, workers *int, device *string) (string, error) {
+	pos, err := parseFlags(fs, args, stdout)
+	if err != nil {
+		return "", err
+	}
+	if err := checkRun(*workers, *device); err != nil {
+		return "", err
+	}
+	return oneFile(pos, "FILE.kir")
 }
 
 // checkRun checks -workers and -device, the flags of every command that

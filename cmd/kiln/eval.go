@@ -24,14 +24,7 @@ func runEval(args []string, stdout io.Writer) error {
 	outPath := fs.String("out", "", "safetensors file to write: every output of the graph by name")
 	workers := addWorkersFlag(fs)
 	device := addDeviceFlag(fs)
-	pos, err := parseFlags(fs, args, stdout)
-	if err != nil {
-		return err
-	}
-	if err := checkRun(*workers, *device); err != nil {
-		return err
-	}
-	path, err := oneFile(pos, "FILE.kir")
+	path, err := parseModelRun(fs, args, stdout, workers, device)
 	if err != nil {
 		return err
 	}

@@ -27,14 +27,7 @@ func runGrad(args []string, stdout io.Writer) error {
 	outPath := fs.String("out", "", "safetensors file to write: every output by name and grad/PARAM for every param not frozen")
 	workers := addWorkersFlag(fs)
 	device := addDeviceFlag(fs)
-	pos, err := parseFlags(fs, args, stdout)
-	if err != nil {
-		return err
-	}
-	if err := checkRun(*workers, *device); err != nil {
-		return err
-	}
-	path, err := oneFile(pos, "FILE.kir")
+	path, err := parseModelRun(fs, args, stdout, workers, device)
 	if err != nil {
 		return err
 	}

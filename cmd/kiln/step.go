@@ -33,14 +33,7 @@ func runStep(args []string, stdout io.Writer) error {
 	of.addScheduleFlags(fs)
 	workers := addWorkersFlag(fs)
 	device := addDeviceFlag(fs)
-	pos, err := parseFlags(fs, args, stdout)
-	if err != nil {
-		return err
-	}
-	if err := checkRun(*workers, *device); err != nil {
-		return err
-	}
-	path, err := oneFile(pos, "FILE.kir")
+	path, err := parseModelRun(fs, args, stdout, workers, device)
 	if err != nil {
 		return err
 	}
