@@ -478,7 +478,10 @@ func coreOps() []opRow {
 				{Name: "scale", Kind: AttrFloat, Doc: `standard deviation for "normal", half-width for "uniform"`},
 			}},
 		OpState: {Name: "state", Class: ClassLeaf, Doc: "a persistent tensor that is not trained (optimizer state)",
-			Attrs: []AttrSpec{{Name: "init", Kind: AttrFloat, Default: defFloat(0), Doc: "initial value of every element"}}},
+			Attrs: []AttrSpec{
+				{Name: "init", Kind: AttrFloat, Default: defFloat(0), Doc: "initial value of every element"},
+				{Name: "period", Kind: AttrInt, Doc: "set on the counter of gradient accumulation: the steps of one update, which a trainer reads"},
+			}},
 
 		OpAdd: {Name: "add", Args: []string{"a", "b"}, Class: ClassElementwise, Doc: "a + b", Infer: inferBroadcast, Grad: gradAdd},
 		OpSub: {Name: "sub", Args: []string{"a", "b"}, Class: ClassElementwise, Doc: "a - b", Infer: inferBroadcast, Grad: gradSub},

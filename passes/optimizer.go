@@ -55,6 +55,17 @@ type OptimizerConfig struct {
 	// before optimizer.step. With ClipGrad too, the elements are clamped
 	// first and the norm is that of the clamped gradients. 0 scales nothing.
 	ClipNorm float64
+	// Accum, when above 1, accumulates gradients over Accum training steps
+	// (micro-batches) per update: each step adds its gradients to a state
+	// of the param's shape (PARAM.grad_accum), in step order, and only the
+	// last of every Accum steps updates the params and the optimizer's
+	// state, from the sum divided by Accum, which then goes through the
+	// clamp, the norm clipping and the decay as one gradient would. On a
+	// mean loss this is one step on the Accum batches concatenated. The
+	// steps are counted by the state AccumStep, whose "period" attribute
+	// is Accum; a schedule's step t counts updates. 0 or 1: every step
+	// updates.
+	Accum int64
 }
 
 // Schedules lists the learning-rate schedules (OptimizerConfig.Schedule).
@@ -67,6 +78,15 @@ const (
 	ScheduleStep  = "lr_schedule.step"
 	ScheduleTotal = "lr_schedule.total"
 )
+
+// AccumStep names the f32 scalar state that counts the steps of a
+// gradient accumulation (OptimizerConfig.Accum) from 0 to Accum-1; its
+// "period" attribute is Accum.
+const AccumStep = "grad_accum.step"
+
+// maxAccum bounds OptimizerConfig.Accum: AccumStep counts in float32,
+// exact to 2^24.
+const maxAccum = 1 << 24
 
 // scheduled reports whether the learning rate changes from step to step.
 func (c OptimizerConfig) scheduled() bool {
@@ -138,6 +158,8 @@ func (c OptimizerConfig) Validate() error {
 		return fmt.Errorf("unknown learning-rate schedule %q (expected %s)", ir.Excerpt(c.Schedule), strings.Join(Schedules, ", "))
 	case c.Warmup < 0 || c.Total < 0:
 		return fmt.Errorf("warmup and total steps must be >= 0, found %d and %d", c.Warmup, c.Total)
+	case c.Accum < 0 || c.Accum > maxAccum:
+		return fmt.Errorf("gradient accumulation must be 1 to %d steps an update, found %d", maxAccum, c.Accum)
 	case c.Schedule == "step" && (c.StepSize < 1 || !(c.Gamma > 0) || math.IsInf(c.Gamma, 0)):
 		return fmt.Errorf("the step schedule needs a step size >= 1 and a gamma > 0, found %d and %g", c.StepSize, c.Gamma)
 	}
@@ -149,8 +171,9 @@ func (c OptimizerConfig) Validate() error {
 // moments and bias-correction powers) becomes state values, zero-initialized
 // unless stated, updated at the end of each step like the params. The
 // arithmetic follows torch.optim (see OptimizerConfig), after the gradient
-// is clamped elementwise when ClipGrad is set and scaled to the global norm
-// ClipNorm when that is set.
+// is accumulated over Accum steps when that is above 1, clamped elementwise
+// when ClipGrad is set and scaled to the global norm ClipNorm when that is
+// set.
 func Optimize(g *ir.Graph, c OptimizerConfig) error {
 	if err := c.Validate(); err != nil {
 		return err
@@ -159,7 +182,7 @@ func Optimize(g *ir.Graph, c OptimizerConfig) error {
 		return fmt.Errorf("the graph has no gradients; run autodiff first")
 	}
 	first := ir.ID(len(g.Values)) // the update's values come after this
-	g.Grow(45*len(g.Grads) + 16)  // at most 44 values a param, 8 for Adam's powers, 8 for the norm
+	g.Grow(51*len(g.Grads) + 24)  // at most 50 values a param, 8 for Adam's powers, 8 for the norm, 8 for accumulation
 	e := ir.NewEmitter(g, "u")
 	var stateErr error
 	state := func(name string, t ir.Type, init float64) ir.ID {
@@ -242,8 +265,21 @@ func Optimize(g *ir.Graph, c OptimizerConfig) error {
 	grads := make([]ir.ID, len(g.Grads))
 	for i, gp := range g.Grads {
 		grads[i] = gp.Grad
+	}
+	// With accumulation, the updates appended from gated on apply only at
+	// the last step of an accumulation (last); the steps between keep
+	// every param and state as it is.
+	gated, last := 0, ir.NoID
+	if c.Accum > 1 {
+		var err error
+		if last, err = accumulate(g, e, grads, c.Accum); err != nil {
+			return err
+		}
+		gated = len(g.Updates)
+	}
+	for i, grad := range grads {
 		if c.ClipGrad > 0 {
-			grads[i] = e.Op(ir.OpClip, ir.MakeAttrs("min", ir.Float(-c.ClipGrad), "max", ir.Float(c.ClipGrad)), gp.Grad)
+			grads[i] = e.Op(ir.OpClip, ir.MakeAttrs("min", ir.Float(-c.ClipGrad), "max", ir.Float(c.ClipGrad)), grad)
 		}
 	}
 	var clipCoef map[ir.DType]ir.ID
@@ -351,10 +387,48 @@ func Optimize(g *ir.Graph, c OptimizerConfig) error {
 			return fmt.Errorf("update of %s: %v", g.NameOf(p), err)
 		}
 	}
+	if last != ir.NoID {
+		for i := gated; i < len(g.Updates); i++ {
+			u := &g.Updates[i]
+			u.Value = e.Op(ir.OpWhere, nil, last, u.Value, u.Target)
+		}
+	}
 	if err := e.Err(); err != nil {
 		return err
 	}
 	return g.Permute(updatesEarly(g, first))
+}
+
+// accumulate appends gradient accumulation over k steps: the step counter
+// AccumStep, and for each gradient grads[i] a state PARAM.grad_accum that
+// holds the sum of the gradients so far, ((g0 + g1) + g2) + ... in step
+// order (the first step stores its gradient as it is). It replaces
+// grads[i] by that sum, including this step's gradient, divided by k,
+// and returns the bool that is true at the last step of an accumulation.
+// Data-parallel training sums the ranks' gradients in this order, so that
+// N ranks are bitwise one process accumulating N steps.
+func accumulate(g *ir.Graph, e *ir.Emitter, grads []ir.ID, k int64) (ir.ID, error) {
+	f32 := ir.Type{DType: ir.F32, Shape: ir.Shape{}}
+	step, err := g.Leaf(ir.OpState, g.UniqueName(AccumStep), f32, ir.MakeAttrs("init", ir.Float(0), "period", ir.Int(int(k))))
+	if err != nil {
+		return ir.NoID, err
+	}
+	first := e.Op(ir.OpEqual, nil, step, e.Scalar(0, ir.F32))
+	last := e.Op(ir.OpEqual, nil, step, e.Scalar(float64(k-1), ir.F32))
+	next := e.Op(ir.OpWhere, nil, last, e.Scalar(0, ir.F32), e.Op(ir.OpAdd, nil, step, e.Scalar(1, ir.F32)))
+	g.Updates = append(g.Updates, ir.Update{Target: step, Value: next})
+	for i, grad := range grads {
+		p := g.Grads[i].Param
+		t := g.Type(p)
+		acc, err := g.Leaf(ir.OpState, g.UniqueName(g.Values[p].Name+".grad_accum"), t, ir.MakeAttrs("init", ir.Float(0)))
+		if err != nil {
+			return ir.NoID, err
+		}
+		sum := e.Op(ir.OpWhere, nil, first, grad, e.Op(ir.OpAdd, nil, acc, grad))
+		g.Updates = append(g.Updates, ir.Update{Target: acc, Value: sum})
+		grads[i] = e.Op(ir.OpDiv, nil, sum, e.Scalar(float64(k), t.DType))
+	}
+	return last, e.Err()
 }
 
 // clipNormCoef returns the factor of torch.nn.utils.clip_grad_norm_ (1.13)

@@ -40,6 +40,7 @@ type Trainer struct {
 	EvalPlan *planner.Plan // the forward graph without dropout, for evaluation
 
 	sig         Signature
+	accum       int // batches an update (the period of the plan's accumulation counter)
 	train, eval Executor
 	xt, yt      kernels.Tensor // the batch fed to the executors (Set copies it in)
 	x           []float64      // a batch of features
@@ -177,6 +178,9 @@ func NewTrainerFromPlans(train, eval *planner.Plan, x ExecOptions) (*Trainer, er
 		return nil, fmt.Errorf("plan %s: %w", train.Graph.Name, err)
 	}
 	t.sig = sig
+	if t.accum, err = accumPeriod(train); err != nil {
+		return nil, fmt.Errorf("plan %s: %w", train.Graph.Name, err)
+	}
 	if err := sameSignature(train, eval); err != nil {
 		return nil, err
 	}
@@ -268,6 +272,29 @@ func (t *Trainer) Close() error {
 	t.train.Close()
 	return t.eval.Close()
 }
+
+// accumPeriod returns the training steps of one update of p: the "period"
+// attribute of the state that counts the steps of a gradient accumulation,
+// or 1 when p updates at every step.
+func accumPeriod(p *planner.Plan) (int, error) {
+	period := 1
+	for _, i := range p.States {
+		a, ok := p.Graph.Value(p.Buffers[i].Value).Attrs.Get("period")
+		if !ok {
+			continue
+		}
+		if period != 1 || a.I < 1 {
+			return 0, fmt.Errorf("state %%%s: expected one accumulation counter with a period of at least 1, found period %d", p.Buffers[i].Name, a.I)
+		}
+		period = int(a.I)
+	}
+	return period, nil
+}
+
+// Accum returns the batches of one update: TrainBatch adds each batch's
+// gradients to the plan's accumulation, and the params change at every
+// Accum-th batch (1 without accumulation).
+func (t *Trainer) Accum() int { return t.accum }
 
 // Signature returns the convention the trained graph follows.
 func (t *Trainer) Signature() Signature { return t.sig }
@@ -403,12 +430,14 @@ func (a *Tally) AddRegression(r, p []float64, rows, k int) {
 
 // Epoch runs one pass over d's full batches in d's order and returns the
 // mean loss and the training metric (NaN without one; see Tally.Result).
+// With accumulation it runs the most batches that make whole updates
+// (UpdateBatches).
 func (t *Trainer) Epoch(ctx context.Context, d *dataset.Dataset) (loss, metric float64, err error) {
 	if err := t.check(d, false); err != nil {
 		return 0, 0, err
 	}
 	var a Tally
-	for i := range d.NumBatches(t.sig.Batch) {
+	for i := range t.UpdateBatches(d.NumBatches(t.sig.Batch)) {
 		if err := t.TrainBatch(ctx, d, i, &a); err != nil {
 			return 0, 0, err
 		}
@@ -416,6 +445,10 @@ func (t *Trainer) Epoch(ctx context.Context, d *dataset.Dataset) (loss, metric f
 	loss, metric = a.Result()
 	return loss, metric, nil
 }
+
+// UpdateBatches returns the batches of an epoch of n batches that make
+// whole updates: n less its remainder modulo Accum, which is dropped.
+func (t *Trainer) UpdateBatches(n int) int { return n - n%t.accum }
 
 // TrainBatch runs one training step on d's batch i (rows i*B to (i+1)*B)
 // and adds its loss and metric to a.

@@ -178,7 +178,7 @@ const modelHashMeta = "model_sha256"
 // in for the model's identity and the other hyperparameters.
 func planSettings(f *kilnrt.Plan, device string) map[string]string {
 	s := map[string]string{"-device": device}
-	for _, k := range []string{"O0", "optimizer", "lr", "momentum", "dampening", "nesterov", "weight-decay", "clip-grad", "clip-norm", "beta1", "beta2", "eps", "amsgrad", "alpha", "centered", "lr-schedule", "warmup", "lr-step-size", "lr-gamma"} {
+	for _, k := range []string{"O0", "optimizer", "lr", "momentum", "dampening", "nesterov", "weight-decay", "clip-grad", "clip-norm", "beta1", "beta2", "eps", "amsgrad", "alpha", "centered", "lr-schedule", "warmup", "lr-step-size", "lr-gamma", "accum"} {
 		if v, ok := f.Meta[k]; ok {
 			s["-"+k] = v
 		}

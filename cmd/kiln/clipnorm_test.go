@@ -101,19 +101,16 @@ func TestClipNormRefusesBadValues(t *testing.T) {
 	}
 }
 
-// TestRunAppliesPlanClipNorm checks that the clipping is in the plan: kiln
-// run of a plan compiled with -clip-norm gives bitwise the params of kiln
-// train -clip-norm, which differ from those of a run without it.
-func TestRunAppliesPlanClipNorm(t *testing.T) {
+// TestRunAppliesPlanSettings checks that norm clipping and gradient
+// accumulation are in the plan: kiln run of a plan compiled with one gives
+// bitwise the params of kiln train with it, which differ from those of a
+// run without it.
+func TestRunAppliesPlanSettings(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	path := func(name string) string { return filepath.Join(dir, name) }
 	tiny := writeFile(t, "tiny.kir", tinyMLPKir)
 	data := writeFile(t, "blobs.csv", separableCSV(100, 2, 3))
-	runKiln(t, "compile", tiny, "-clip-norm", "0.05", "-o", path("clip.kplan")).want(t, 0)
-	runKiln(t, "train", tiny, "-data", data, "-epochs", "2", "-clip-norm", "0.05", "-save", path("train")).want(t, 0)
-	runKiln(t, "run", path("clip.kplan"), "-data", data, "-epochs", "2", "-save", path("run")).want(t, 0)
-	runKiln(t, "train", tiny, "-data", data, "-epochs", "2", "-save", path("plain")).want(t, 0)
 	read := func(name string) []byte {
 		b, err := os.ReadFile(path(name))
 		if err != nil {
@@ -121,10 +118,17 @@ func TestRunAppliesPlanClipNorm(t *testing.T) {
 		}
 		return b
 	}
-	if !bytes.Equal(read("train"), read("run")) {
-		t.Error("kiln run of a plan compiled with -clip-norm 0.05 gives other params than kiln train -clip-norm 0.05")
-	}
-	if bytes.Equal(read("train"), read("plain")) {
-		t.Error("-clip-norm 0.05 changed no param: the test clips nothing")
+	runKiln(t, "train", tiny, "-data", data, "-epochs", "2", "-save", path("plain")).want(t, 0)
+	for _, setting := range [][]string{{"-clip-norm", "0.05"}, {"-accum", "3"}} {
+		name := setting[0][1:]
+		runKiln(t, append([]string{"compile", tiny, "-o", path(name + ".kplan")}, setting...)...).want(t, 0)
+		runKiln(t, append([]string{"train", tiny, "-data", data, "-epochs", "2", "-save", path(name + ".train")}, setting...)...).want(t, 0)
+		runKiln(t, "run", path(name+".kplan"), "-data", data, "-epochs", "2", "-save", path(name+".run")).want(t, 0)
+		if !bytes.Equal(read(name+".train"), read(name+".run")) {
+			t.Errorf("kiln run of a plan compiled with %s gives other params than kiln train %s", setting, setting)
+		}
+		if bytes.Equal(read(name+".train"), read("plain")) {
+			t.Errorf("%s changed no param", setting)
+		}
 	}
 }

@@ -95,12 +95,15 @@ type optimizerFlags struct {
 	schedule                  string // the schedule's flags, on kiln train, compile and step
 	warmup, stepSize          int64
 	gamma                     float64
+	accum                     int64 // -accum, on kiln train, compile and step
 	defaultKind               string
-	fs                        *flag.FlagSet // tells which flags were given
+	fs                        *flag.FlagSet   // tells which flags were given
+	own                       map[string]bool // the names of these flags
 }
 
 func addOptimizerFlags(fs *flag.FlagSet, defaultKind string) *optimizerFlags {
-	o := &optimizerFlags{defaultKind: defaultKind, fs: fs}
+	o := &optimizerFlags{defaultKind: defaultKind, fs: fs, accum: 1}
+	defer o.claim(fs)()
 	kinds := strings.Join(passes.OptimizerKinds, ", ")
 	what := "append the optimizer update: " + kinds + " (torch.optim's SGD, Adam, AdamW, RMSprop)"
 	if defaultKind != "" {
@@ -126,6 +129,15 @@ func addOptimizerFlags(fs *flag.FlagSet, defaultKind string) *optimizerFlags {
 // config returns the chosen optimizer, or nil when none was asked for.
 func (o *optimizerFlags) config() (*passes.OptimizerConfig, error) {
 	if o.kind == "" {
+		var set []string
+		o.fs.Visit(func(f *flag.Flag) {
+			if o.own[f.Name] && f.Name != "optimizer" {
+				set = append(set, "-"+f.Name)
+			}
+		})
+		if len(set) > 0 {
+			return nil, usagef("%s: set with -optimizer KIND, which appends the update they configure", strings.Join(set, ", "))
+		}
 		return nil, nil
 	}
 	c, err := passes.DefaultOptimizer(o.kind)
@@ -136,7 +148,10 @@ func (o *optimizerFlags) config() (*passes.OptimizerConfig, error) {
 		c.LR = o.lr
 	}
 	c.Momentum, c.ClipGrad, c.ClipNorm = o.momentum, o.clipGrad, o.clipNorm
-	c.Schedule, c.Warmup = o.schedule, o.warmup
+	c.Schedule, c.Warmup, c.Accum = o.schedule, o.warmup, o.accum
+	if o.accum < 1 {
+		return nil, usagef("-accum must be at least 1 batch an update, found %d", o.accum)
+	}
 	if c.Schedule == "step" {
 		c.StepSize, c.Gamma = o.stepSize, o.gamma
 	} else if o.given("lr-step-size") || o.given("lr-gamma") {
@@ -158,13 +173,28 @@ func (o *optimizerFlags) config() (*passes.OptimizerConfig, error) {
 	return &c, nil
 }
 
-// addScheduleFlags adds the flags of the learning-rate schedule, which
-// kiln train, compile and step take.
+// addScheduleFlags adds the flags of the learning-rate schedule and of
+// gradient accumulation, which kiln train, compile and step take.
 func (o *optimizerFlags) addScheduleFlags(fs *flag.FlagSet) {
+	defer o.claim(fs)()
 	fs.StringVar(&o.schedule, "lr-schedule", "constant", "learning-rate schedule: "+strings.Join(passes.Schedules, ", ")+"; computed in the plan from a step counter kept in its state")
 	fs.Int64Var(&o.warmup, "warmup", 0, "steps of linear warmup before the schedule: the learning rate of step t < W is lr*t/W")
 	fs.Int64Var(&o.stepSize, "lr-step-size", 0, "-lr-schedule step: steps between decays (after the warmup)")
 	fs.Float64Var(&o.gamma, "lr-gamma", 0.1, "-lr-schedule step: the factor of each decay")
+	fs.Int64Var(&o.accum, "accum", 1, "batches per update: the update uses the mean of their gradients, summed in batch order (gradient accumulation)")
+}
+
+// claim returns the function that, called after flags are added to fs,
+// records them as o's: the flags config refuses without -optimizer.
+func (o *optimizerFlags) claim(fs *flag.FlagSet) func() {
+	before := map[string]bool{}
+	fs.VisitAll(func(f *flag.Flag) { before[f.Name] = true })
+	return func() {
+		if o.own == nil {
+			o.own = map[string]bool{}
+		}
+		fs.VisitAll(func(f *flag.Flag) { o.own[f.Name] = o.own[f.Name] || !before[f.Name] })
+	}
 }
 
 // given reports whether the flag name was set.

@@ -19,6 +19,7 @@ func runDump(args []string, stdout io.Writer) error {
 	dot := fs.Bool("dot", false, "write Graphviz dot instead of .kir text")
 	html := fs.String("html", "", "write an HTML page with the graph after every pass side by side to this file")
 	of := addOptimizerFlags(fs, "")
+	of.addScheduleFlags(fs)
 	cf := addCheckpointFlags(fs)
 	pos, err := parseFlags(fs, args, stdout)
 	if err != nil {

@@ -124,6 +124,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"dump", "-optimizer", "adagrad", digitsMLP}, "adagrad"},
 		{[]string{"plan"}, "missing FILE.kir"},
 		{[]string{"plan", "-optimizer", "sgd", "-lr", "-1", digitsMLP}, "learning rate must be positive, found -1"},
+		{[]string{"plan", "-accum", "2", "-momentum", "0.9", digitsMLP}, "-accum, -momentum: set with -optimizer KIND, which appends the update they configure"},
+		{[]string{"dump", "-optimizer", "sgd", "-accum", "20000000", digitsMLP}, "gradient accumulation must be 1 to 16777216 steps an update, found 20000000"},
 		{[]string{"grad", digitsMLP}, "both -inputs and -out are required"},
 		{[]string{"train", "a.kir", "b.kir", "-data", "x.csv"}, "expected at most one MODEL.kir"},
 		{[]string{"train", "-holdout", "1"}, "-holdout must be in (0,1)"},

@@ -15,6 +15,7 @@ func runPlan(args []string, stdout io.Writer) error {
 	mf := addModelFlags(fs)
 	reportFlag := fs.Bool("report", false, "print a short memory report (arena, lower bound, ratio, params/state/inputs, largest buffers, in-place reuse) instead of the whole plan")
 	of := addOptimizerFlags(fs, "")
+	of.addScheduleFlags(fs)
 	cf := addCheckpointFlags(fs)
 	pos, err := parseFlags(fs, args, stdout)
 	if err != nil {

@@ -115,7 +115,8 @@ func manifestStep(dir string) int64 {
 // likely), resumes from the checkpoint and checks that the final params
 // are bitwise those of a run that was never interrupted. The run follows a
 // learning-rate schedule (warmup, then cosine), which the plan's state
-// continues.
+// continues, and accumulates 3 batches an update, so that the kill comes
+// mid-update two times in three and the resumed run continues the sums.
 func TestResumeAfterKill(t *testing.T) {
 	t.Parallel()
 	bin := buildKiln(t)
@@ -124,10 +125,11 @@ func TestResumeAfterKill(t *testing.T) {
 	if err := os.WriteFile(model, []byte(dropoutMLPKir), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"train", model, "-data", "digits", "-epochs", "3", "-workers", "1", "-lr-schedule", "cosine", "-warmup", "20"}
+	args := []string{"train", model, "-data", "digits", "-epochs", "3", "-workers", "1", "-lr-schedule", "cosine", "-warmup", "20", "-accum", "3"}
 	whole, resumed := filepath.Join(dir, "whole.safetensors"), filepath.Join(dir, "resumed.safetensors")
 	r := runKiln(t, append(args, "-save", whole)...)
 	r.want(t, 0)
+	containsAll(t, "stdout", r.stdout, "accumulating 3 batches an update: 14 updates an epoch\n")
 
 	ckpt := filepath.Join(dir, "ckpt")
 	cmd := exec.Command(bin, append(args, "-checkpoint", ckpt, "-save-every", "1")...)
@@ -136,7 +138,7 @@ func TestResumeAfterKill(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	const total = 3 * 44 // 1438 training rows: 44 batches of 32 per epoch
+	const total = 3 * 42 // 1438 training rows: 44 batches of 32 per epoch, 42 of them in whole updates
 	deadline := time.Now().Add(60 * time.Second)
 	for manifestStep(ckpt) < 30 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
@@ -236,6 +238,7 @@ func TestResumeInProcess(t *testing.T) {
 		{"weight decay", []string{tiny, "-data", data, "-weight-decay", "0.01"}, 1, prefix + "-weight-decay 0, this run has -weight-decay 0.01"},
 		{"clipping", []string{tiny, "-data", data, "-clip-grad", "1"}, 1, prefix + "-clip-grad 0, this run has -clip-grad 1"},
 		{"norm clipping", []string{tiny, "-data", data, "-clip-norm", "1"}, 1, prefix + "-clip-norm (none), this run has -clip-norm 1"},
+		{"accumulation", []string{tiny, "-data", data, "-accum", "2"}, 1, prefix + "-accum (none), this run has -accum 2"},
 		{"beta1", []string{tiny, "-data", data, "-beta1", "0.8"}, 1, prefix + "-beta1 0.9, this run has -beta1 0.8"},
 		{"eps and beta2", []string{tiny, "-data", data, "-eps", "1e-6", "-beta2", "0.99"}, 1, prefix + "-beta2 0.999, -eps 1e-08, this run has -beta2 0.99, -eps 1e-06"},
 		{"sgd", []string{tiny, "-data", data, "-optimizer", "sgd"}, 1, prefix + "-lr 0.001, -optimizer adam, this run has -lr 0.01, -optimizer sgd"},

@@ -11,6 +11,7 @@ import (
 	"github.com/kilnml/kiln/frontends/safetensors"
 	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/kernels"
+	"github.com/kilnml/kiln/planner"
 )
 
 // stepLossName is the tensor kiln step writes the losses to.
@@ -19,7 +20,10 @@ const stepLossName = "loss"
 // runStep implements kiln step: N training steps (the forward, the
 // backward and the optimizer's update) on the one batch of a safetensors
 // file, writing every param after the last step and the losses, an f64
-// vector of the N losses, each computed before its step's update.
+// vector of the N losses, each computed before its step's update. With
+// -accum K, the batch holds K of the model's batches (see microBatches),
+// each step is an update that runs them in order, and its loss is the
+// mean of theirs.
 func runStep(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("step", flag.ContinueOnError)
 	o0 := addO0Flag(fs)
@@ -27,7 +31,7 @@ func runStep(args []string, stdout io.Writer) error {
 	cf := addCheckpointFlags(fs)
 	inPath := fs.String("inputs", "", "safetensors file with a tensor for every input, and for some or all params (named without %)")
 	outPath := fs.String("out", "", "safetensors file to write: every param after the last step, and \"loss\", the f64 vector of the losses")
-	steps := fs.Int("steps", 1, "training steps to run on the batch")
+	steps := fs.Int("steps", 1, "training steps (updates) to run on the batch")
 	seed := fs.Uint64("seed", 1, "seed of the initial values of the params that neither -inputs nor the model file gives")
 	of := addOptimizerFlags(fs, "adam")
 	of.addScheduleFlags(fs)
@@ -90,20 +94,33 @@ func runStep(args []string, stdout io.Writer) error {
 			return fail(path, "%v", err)
 		}
 	}
+	k := max(opt.Accum, 1)
+	micro, err := microBatches(p, tensors, int(k), *inPath)
+	if err != nil {
+		return err
+	}
 	if err := feedAll(x, p, tensors, *inPath, path, true); err != nil {
 		return err
 	}
 	ctx := context.Background()
 	losses := make([]float64, *steps)
 	for i := range losses {
-		if err := x.Step(ctx); err != nil {
-			return fail(path, "step %d: %v", i+1, err)
+		for j := range int(k) {
+			for _, m := range micro {
+				if err := x.Set(m.name, kernels.Tensor{Type: m.typ, Data: m.parts[j]}); err != nil {
+					return err
+				}
+			}
+			if err := x.Step(ctx); err != nil {
+				return fail(path, "step %d: %v", i+1, err)
+			}
+			l, err := x.Get(p.Outputs[0].Name)
+			if err != nil {
+				return err
+			}
+			losses[i] += kernels.Float64s(l)[0]
 		}
-		l, err := x.Get(p.Outputs[0].Name)
-		if err != nil {
-			return err
-		}
-		losses[i] = kernels.Float64s(l)[0]
+		losses[i] /= float64(k)
 	}
 	var out []safetensors.Tensor
 	for _, i := range p.Params {
@@ -124,4 +141,47 @@ func runStep(args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "wrote %d params and %d losses (%.6g to %.6g) to %s\n", len(p.Params), len(losses), losses[0], losses[len(losses)-1], *outPath)
 	return nil
+}
+
+// microBatch is an input of kiln step -accum K: its K parts, each of the
+// model's type typ.
+type microBatch struct {
+	name  string
+	typ   ir.Type
+	parts [][]byte
+}
+
+// microBatches splits the inputs of tensors that hold k of the model's
+// batches along their first axis (k times the model's first dimension)
+// into k parts, replacing each such tensor in tensors by its first part.
+// An input of the model's own type is fed as it is at every step; file
+// names the inputs' file in errors.
+func microBatches(p *planner.Plan, tensors []safetensors.Tensor, k int, file string) ([]microBatch, error) {
+	if k == 1 {
+		return nil, nil
+	}
+	var out []microBatch
+	for _, i := range p.Inputs {
+		b := p.Buffers[i]
+		j := slices.IndexFunc(tensors, func(t safetensors.Tensor) bool { return t.Name == b.Name })
+		if j < 0 || tensors[j].Type.Equal(b.Type) {
+			continue // missing (feedAll says so) or one for every step
+		}
+		t := tensors[j]
+		whole := ir.Type{DType: b.Type.DType, Shape: slices.Clone(b.Type.Shape)}
+		if len(whole.Shape) > 0 {
+			whole.Shape[0] *= k
+		}
+		if len(whole.Shape) == 0 || !t.Type.Equal(whole) {
+			return nil, fmt.Errorf("%s: tensor %q: expected %s, or %s holding the %d batches of -accum %d, found %s", file, t.Name, b.Type, whole, k, k, t.Type)
+		}
+		n := len(t.Data) / k
+		m := microBatch{name: b.Name, typ: b.Type}
+		for part := range k {
+			m.parts = append(m.parts, t.Data[part*n:(part+1)*n])
+		}
+		out = append(out, m)
+		tensors[j] = safetensors.Tensor{Name: t.Name, Type: b.Type, Data: m.parts[0]}
+	}
+	return out, nil
 }

@@ -233,10 +233,17 @@ func (l *loopFlags) train(stdout io.Writer, t *kiln.Trainer, model, optDesc stri
 	if nb == 0 {
 		return fmt.Errorf("training on %s: the data has %d training rows, fewer than one batch of %d", dataName, trainSet.N, t.BatchSize())
 	}
+	// With -accum K, an epoch runs the batches that make whole updates.
+	if k := t.Accum(); k > 1 {
+		if nb = t.UpdateBatches(nb); nb == 0 {
+			return fmt.Errorf("training on %s: the data has %d training rows, fewer than one update of %d batches of %d", dataName, trainSet.N, k, t.BatchSize())
+		}
+		fmt.Fprintf(stdout, "accumulating %d batches an update: %d updates an epoch\n", k, nb/k)
+	}
 	st := kiln.TrainState{Epoch: 1, Config: cfg}
 	ev := &evaluator{l, t, model, heldOut}
 	total := int64(l.epochs) * int64(nb)
-	scheduled := scheduleTotal(t, total, cfg)
+	scheduled := scheduleTotal(t, total/int64(t.Accum()), cfg)
 	if l.resume {
 		if st, err = l.restore(stdout, t, cfg); err != nil {
 			return err
@@ -371,6 +378,9 @@ func trainSettings(g *ir.Graph, mf *modelFlags, opt passes.OptimizerConfig, o0 b
 	}
 	if opt.ClipNorm > 0 { // recorded when set: older checkpoints and plans lack it
 		s["-clip-norm"] = f(opt.ClipNorm)
+	}
+	if opt.Accum > 1 { // likewise
+		s["-accum"] = strconv.FormatInt(opt.Accum, 10)
 	}
 	mf.settings(s)
 	b := strconv.FormatBool
@@ -546,11 +556,14 @@ func (l *loopFlags) trainSteps(stdout io.Writer, t *kiln.Trainer, model, optDesc
 	if steps == 0 {
 		steps = int64(l.epochs)
 	}
+	if k := int64(t.Accum()); steps%k != 0 {
+		return usagef("%d steps are not whole updates of -accum %d steps", steps, k)
+	}
 	fmt.Fprintf(stdout, "model %s: %s, %s; no inputs: %d training steps\n",
 		model, paramsDesc(t), optDesc, steps)
 	cfg := l.config(model, settings, t)
 	st := kiln.TrainState{Config: cfg}
-	scheduled := scheduleTotal(t, steps, cfg)
+	scheduled := scheduleTotal(t, steps/int64(t.Accum()), cfg)
 	if l.resume {
 		var err error
 		if st, err = l.restore(stdout, t, cfg); err != nil {
