@@ -2,7 +2,10 @@
 
 package cpu
 
-import "github.com/kilnml/kiln/ir"
+import (
+	"github.com/kilnml/kiln/internal/cpufeat"
+	"github.com/kilnml/kiln/ir"
+)
 
 //go:generate go run gen_elementwise.go
 
@@ -18,40 +21,13 @@ import "github.com/kilnml/kiln/ir"
 // system support AVX2 (ewAVX2); the SSE2 loops, which every amd64 CPU has,
 // otherwise.
 
-// cpuid executes CPUID with the given EAX and ECX (cpu_amd64.s).
-func cpuid(eaxArg, ecxArg uint32) (eax, ebx, ecx, edx uint32)
-
-// xgetbv returns XCR0, the state components the operating system saves
-// (cpu_amd64.s); only valid when CPUID reports OSXSAVE.
-func xgetbv() (eax, edx uint32)
-
-// cpuHasAVX2 reports whether AVX2 instructions can run: the CPU has AVX and
-// AVX2 and the operating system saves the YMM registers (OSXSAVE, and XCR0
-// has the SSE and AVX state bits).
-func cpuHasAVX2() bool {
-	maxLeaf, _, _, _ := cpuid(0, 0)
-	if maxLeaf < 7 {
-		return false
-	}
-	_, _, ecx1, _ := cpuid(1, 0)
-	const osxsave, avx = 1 << 27, 1 << 28
-	if ecx1&osxsave == 0 || ecx1&avx == 0 {
-		return false
-	}
-	if xcr0, _ := xgetbv(); xcr0&6 != 6 {
-		return false
-	}
-	_, ebx7, _, _ := cpuid(7, 0)
-	return ebx7&(1<<5) != 0
-}
-
 // storeFence orders the streaming stores before it before every store
 // after it (SFENCE, cpu_amd64.s); run after the ...NT loops.
 func storeFence()
 
 // ewAVX2 is whether the CPU runs the AVX2 loops; the tables below use them
 // when it does.
-var ewAVX2 = cpuHasAVX2()
+var ewAVX2 = cpufeat.AVX2
 
 // ewLoops holds the loops of one instruction set for f32 and f64 rows in
 // each form, indexed by ewOpIndex: the generated ewLoopsSSE2, ewLoopsAVX2

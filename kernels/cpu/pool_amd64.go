@@ -2,7 +2,11 @@
 
 package cpu
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/kilnml/kiln/internal/cpufeat"
+)
 
 // maxPool22F32 writes into at the arg maxes of n 2×2 windows at stride 2
 // along one output row (n a multiple of 4; pool_amd64.s): window k reads
@@ -13,4 +17,4 @@ import "unsafe"
 func maxPool22F32(at, x unsafe.Pointer, base, w, n int)
 
 // maxPoolAsm is whether maxPool22F32 runs (AVX2).
-var maxPoolAsm = cpuHasAVX2()
+var maxPoolAsm = cpufeat.AVX2

@@ -1,0 +1,5 @@
+//go:build purego || !amd64
+
+package cpufeat
+
+func detect() (avx2, fma, avx512 bool) { return false, false, false }
