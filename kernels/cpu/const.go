@@ -2,74 +2,22 @@ package cpu
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/kernels"
 )
 
-// buildConst builds const {value, dtype, shape}: one value fills every
-// element, otherwise the values are the elements in row-major order. The
-// values are converted to T here: bool is value != 0; an integer dtype
-// rejects a value that is not an integer in its range.
-func buildConst[T kernels.Elem](n *kernels.Node) (kernels.Func, error) {
-	v, _ := n.Attrs.Get("value")
-	fs, ok := v.AsFloats()
-	if !ok {
-		return nil, fmt.Errorf("value must be a number or a list of numbers, found %s", v)
-	}
-	if c := n.Out.Shape.NumElements(); len(fs) != 1 && len(fs) != c {
-		return nil, fmt.Errorf("value has %d elements, %s needs %d (or 1 to fill)", len(fs), n.Out, c)
-	}
-	vals, err := convertValues[T](fs)
+// buildConst builds const {value, dtype, shape}: the elements of
+// kernels.Const, computed once and copied at every call.
+func buildConst(n *kernels.Node) (kernels.Func, error) {
+	c, err := kernels.Const(n.Attrs, n.Out)
 	if err != nil {
 		return nil, err
 	}
 	return func(out kernels.Tensor, _ []kernels.Tensor) error {
-		o := kernels.View[T](out)
-		if len(vals) == 1 {
-			v := vals[0]
-			for i := range o {
-				o[i] = v
-			}
-			return nil
-		}
-		copy(o, vals)
+		copy(out.Data, c.Data)
 		return nil
 	}, nil
-}
-
-// convertValues converts attribute numbers to elements of type T.
-func convertValues[T kernels.Elem](fs []float64) ([]T, error) {
-	vals := make([]T, len(fs))
-	switch vs := any(vals).(type) {
-	case []float32:
-		for i, f := range fs {
-			vs[i] = float32(f)
-		}
-	case []float64:
-		copy(vs, fs)
-	case []int32:
-		for i, f := range fs {
-			if f != math.Trunc(f) || f < math.MinInt32 || f > math.MaxInt32 {
-				return nil, fmt.Errorf("value %v is not an i32", f)
-			}
-			vs[i] = int32(f)
-		}
-	case []int64:
-		for i, f := range fs {
-			// 2^63 is the first float64 above MaxInt64.
-			if f != math.Trunc(f) || f < math.MinInt64 || f >= 1<<63 {
-				return nil, fmt.Errorf("value %v is not an i64", f)
-			}
-			vs[i] = int64(f)
-		}
-	case []bool:
-		for i, f := range fs {
-			vs[i] = f != 0
-		}
-	}
-	return vals, nil
 }
 
 // buildOneHot builds one_hot(labels) {classes, dtype}: out[..., c] is 1

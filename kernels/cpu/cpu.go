@@ -79,7 +79,7 @@ func init() {
 	register(ir.OpMSELoss, ir.F32, buildMSE[float32])
 	register(ir.OpMSELoss, ir.F64, buildMSE[float64])
 
-	registerAll(ir.OpConst, buildConst[float32], buildConst[float64], buildConst[int32], buildConst[int64], buildConst[bool])
+	registerAll(ir.OpConst, buildConst, buildConst, buildConst, buildConst, buildConst)
 	register(ir.OpOneHot, ir.F32, buildOneHot[float32])
 	register(ir.OpOneHot, ir.F64, buildOneHot[float64])
 	register(ir.OpOneHot, ir.I32, buildOneHot[int32])

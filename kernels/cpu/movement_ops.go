@@ -184,19 +184,6 @@ func buildPadMove[T kernels.Elem](n *kernels.Node) (kernels.Func, error) {
 	}, nil
 }
 
-// moveIndexError is the error for index element pos (flat, in an index of
-// shape is) holding v, outside [0, size).
-func moveIndexError(op ir.Op, what string, is ir.Shape, pos int, v int64, axis, size int) error {
-	idx := make(ir.Shape, len(is))
-	for k := len(is) - 1; k >= 0; k-- {
-		if is[k] > 0 {
-			idx[k] = pos % is[k]
-			pos /= is[k]
-		}
-	}
-	return fmt.Errorf("%s: %s%s = %d is out of range for axis %d of size %d (expected 0 <= index < %d)", op, what, idx, v, axis, size, size)
-}
-
 // buildGatherMove builds gather {axis} for index dtype i32 or i64.
 func buildGatherMove[T kernels.Elem](n *kernels.Node) (kernels.Func, error) {
 	switch n.Args[1].DType {
@@ -232,7 +219,7 @@ func gatherMove[T kernels.Elem, I integer](n *kernels.Node) (kernels.Func, error
 			}
 			for j, k := range idx[io : io+inner] {
 				if k < 0 || int64(k) >= int64(size) {
-					err = moveIndexError(op, "index", is, io+j, int64(k), axis, size)
+					err = kernels.IndexError(op, "index", is, io+j, int64(k), axis, size)
 					return
 				}
 				o[io+j] = x[ao+j*ia+int(k)*step]
@@ -271,7 +258,7 @@ func moveCheckRows[I integer](r *moveRows, idx []I) error {
 			if r.op == ir.OpEmbedding {
 				what = "indices"
 			}
-			return moveIndexError(r.op, what, r.is, i, int64(k), r.axis, r.size)
+			return kernels.IndexError(r.op, what, r.is, i, int64(k), r.axis, r.size)
 		}
 	}
 	return nil
@@ -367,7 +354,7 @@ func scatterAddMove[T number, I integer](n *kernels.Node) (kernels.Func, error) 
 			}
 			for j, k := range idx[io : io+inner] {
 				if k < 0 || int64(k) >= int64(size) {
-					err = moveIndexError(op, "index", is, io+j, int64(k), axis, size)
+					err = kernels.IndexError(op, "index", is, io+j, int64(k), axis, size)
 					return
 				}
 				o[ao+j*ia+int(k)*step] += src[bo+j*ib]
@@ -403,9 +390,3 @@ func indexAddMove[T number, I integer](r moveRows) kernels.Func {
 	}
 }
 
-// IndexError is the error of the movement kernels for index element pos
-// (flat, in an index of shape is) holding v, outside [0, size) of axis:
-// other backends report the same message.
-func IndexError(op ir.Op, what string, is ir.Shape, pos int, v int64, axis, size int) error {
-	return moveIndexError(op, what, is, pos, v, axis, size)
-}

@@ -6,7 +6,6 @@ import (
 
 	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/kernels"
-	kcpu "github.com/kilnml/kiln/kernels/cpu"
 )
 
 // Kernels of the shape and data movement family (ir/ops_movement.go):
@@ -312,7 +311,7 @@ func buildConcat(n *kernels.Node) (*Kernel, error) {
 // index of shape is).
 func indexCheck(op ir.Op, what string, is ir.Shape, axis, size int) Check {
 	return Check{Arg: 1, Message: func(v, pos int64) string {
-		return kcpu.IndexError(op, what, is, int(pos), v, axis, size).Error()
+		return kernels.IndexError(op, what, is, int(pos), v, axis, size).Error()
 	}}
 }
 

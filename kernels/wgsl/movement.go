@@ -6,7 +6,6 @@ import (
 
 	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/kernels"
-	kcpu "github.com/kilnml/kiln/kernels/cpu"
 )
 
 // words returns the number of u32 words t's bytes take (bool bytes packed,
@@ -99,20 +98,15 @@ func buildReshape(n *kernels.Node) (*Kernel, error) {
 	return copyWords(Operand{Arg, 0}, words(n.Out)), nil
 }
 
-// buildConst computes the constant once, with the CPU's const kernel (the
-// one definition of how attribute values become elements), uploads it as a
+// buildConst computes the constant once (kernels.Const), uploads it as a
 // data table and copies it into the result at every step (the result's
 // memory is shared with other buffers over the step).
 func buildConst(n *kernels.Node) (*Kernel, error) {
 	if _, err := ValueType(n.Out.DType); err != nil {
 		return nil, err
 	}
-	f, err := kcpu.Kernels.Build(n)
+	t, err := kernels.Const(n.Attrs, n.Out)
 	if err != nil {
-		return nil, err
-	}
-	t := kernels.New(n.Out)
-	if err := f(t, nil); err != nil {
 		return nil, err
 	}
 	data := make([]byte, 4*words(n.Out))
