@@ -9,10 +9,10 @@ import (
 	"regexp"
 
 	"github.com/kilnml/kiln/checkpoint"
-	"github.com/kilnml/kiln/exec/gpu"
 	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/passes"
 	"github.com/kilnml/kiln/planner"
+	"github.com/kilnml/kiln/runtime"
 )
 
 // Options choose what Compile builds.
@@ -41,11 +41,11 @@ type Options struct {
 	After func(pass string, g *ir.Graph)
 	// Plan options for the planner.
 	Plan planner.Options
-	// Device is where the plan runs: "cpu" (also "") or "gpu" (see
-	// NewExecutor); a Trainer's executors run there. For "gpu", Compile
-	// places the arena in chunks of the device's largest storage binding
-	// (gpu.ChunkBytes) unless Plan.ChunkBytes is set; the CPU needs none,
-	// and runs either plan.
+	// Device is where a Trainer's executors run: "cpu" (also "") or "gpu"
+	// (see NewExecutor). For "gpu", NewTrainer places the arena in chunks
+	// of the device's largest storage binding (ChunkBytes) unless
+	// Plan.ChunkBytes is set. Compile does not read it: a plan for the GPU
+	// sets Plan.ChunkBytes (the CPU needs none, and runs either plan).
 	Device string
 	// Workers is the number of goroutines the executors a Trainer makes
 	// run steps on (cpu.Options.Workers); 0 means runtime.NumCPU().
@@ -150,9 +150,6 @@ func Compile(g *ir.Graph, opts Options) (*planner.Plan, error) {
 			return p, nil
 		}
 	}
-	if err := deviceChunks(g, &opts); err != nil {
-		return nil, err
-	}
 	tg, err := Transform(g, opts)
 	if err != nil {
 		return nil, err
@@ -165,19 +162,10 @@ func Compile(g *ir.Graph, opts Options) (*planner.Plan, error) {
 	return p, nil
 }
 
-// deviceChunks sets opts.Plan.ChunkBytes to the GPU's binding size when
-// opts.Device is "gpu" and no chunk size is given.
-func deviceChunks(g *ir.Graph, opts *Options) error {
-	if opts.Device != "gpu" || opts.Plan.ChunkBytes != 0 {
-		return nil
-	}
-	c, err := gpu.ChunkBytes()
-	if err != nil {
-		return fmt.Errorf("%s: planning for the GPU: %w", where(g), err)
-	}
-	opts.Plan.ChunkBytes = c
-	return nil
-}
+// ChunkBytes returns the arena chunk size a plan needs to run on device:
+// the GPU's largest storage binding for "gpu" (runtime.ChunkBytes), 0 for
+// the CPU. Set it as Options.Plan.ChunkBytes to compile for the GPU.
+func ChunkBytes(device string) (int64, error) { return runtime.ChunkBytes(device) }
 
 func where(g *ir.Graph) string {
 	if g.File != "" {

@@ -42,6 +42,13 @@ func NewTrainer(g *ir.Graph, opt passes.OptimizerConfig, seed uint64, opts Optio
 	if _, err := runtime.InputSignature(g); err != nil {
 		return nil, fmt.Errorf("%s: %w", where(g), err)
 	}
+	if opts.Plan.ChunkBytes == 0 {
+		c, err := runtime.ChunkBytes(opts.Device)
+		if err != nil {
+			return nil, fmt.Errorf("%s: planning for the %s: %w", where(g), opts.Device, err)
+		}
+		opts.Plan.ChunkBytes = c
+	}
 	train, eval := opts, opts
 	train.Optimizer, train.Grad, train.Inference = &opt, true, false
 	eval.Optimizer, eval.Grad, eval.Inference = nil, false, true

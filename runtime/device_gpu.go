@@ -18,3 +18,7 @@ func newGPU(p *planner.Plan, seed uint64) (Executor, error) {
 	}
 	return x, nil
 }
+
+// chunkBytesGPU is exec/gpu's ChunkBytes: the GPU's largest storage
+// binding.
+func chunkBytesGPU() (int64, error) { return gpu.ChunkBytes() }

@@ -13,3 +13,5 @@ import (
 var errNoGPU = errors.New("GPU support was not built in (the program was built with -tags kiln_nogpu)")
 
 func newGPU(*planner.Plan, uint64) (Executor, error) { return nil, errNoGPU }
+
+func chunkBytesGPU() (int64, error) { return 0, errNoGPU }

@@ -47,6 +47,19 @@ type ExecOptions struct {
 	Workers int
 }
 
+// ChunkBytes returns the arena chunk size (planner.Options.ChunkBytes) a
+// plan needs to run on device: the largest storage binding of the GPU for
+// "gpu", 0 (no chunks) for "cpu" or "".
+func ChunkBytes(device string) (int64, error) {
+	switch device {
+	case "", "cpu":
+		return 0, nil
+	case "gpu":
+		return chunkBytesGPU()
+	}
+	return 0, fmt.Errorf("unknown device %q (expected cpu or gpu)", device)
+}
+
 // NewExecutor prepares p for running on the device opts names.
 func NewExecutor(p *planner.Plan, opts ExecOptions) (Executor, error) {
 	switch opts.Device {

@@ -95,8 +95,7 @@ func runBench(args []string, stdout io.Writer) error {
 			return fail(path, "%v", err)
 		}
 	}
-	opts.Device = *device // a GPU plan is placed in chunks of its binding size
-	p, err := kiln.Compile(g, opts)
+	p, err := compileFor(path, g, opts, *device)
 	if err != nil {
 		return err
 	}

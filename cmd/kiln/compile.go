@@ -18,6 +18,7 @@ import (
 	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/kernels"
 	"github.com/kilnml/kiln/passes"
+	"github.com/kilnml/kiln/planner"
 )
 
 // loadGraph reads and parses a .kir file, or imports an ONNX model (a
@@ -64,6 +65,17 @@ func loadModel(path string, mf *modelFlags) (*ir.Graph, []safetensors.Tensor, *o
 		return nil, nil, nil, err
 	}
 	return g, nil, nil, mf.freezeKIR(path, g)
+}
+
+// compileFor compiles g, read from path, with opts for device: a plan for
+// the GPU is placed in chunks of its largest storage binding.
+func compileFor(path string, g *ir.Graph, opts kiln.Options, device string) (*planner.Plan, error) {
+	c, err := kiln.ChunkBytes(device)
+	if err != nil {
+		return nil, fail(path, "planning for the %s: %v", device, err)
+	}
+	opts.Plan.ChunkBytes = c
+	return kiln.Compile(g, opts)
 }
 
 // isONNX reports whether path names an ONNX model (FILE.onnx).

@@ -61,8 +61,7 @@ func runGrad(args []string, stdout io.Writer) error {
 	if err := cf.apply(&opts); err != nil {
 		return err
 	}
-	opts.Device = *device // a GPU plan is placed in chunks of its binding size
-	p, err := kiln.Compile(g, opts)
+	p, err := compileFor(path, g, opts, *device)
 	if err != nil {
 		return err
 	}

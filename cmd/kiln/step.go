@@ -77,8 +77,7 @@ func runStep(args []string, stdout io.Writer) error {
 	if err := cf.apply(&opts); err != nil {
 		return err
 	}
-	opts.Device, opts.Workers = *device, *workers
-	p, err := kiln.Compile(g, opts)
+	p, err := compileFor(path, g, opts, *device)
 	if err != nil {
 		return err
 	}
