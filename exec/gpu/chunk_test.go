@@ -32,15 +32,19 @@ func TestChunkedArenaMatchesCPU(t *testing.T) {
 	t.Logf("arena %d bytes in %d chunks of %d (unchunked arena %d, lower bound %d, ratio %.3f)", p.ArenaBytes, p.Chunks(), p.ChunkBytes, whole.ArenaBytes, p.LowerBound, p.Ratio())
 }
 
-// TestCompileForGPU: kiln.Compile with Device "gpu" places the arena in
-// chunks of the device's binding size.
+// TestCompileForGPU: kiln.ChunkBytes("gpu") is the device's binding size,
+// and a plan compiled with it is placed in chunks of it.
 func TestCompileForGPU(t *testing.T) {
 	needGPU(t)
-	p := compile(t, examples.DigitsMLP, kiln.Options{Grad: true, Device: "gpu"})
 	want, err := gpu.ChunkBytes()
 	if err != nil {
 		t.Fatal(err)
 	}
+	c, err := kiln.ChunkBytes("gpu")
+	if err != nil || c != want {
+		t.Fatalf("kiln.ChunkBytes(\"gpu\") = %d, %v; want the device's %d", c, err, want)
+	}
+	p := compile(t, examples.DigitsMLP, kiln.Options{Grad: true, Plan: planner.Options{ChunkBytes: c}})
 	if p.ChunkBytes != want {
 		t.Errorf("ChunkBytes %d, want the device's %d", p.ChunkBytes, want)
 	}

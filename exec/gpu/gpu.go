@@ -110,6 +110,10 @@ func New(p *planner.Plan, opts Options) (*Executor, error) {
 // Device returns the description of the GPU the executor runs on.
 func (x *Executor) Device() string { return x.d.name }
 
+// Software reports whether the adapter is a software renderer (Mesa's
+// lavapipe, SwiftShader, WARP): correct, but orders of magnitude slower.
+func (x *Executor) Software() bool { return x.d.software }
+
 // ChunkBytes returns the arena chunk size for plans that run on the GPU:
 // the most bytes one storage binding holds (maxStorageBufferBindingSize,
 // and at most maxBufferSize), rounded down to planner.Align. kiln.Compile
@@ -695,53 +699,3 @@ func (x *Executor) Close() error {
 	return nil
 }
 
-// MatmulGFLOPS times an n×n×n f32 matmul on the device, reps times after
-// one untimed run, each a step of its own (submitted and waited for; only
-// a sum of the product, 4 bytes, is read back), and returns the best rate
-// in GFLOP/s (2n³ operations per product), with the n it used. n 0 means
-// 4096 on a hardware GPU and 256 on a software adapter, which takes
-// seconds per product from 512 on.
-func MatmulGFLOPS(n, reps int) (float64, int, error) {
-	d, err := openDevice()
-	if err != nil {
-		return 0, 0, err
-	}
-	if n <= 0 {
-		n = 4096
-		if d.software {
-			n = 256
-		}
-	}
-	r, err := matmulRate(n, reps)
-	return r, n, err
-}
-
-func matmulRate(n, reps int) (float64, error) {
-	src := fmt.Sprintf("graph matmul\ninput %%a: f32[%d,%d]\ninput %%b: f32[%d,%d]\n%%y = matmul %%a, %%b\n%%s = sum %%y\noutput %%s\n", n, n, n, n)
-	g, err := ir.Parse("matmul.kir", []byte(src))
-	if err != nil {
-		return 0, err
-	}
-	p, err := planner.New(g, planner.Options{})
-	if err != nil {
-		return 0, err
-	}
-	x, err := New(p, Options{})
-	if err != nil {
-		return 0, err
-	}
-	defer x.Close()
-	ctx := context.Background()
-	if err := x.Step(ctx); err != nil {
-		return 0, err
-	}
-	best := time.Duration(1 << 62)
-	for range max(reps, 1) {
-		start := time.Now()
-		if err := x.Step(ctx); err != nil {
-			return 0, err
-		}
-		best = min(best, time.Since(start))
-	}
-	return 2 * float64(n) * float64(n) * float64(n) / best.Seconds() / 1e9, nil
-}

@@ -49,8 +49,11 @@ func (x *Executor) Reset(uint64) error { return ErrNotBuilt }
 // Close does nothing.
 func (x *Executor) Close() error { return nil }
 
-// MatmulGFLOPS returns ErrNotBuilt.
-func MatmulGFLOPS(n, reps int) (float64, int, error) { return 0, 0, ErrNotBuilt }
+// Device returns "".
+func (x *Executor) Device() string { return "" }
+
+// Software returns false.
+func (x *Executor) Software() bool { return false }
 
 // StepCount returns 0.
 func (x *Executor) StepCount() int64 { return 0 }
