@@ -36,7 +36,7 @@ func TestNaNMatchesPyTorch(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				p, err := kiln.Compile(g, kiln.Options{Grad: c.Grad, O0: o0, Device: "gpu"})
+				p, err := kiln.Compile(g, kiln.Options{Grad: c.Grad, O0: o0})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -82,7 +82,7 @@ func TestNaNMatchesPyTorch(t *testing.T) {
 // and the GPU.
 func TestDropoutKeepsNaN(t *testing.T) {
 	needGPU(t)
-	p := compile(t, []byte("graph d\ninput %x: f32[64]\n%y = dropout %x {p=0.5, seed=7}\noutput %y"), kiln.Options{Device: "gpu"})
+	p := compile(t, []byte("graph d\ninput %x: f32[64]\n%y = dropout %x {p=0.5, seed=7}\noutput %y"), kiln.Options{})
 	c, g := executors(t, p)
 	x := kernels.New(p.Buffers[p.Inputs[0]].Type)
 	vals := make([]float64, 64)
