@@ -63,17 +63,7 @@ func analyze(g *ir.Graph) *analysis {
 			}
 		}
 	}
-	a.pinned = make([]bool, n)
-	for _, o := range g.Outputs {
-		a.pinned[o] = true
-	}
-	for _, gp := range g.Grads {
-		a.pinned[gp.Grad] = true
-	}
-	for _, u := range g.Updates {
-		a.pinned[u.Value] = true
-		a.pinned[u.Target] = true
-	}
+	a.pinned = g.RootMask()
 	dep := make([]bool, n)
 	a.dep = dep
 	a.cand = make([]bool, n)

@@ -243,6 +243,47 @@ func (g *Graph) IDsOf(op Op) []ID {
 	return ids
 }
 
+// Roots returns the values the graph delivers, which every pass keeps and
+// no step may overwrite before they are read: its outputs, each param's
+// gradient, and each update's new value and target, in that order (a value
+// may come more than once).
+func (g *Graph) Roots() []ID {
+	roots := make([]ID, 0, len(g.Outputs)+len(g.Grads)+2*len(g.Updates))
+	roots = append(roots, g.Outputs...)
+	for _, gp := range g.Grads {
+		roots = append(roots, gp.Grad)
+	}
+	for _, u := range g.Updates {
+		roots = append(roots, u.Value, u.Target)
+	}
+	return roots
+}
+
+// RootMask returns, for each value, whether it is one of Roots.
+func (g *Graph) RootMask() []bool {
+	mask := make([]bool, len(g.Values))
+	for _, id := range g.Roots() {
+		mask[id] = true
+	}
+	return mask
+}
+
+// mapRoots replaces each id the graph's outputs, gradients and updates
+// hold (the param of a gradient, the target of an update too) by f(id).
+func (g *Graph) mapRoots(f func(ID) ID) {
+	for i, o := range g.Outputs {
+		g.Outputs[i] = f(o)
+	}
+	for i := range g.Grads {
+		g.Grads[i].Param = f(g.Grads[i].Param)
+		g.Grads[i].Grad = f(g.Grads[i].Grad)
+	}
+	for i := range g.Updates {
+		g.Updates[i].Target = f(g.Updates[i].Target)
+		g.Updates[i].Value = f(g.Updates[i].Value)
+	}
+}
+
 // UpdatesParams reports whether an update of g targets a param: whether g
 // is a training step, as opposed to a graph whose updates are only of state
 // (the running statistics a forward pass keeps).
@@ -303,17 +344,7 @@ func (g *Graph) Retain(keep []bool) {
 		vals = append(vals, v)
 	}
 	g.Values = vals
-	for i, o := range g.Outputs {
-		g.Outputs[i] = remap[o]
-	}
-	for i := range g.Grads {
-		g.Grads[i].Param = remap[g.Grads[i].Param]
-		g.Grads[i].Grad = remap[g.Grads[i].Grad]
-	}
-	for i := range g.Updates {
-		g.Updates[i].Target = remap[g.Updates[i].Target]
-		g.Updates[i].Value = remap[g.Updates[i].Value]
-	}
+	g.mapRoots(func(id ID) ID { return remap[id] })
 	marks := g.Recompute[:0]
 	for _, id := range g.Recompute {
 		if remap[id] != NoID {
@@ -367,17 +398,7 @@ func (g *Graph) Permute(order []ID) error {
 		vals[pos] = v
 	}
 	g.Values = vals
-	for i, o := range g.Outputs {
-		g.Outputs[i] = remap[o]
-	}
-	for i := range g.Grads {
-		g.Grads[i].Param = remap[g.Grads[i].Param]
-		g.Grads[i].Grad = remap[g.Grads[i].Grad]
-	}
-	for i := range g.Updates {
-		g.Updates[i].Target = remap[g.Updates[i].Target]
-		g.Updates[i].Value = remap[g.Updates[i].Value]
-	}
+	g.mapRoots(func(id ID) ID { return remap[id] })
 	for i, id := range g.Recompute {
 		g.Recompute[i] = remap[id]
 	}

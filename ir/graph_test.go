@@ -1,6 +1,7 @@
 package ir_test
 
 import (
+	"slices"
 	"strconv"
 	"testing"
 
@@ -88,6 +89,32 @@ func TestGrow(t *testing.T) {
 		}
 		if cap(g.Values) != c || g.Values[n].Name != "w0" || g.Values[n-1].Name != "v"+strconv.Itoa(n-1) {
 			t.Errorf("appends after Grow reallocated or lost values: room %d, was %d", cap(g.Values), c)
+		}
+	}
+}
+
+// TestRoots checks the values a graph delivers: outputs, gradients, and
+// updates' new values and targets, in that order, and their mask.
+func TestRoots(t *testing.T) {
+	g, err := ir.Parse("roots.kir", []byte("graph r\ninput %x: f32[2]\nparam %w: f32[2]\nstate %s: f32[2]\n%y = mul %x, %w\n%l = sum %y\n%n = add %s, %y\noutput %l\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, _ := g.Lookup("x")
+	w, _ := g.Lookup("w")
+	s, _ := g.Lookup("s")
+	l, _ := g.Lookup("l")
+	n, _ := g.Lookup("n")
+	g.Grads = []ir.GradPair{{Param: w, Grad: x}}
+	g.Updates = []ir.Update{{Target: s, Value: n}}
+	if got, want := g.Roots(), []ir.ID{l, x, n, s}; !slices.Equal(got, want) {
+		t.Errorf("Roots() = %v, want %v", got, want)
+	}
+	mask := g.RootMask()
+	for id := range g.Values {
+		want := ir.ID(id) == l || ir.ID(id) == x || ir.ID(id) == n || ir.ID(id) == s
+		if mask[id] != want {
+			t.Errorf("RootMask()[%%%s] = %v, want %v", g.NameOf(ir.ID(id)), mask[id], want)
 		}
 	}
 }

@@ -14,16 +14,7 @@ import (
 // kernel instead of the one_hot, scale and log_softmax backward ops. The
 // log_softmax values it frees are removed.
 func Canonicalize(g *ir.Graph) error {
-	pinned := make([]bool, len(g.Values))
-	for _, o := range g.Outputs {
-		pinned[o] = true
-	}
-	for _, gp := range g.Grads {
-		pinned[gp.Grad] = true
-	}
-	for _, u := range g.Updates {
-		pinned[u.Target], pinned[u.Value] = true, true
-	}
+	pinned := g.RootMask()
 	users := g.Users()
 	keep := make([]bool, len(g.Values))
 	for i := range keep {

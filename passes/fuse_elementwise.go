@@ -49,16 +49,7 @@ const fuseewMaxInstrs = 32
 // grows from its consumer towards its producers: when a value is visited,
 // every user it has has been visited already.
 func fuseElementwise(g *ir.Graph) error {
-	f := &fuseewState{g: g, users: g.Users(), visible: make([]bool, len(g.Values)), taken: make([]bool, len(g.Values))}
-	for _, o := range g.Outputs {
-		f.visible[o] = true
-	}
-	for _, gp := range g.Grads {
-		f.visible[gp.Grad] = true
-	}
-	for _, u := range g.Updates {
-		f.visible[u.Value] = true
-	}
+	f := &fuseewState{g: g, users: g.Users(), visible: g.RootMask(), taken: make([]bool, len(g.Values))}
 	for id := ir.ID(len(g.Values) - 1); id >= 0; id-- {
 		if f.taken[id] {
 			continue

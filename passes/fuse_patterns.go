@@ -97,17 +97,7 @@ type fusepatMatcher struct {
 // fusepatNewMatcher returns a matcher for g as it is now; a rewrite
 // changes the users, so each one is followed by a new matcher.
 func fusepatNewMatcher(g *ir.Graph) *fusepatMatcher {
-	m := &fusepatMatcher{g: g, users: make([][]ir.ID, len(g.Values)), pinned: make([]bool, len(g.Values))}
-	for _, o := range g.Outputs {
-		m.pinned[o] = true
-	}
-	for _, gp := range g.Grads {
-		m.pinned[gp.Grad] = true
-	}
-	for _, u := range g.Updates {
-		m.pinned[u.Target] = true
-		m.pinned[u.Value] = true
-	}
+	m := &fusepatMatcher{g: g, users: make([][]ir.ID, len(g.Values)), pinned: g.RootMask()}
 	live := make([]bool, len(g.Values))
 	m.live = live
 	for i := len(g.Values) - 1; i >= 0; i-- {

@@ -11,16 +11,7 @@ import "github.com/kilnml/kiln/ir"
 // {p=0}, which is the identity.
 func Inference(g *ir.Graph) error {
 	g.Updates = nil
-	named := make([]bool, len(g.Values))
-	for _, o := range g.Outputs {
-		named[o] = true
-	}
-	for _, gp := range g.Grads {
-		named[gp.Grad] = true
-	}
-	for _, u := range g.Updates {
-		named[u.Value] = true
-	}
+	named := g.RootMask()
 	// rep[id] is the value that stands for id: the input of a chain of
 	// dropouts, itself otherwise.
 	rep := make([]ir.ID, len(g.Values))

@@ -275,15 +275,8 @@ func DCE(g *ir.Graph) error {
 			mark(ir.ID(i))
 		}
 	}
-	for _, o := range g.Outputs {
-		mark(o)
-	}
-	for _, gp := range g.Grads {
-		mark(gp.Grad)
-	}
-	for _, u := range g.Updates {
-		mark(u.Target)
-		mark(u.Value)
+	for _, id := range g.Roots() {
+		mark(id)
 	}
 	for len(stack) > 0 {
 		id := stack[len(stack)-1]
