@@ -35,7 +35,7 @@ func TestExamplesCompile(t *testing.T) {
 	}
 }
 
-// TestLinregInputs checks that the README's kiln grad example file holds
+// TestLinregInputs checks that the kiln grad example file of docs/COMMANDS.md holds
 // exactly the inputs and params of linreg.kir (go test ./examples -update
 // writes it).
 func TestLinregInputs(t *testing.T) {

@@ -27,7 +27,7 @@ func percent(t *testing.T, re *regexp.Regexp, s string) float64 {
 	return v
 }
 
-// TestFinetuneExample runs the fine-tuning session of the README and
+// TestFinetuneExample runs the fine-tuning session of docs/ONNX.md and
 // docs/ONNX.md: the head of the exported model trained with its body
 // frozen, written back with -save-onnx, and that file imported again to
 // train every layer. It checks that the body's initializers are the

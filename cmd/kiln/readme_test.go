@@ -9,8 +9,9 @@ import (
 	"testing"
 )
 
-// The README's sample sessions are checked against what kiln prints, so
-// that they cannot drift from the code. A sample is a fenced block with
+// The sample sessions of the README and of the pages under docs/ are
+// checked against what kiln prints, so that they cannot drift from the
+// code. A sample is a fenced block with
 // lines of the form
 //
 //	$ go run ./cmd/kiln ARGS...
@@ -22,7 +23,7 @@ import (
 // compared. Commands run in a scratch directory that sees the repository's
 // examples/, bench/ and tests/; paths under /tmp/ are moved into it.
 
-// readmeCommand is one "$ go run ./cmd/kiln" line of a README sample with
+// readmeCommand is one "$ go run ./cmd/kiln" line of a sample with
 // the output shown under it.
 type readmeCommand struct {
 	line        int // of the "$" line, 1-based
@@ -31,7 +32,7 @@ type readmeCommand struct {
 	numbersVary bool
 }
 
-// readmeCommands returns every sample command of the README at path.
+// readmeCommands returns every sample command of the page at path.
 func readmeCommands(t *testing.T, path string) []readmeCommand {
 	t.Helper()
 	f, err := os.Open(path)
@@ -105,9 +106,24 @@ func TestREADMESamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmds := readmeCommands(t, filepath.Join(root, "README.md"))
-	if len(cmds) < 5 {
-		t.Fatalf("found %d sample commands in README.md; the parser has lost them", len(cmds))
+	pages, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages = append([]string{filepath.Join(root, "README.md")}, pages...)
+	type sample struct {
+		page string // relative to the repository
+		readmeCommand
+	}
+	var cmds []sample
+	for _, page := range pages {
+		rel, _ := filepath.Rel(root, page)
+		for _, c := range readmeCommands(t, page) {
+			cmds = append(cmds, sample{rel, c})
+		}
+	}
+	if len(cmds) < 15 {
+		t.Fatalf("found %d sample commands in README.md and docs/; the parser has lost them", len(cmds))
 	}
 	dir := t.TempDir()
 	for _, sub := range []string{"examples", "bench", "tests"} {
@@ -123,7 +139,7 @@ func TestREADMESamples(t *testing.T) {
 		}
 		r := runKiln(t, args...)
 		if r.code != 0 {
-			t.Errorf("README.md:%d: kiln %s: exit status %d\n%s", c.line, strings.Join(c.args, " "), r.code, r.stderr)
+			t.Errorf("%s:%d: kiln %s: exit status %d\n%s", c.page, c.line, strings.Join(c.args, " "), r.code, r.stderr)
 			continue
 		}
 		if len(c.want) == 0 {
@@ -131,8 +147,8 @@ func TestREADMESamples(t *testing.T) {
 		}
 		got := strings.Split(strings.TrimSuffix(strings.ReplaceAll(r.stdout, dir+"/", "/tmp/"), "\n"), "\n")
 		if !matchLines(got, c.want, c.numbersVary) {
-			t.Errorf("README.md:%d: kiln %s prints\n%s\nbut the README shows\n%s",
-				c.line, strings.Join(c.args, " "), strings.Join(got, "\n"), strings.Join(c.want, "\n"))
+			t.Errorf("%s:%d: kiln %s prints\n%s\nbut the page shows\n%s",
+				c.page, c.line, strings.Join(c.args, " "), strings.Join(got, "\n"), strings.Join(c.want, "\n"))
 		}
 	}
 }

@@ -304,7 +304,7 @@ func TestTrainSmallHeldOut(t *testing.T) {
 	}
 }
 
-// TestTrainDigitsCNN runs the CNN example as the README does, on the
+// TestTrainDigitsCNN runs the CNN example as docs/MODELS.md does, on the
 // embedded digits data named by -data digits, and checks the held-out
 // accuracy it reaches (98.33% with seed 1; at least 97.77% over seeds 1-8).
 func TestTrainDigitsCNN(t *testing.T) {
@@ -577,7 +577,7 @@ func TestTrainPlot(t *testing.T) {
 }
 
 // TestTrainTransformerExample trains examples/transformer/reverse.kir on
-// -data reverse as the README shows it.
+// -data reverse as docs/MODELS.md shows it.
 func TestTrainTransformerExample(t *testing.T) {
 	t.Parallel()
 	model := filepath.Join("..", "..", "examples", "transformer", "reverse.kir")
@@ -594,7 +594,7 @@ func TestTrainTransformerExample(t *testing.T) {
 }
 
 // TestTrainKANExample trains examples/kan/kan.kir on -data kan2d as the
-// README shows it: the issue asks for a held-out R² of at least 0.99.
+// docs/MODELS.md shows it: a held-out R² of at least 0.99.
 func TestTrainKANExample(t *testing.T) {
 	t.Parallel()
 	model := filepath.Join("..", "..", "examples", "kan", "kan.kir")
