@@ -248,36 +248,24 @@ func RandomFeeds(g *ir.Graph, seed uint64) map[string][]float64 {
 }
 
 // indexBounds returns, for integer values used as labels or indices, the
-// number of valid values.
+// number of valid values: the least over their uses (the op table's
+// Indices).
 func indexBounds(g *ir.Graph) map[ir.ID]int {
 	b := map[ir.ID]int{}
-	set := func(id ir.ID, n int) {
-		if old, ok := b[id]; !ok || n < old {
-			b[id] = n
-		}
-	}
 	for _, v := range g.Values {
-		args := v.Args
-		axisDim := func(x ir.ID) int {
-			ax, err := ir.Axis(v.Attrs, len(g.Type(x).Shape))
-			if err != nil {
-				return 2
-			}
-			return g.Type(x).Shape[ax]
+		indices := v.Op.Info().Indices
+		if indices == nil {
+			continue
 		}
-		switch v.Op {
-		case ir.OpSoftmaxCrossEntropy, ir.OpNLLLoss:
-			if g.Type(args[1]).DType.IsInt() {
-				set(args[1], g.Type(args[0]).Shape[1])
+		args := make([]ir.Type, len(v.Args))
+		for i, a := range v.Args {
+			args[i] = g.Type(a)
+		}
+		for _, ix := range indices(args, v.Attrs) {
+			id := v.Args[ix.Arg]
+			if old, ok := b[id]; !ok || ix.N < old {
+				b[id] = ix.N
 			}
-		case ir.OpOneHot:
-			set(args[0], v.Attrs.Int("classes", 2))
-		case ir.OpEmbedding:
-			set(args[1], g.Type(args[0]).Shape[0])
-		case ir.OpGather, ir.OpIndexSelect:
-			set(args[1], axisDim(args[0]))
-		case ir.OpScatterAdd, ir.OpIndexAdd:
-			set(args[1], axisDim(args[0]))
 		}
 	}
 	return b

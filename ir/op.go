@@ -181,6 +181,10 @@ const (
 	ClassReduction           // sums or averages over axes
 )
 
+// IndexArg is an argument an op reads as indices: Arg's elements must be in
+// [0, N).
+type IndexArg struct{ Arg, N int }
+
 // AttrSpec describes one attribute an op takes.
 type AttrSpec struct {
 	Name     string
@@ -225,6 +229,17 @@ type OpInfo struct {
 	// planner then never gives the result an argument's memory (see
 	// Op.InPlace).
 	NoInPlace string
+
+	// Cost, when set, returns the floating-point operations of one
+	// computation from the static types (see the package function Cost,
+	// which prices an op without one at one per element of its largest
+	// operand or result).
+	Cost func(args []Type, out Type, attrs Attrs) float64
+
+	// Indices, when set, names the integer arguments the op uses as
+	// indices or labels and the number of valid values of each, from the
+	// static types: random test inputs stay in range.
+	Indices func(args []Type, attrs Attrs) []IndexArg
 
 	// ElementwiseKernel marks an op outside ClassElementwise whose kernel
 	// still computes element i of the result from element i of each
@@ -498,7 +513,7 @@ func coreOps() []opRow {
 		OpReluGrad: {Name: "relu_grad", Args: []string{"dy", "x"}, Class: ClassElementwise, Doc: "0 where x <= 0, else dy, so dy where x is NaN (the gradient of relu; torch threshold_backward)", Infer: inferSameFloat, Grad: gradReluGrad},
 
 		OpMatmul: {Name: "matmul", Args: []string{"a", "b"}, Doc: "matrix product with NumPy semantics: 1-D promotion, batched with broadcast batch dims; either operand may be read transposed (its last two axes swapped) without being copied", Infer: inferMatmul, Grad: gradMatmul,
-			Attrs: matmulAttrs},
+			Attrs: matmulAttrs, Cost: costMatmul},
 		OpTranspose: {Name: "transpose", Args: []string{"x"}, Doc: "permutes axes", Infer: inferTranspose, Grad: gradTranspose,
 			Attrs: []AttrSpec{{Name: "perm", Kind: attrInts, Doc: "the new order of the axes; absent reverses them"}}},
 		OpReshape: {Name: "reshape", Args: []string{"x"}, Doc: "same elements in row-major order, new shape", Infer: inferReshape, Grad: gradReshape,
@@ -509,9 +524,9 @@ func coreOps() []opRow {
 		OpSum:  {Name: "sum", Args: []string{"x"}, Class: ClassReduction, Attrs: axesAttrs, Doc: "sum over axes", Infer: inferReduce, Grad: gradSum},
 		OpMean: {Name: "mean", Args: []string{"x"}, Class: ClassReduction, Attrs: axesAttrs, Doc: "mean over axes", Infer: inferReduceFloat, Grad: gradMean},
 
-		OpSoftmax: {Name: "softmax", Args: []string{"x"}, Doc: "exp(x - max) / sum(exp(x - max)) along axis", Infer: inferAxisFloat, Grad: gradSoftmax,
+		OpSoftmax: {Name: "softmax", Args: []string{"x"}, Doc: "exp(x - max) / sum(exp(x - max)) along axis", Infer: inferAxisFloat, Grad: gradSoftmax, Cost: costPerElement(4),
 			Attrs: []AttrSpec{{Name: "axis", Kind: AttrInt, Default: defInt(-1), Doc: "the normalized axis"}}},
-		OpLogSoftmax: {Name: "log_softmax", Args: []string{"x"}, Doc: "x - max - log(sum(exp(x - max))) along axis", Infer: inferAxisFloat, Grad: gradLogSoftmax,
+		OpLogSoftmax: {Name: "log_softmax", Args: []string{"x"}, Doc: "x - max - log(sum(exp(x - max))) along axis", Infer: inferAxisFloat, Grad: gradLogSoftmax, Cost: costPerElement(4),
 			Attrs: []AttrSpec{{Name: "axis", Kind: AttrInt, Default: defInt(-1), Doc: "the normalized axis"}}},
 
 		OpConst: {Name: "const", Doc: "a constant tensor", Infer: inferConst,
@@ -520,7 +535,7 @@ func coreOps() []opRow {
 				{Name: "shape", Kind: attrInts, Doc: "shape; absent: [] for a single value, [n] for a list of n"},
 				{Name: "value", Kind: attrNumbers, Required: true, Doc: "one value (filled) or a row-major list of every element"},
 			}},
-		OpOneHot: {Name: "one_hot", Args: []string{"labels"}, Doc: "out[..., c] = 1 where labels[...] == c, else 0", Infer: inferOneHot,
+		OpOneHot: {Name: "one_hot", Args: []string{"labels"}, Doc: "out[..., c] = 1 where labels[...] == c, else 0", Infer: inferOneHot, Indices: oneHotClasses,
 			Attrs: []AttrSpec{
 				{Name: "classes", Kind: AttrInt, Required: true, Doc: "number of classes"},
 				{Name: "dtype", Kind: AttrString, Default: defString("f32"), Doc: "element type of the result"},

@@ -36,3 +36,17 @@ func TestEveryOpHasARow(t *testing.T) {
 		}
 	}
 }
+
+// TestIndexArgsDeclared: every op with an argument named as indices or
+// labels declares their range in its table row (Indices), so random test
+// inputs for it stay in range.
+func TestIndexArgsDeclared(t *testing.T) {
+	for _, op := range Ops() {
+		info := op.Info()
+		for _, a := range info.Args {
+			if (a == "labels" || a == "index" || a == "indices") && info.Indices == nil {
+				t.Errorf("%s: argument %q holds indices, but the op's row has no Indices", info.Name, a)
+			}
+		}
+	}
+}

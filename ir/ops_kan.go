@@ -23,6 +23,10 @@ func kanOps() []opRow {
 				"efficient-kan's arithmetic does (inf·0). With derivative = d > 0, the d-th derivatives of the bases in x " +
 				"(the right derivative at a knot)",
 			Infer: inferKanBspline, Grad: gradKanBspline,
+			Cost: func(_ []Type, out Type, attrs Attrs) float64 {
+				order := float64(attrs.Int("order", 3))
+				return float64(out.Shape.NumElements()) * (order + 1) * (order + 1)
+			},
 			Attrs: []AttrSpec{
 				{Name: "grid_min", Kind: AttrFloat, Default: defFloat(-1), Doc: "left end of the base grid (efficient-kan's grid_range[0])"},
 				{Name: "grid_max", Kind: AttrFloat, Default: defFloat(1), Doc: "right end of the base grid (efficient-kan's grid_range[1]); above grid_min"},
@@ -37,7 +41,8 @@ func kanOps() []opRow {
 				"over the 16 real-valued gates in difflogic's order (0 false, 1 a·b, 2 a-ab, 3 a, 4 b-ab, 5 b, 6 a+b-2ab, 7 a+b-ab, " +
 				"8 1-(a+b-ab), 9 1-(a+b-2ab), 10 1-b, 11 1-b+ab, 12 1-a, 13 1-a+ab, 14 1-ab, 15 true); a and b broadcast to [..., G], " +
 				"logits [G,16]; computed as A + B·a + C·b + D·ab with [A,B,C,D] = softmax(logits) @ coefficients",
-			Infer: inferKanLogicGate, Grad: gradKanLogicGate}},
+			Infer: inferKanLogicGate, Grad: gradKanLogicGate,
+			Cost: func(_ []Type, out Type, _ Attrs) float64 { return 16 * float64(out.Shape.NumElements()) }}},
 	}
 }
 

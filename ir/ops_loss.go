@@ -22,7 +22,7 @@ func lossOps() []opRow {
 	return []opRow{
 		{OpSoftmaxCrossEntropy, OpInfo{Name: "softmax_cross_entropy", Args: []string{"logits", "target"}, Attrs: red,
 			Doc:   "cross-entropy of softmax(logits [N,C]) against integer labels [N] (-log_softmax(logits)[n, labels[n]]) or class probabilities [N,C] (-sum over C of target*log_softmax(logits)), per row (torch cross_entropy without weight, ignore_index and label_smoothing: every label must be in [0,C))",
-			Infer: lossInferSoftmaxCE, Grad: lossGradSoftmaxCE}},
+			Infer: lossInferSoftmaxCE, Grad: lossGradSoftmaxCE, Cost: costPerElement(4), Indices: classLabels}},
 		{OpMSELoss, OpInfo{Name: "mse_loss", Args: []string{"a", "b"}, Attrs: red,
 			Doc:   "(a - b)^2 over the broadcast shape (torch mse_loss)",
 			Infer: lossInferElementwise, Grad: lossGradMSE}},
@@ -38,13 +38,13 @@ func lossOps() []opRow {
 			Infer: lossInferHuber, Grad: lossGradHuber}},
 		{OpBCELoss, OpInfo{Name: "bce_loss", Args: []string{"input", "target"}, Attrs: red,
 			Doc:   "-(target*log(input) + (1 - target)*log(1 - input)) with each log clamped at -100, input and target in [0,1] and of one shape (torch binary_cross_entropy without weight); the target gradient is log(1-input) - log(input) with the same clamps, where torch leaves them out",
-			Infer: lossInferSameShape, Grad: lossGradBCE}},
+			Infer: lossInferSameShape, Grad: lossGradBCE, Cost: costPerElement(4)}},
 		{OpBCEWithLogits, OpInfo{Name: "bce_with_logits", Args: []string{"input", "target"}, Attrs: red,
 			Doc:   "bce_loss(sigmoid(input), target), computed as max(x,0) - x*target + log1p(exp(-|x|)), stable for any x; input and target of one shape (torch binary_cross_entropy_with_logits without weight and pos_weight)",
-			Infer: lossInferSameShape, Grad: lossGradBCEWithLogits}},
+			Infer: lossInferSameShape, Grad: lossGradBCEWithLogits, Cost: costPerElement(4)}},
 		{OpNLLLoss, OpInfo{Name: "nll_loss", Args: []string{"input", "labels"}, Attrs: red,
 			Doc:   "-input[n, labels[n]] for log-probabilities input [N,C] and integer labels [N] (torch nll_loss without weight and ignore_index: every label must be in [0,C))",
-			Infer: lossInferNLL, Grad: lossGradNLL}},
+			Infer: lossInferNLL, Grad: lossGradNLL, Cost: costPerElement(4), Indices: classLabels}},
 	}
 }
 

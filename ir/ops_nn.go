@@ -18,6 +18,12 @@ func nnOps() []opRow {
 			one[i] = 1
 		}
 		return OpInfo{Name: name, Args: []string{"x", "w", "bias"}, Optional: 1, Doc: doc, Infer: nnInferConv(spatial), Grad: nnGradConv,
+			// Two per multiply-add (C_in/groups × kernel per output
+			// element) and the bias.
+			Cost: func(args []Type, out Type, _ Attrs) float64 {
+				n := float64(out.Shape.NumElements())
+				return 2*n*perOutputChannel(args[1].Shape) + n
+			},
 			Attrs: []AttrSpec{
 				{Name: "stride", Kind: attrInts, Default: nnDefInts(one...), Doc: "step between windows along each spatial axis (one entry for all axes, or one per axis)"},
 				{Name: "padding", Kind: attrInts, Default: nnDefInts(zero...), Doc: "zeros added at both ends of each spatial axis (one entry for all axes, or one per axis)"},
@@ -54,11 +60,21 @@ func nnOps() []opRow {
 		{OpConvInputGrad, OpInfo{Name: "conv_input_grad", Args: []string{"dy", "w"},
 			Doc:   "gradient of conv1d/conv2d with respect to x (the transposed convolution of dy with w), shaped input_shape",
 			Attrs: convGradAttrs("input_shape", "shape of the convolution's input x, which the result takes"),
-			Infer: nnInferConvInputGrad, Grad: nnGradConvInputGrad}},
+			Infer: nnInferConvInputGrad, Grad: nnGradConvInputGrad,
+			// The forward convolution's multiply-adds: dy [N, C_out, ...]
+			// with w [C_out, C_in/groups, k...].
+			Cost: func(args []Type, _ Type, _ Attrs) float64 {
+				return 2 * float64(args[0].Shape.NumElements()) * perOutputChannel(args[1].Shape)
+			}}},
 		{OpConvWeightGrad, OpInfo{Name: "conv_weight_grad", Args: []string{"x", "dy"},
 			Doc:   "gradient of conv1d/conv2d with respect to w: the correlation of x with dy, shaped weight_shape",
 			Attrs: convGradAttrs("weight_shape", "shape of the convolution's weight w, which the result takes"),
-			Infer: nnInferConvWeightGrad, Grad: nnGradConvWeightGrad}},
+			Infer: nnInferConvWeightGrad, Grad: nnGradConvWeightGrad,
+			// One multiply-add per output position of dy and weight
+			// element of its output channel.
+			Cost: func(args []Type, out Type, _ Attrs) float64 {
+				return 2 * float64(args[1].Shape.NumElements()) * perOutputChannel(out.Shape)
+			}}},
 
 		{OpMaxPool2d, OpInfo{Name: "max_pool2d", Args: []string{"x"}, Attrs: maxPoolAttrs,
 			Doc:   "max over 2-D windows of x [N,C,H,W] or [C,H,W], as torch.nn.functional.max_pool2d; NaN wins; ceil_mode and return_indices are not supported",
@@ -82,13 +98,13 @@ func nnOps() []opRow {
 				{Name: "axes", Kind: attrInts, Default: nnDefInts(-1), Doc: "the normalized axes, which must be the last ones (torch's normalized_shape is x's shape there)"},
 				{Name: "eps", Kind: AttrFloat, Default: defFloat(1e-5), Doc: "added to the variance"},
 			},
-			Infer: nnInferLayerNorm, Grad: nnGradLayerNorm}},
+			Infer: nnInferLayerNorm, Grad: nnGradLayerNorm, Cost: costPerElement(8)}},
 		{OpBatchNorm, OpInfo{Name: "batch_norm", Args: []string{"x", "weight", "bias"},
 			Doc: "(x - mean) / sqrt(var + eps) * weight + bias with the batch's statistics over every axis but 1 (biased variance), as torch batch_norm with training=True; no running statistics are kept",
 			Attrs: []AttrSpec{
 				{Name: "eps", Kind: AttrFloat, Default: defFloat(1e-5), Doc: "added to the variance"},
 			},
-			Infer: nnInferBatchNorm, Grad: nnGradBatchNorm}},
+			Infer: nnInferBatchNorm, Grad: nnGradBatchNorm, Cost: costPerElement(8)}},
 		// dropout is not ClassElementwise: its mask depends on the element's
 		// position and the step, so rewrites that move elementwise ops across
 		// broadcasts or reshapes would change it.

@@ -23,7 +23,7 @@ func reduceOps() []opRow {
 			Doc: "smallest element over axes (torch.amin); NaN where the slice holds a NaN; the gradient is split equally among the elements equal to the result; reducing an axis of size 0 is an error"}},
 		{OpProd, OpInfo{Name: "prod", Args: []string{"x"}, Class: ClassReduction, Attrs: reduceAttrs, Infer: inferReduce, Grad: reduceGradProd,
 			Doc: "product over axes in index order (torch.prod, but the result keeps the dtype: integer products wrap); 1 over no elements; exact gradient at zeros (the product of the other elements)"}},
-		{OpLogSumExp, OpInfo{Name: "logsumexp", Args: []string{"x"}, Class: ClassReduction, Attrs: reduceAttrs, Infer: inferReduceFloat, Grad: reduceGradLogSumExp,
+		{OpLogSumExp, OpInfo{Name: "logsumexp", Args: []string{"x"}, Class: ClassReduction, Attrs: reduceAttrs, Infer: inferReduceFloat, Grad: reduceGradLogSumExp, Cost: costPerElement(4),
 			Doc: "log(sum(exp(x))) over axes, computed as m + log(sum(exp(x - m))) with m the max (0 where m is infinite), so it never overflows (torch.logsumexp); -inf over no elements"}},
 		{OpVar, OpInfo{Name: "var", Args: []string{"x"}, Class: ClassReduction, Attrs: varAttrs, Infer: inferReduceFloat, Grad: reduceGradVar,
 			Doc: "variance over axes, sum((x - mean)^2) / max(0, N - correction), two passes in index order (torch.var); a divisor of 0 gives inf, or NaN where the sum is 0"}},

@@ -422,6 +422,8 @@ func parseRole(s string) (Role, bool) {
 	return 0, false
 }
 
+// roleOf returns the role of the buffer of a value computed by op: the
+// leaves' own, Temp for everything computed.
 func roleOf(op ir.Op) Role {
 	switch op {
 	case ir.OpInput:

@@ -254,16 +254,13 @@ func leaves(g *ir.Graph) int {
 func build(g *ir.Graph, order []ir.ID, opts Options) *Plan {
 	p := &Plan{Graph: g, Buffers: make([]Buffer, len(g.Values)), ChunkBytes: opts.ChunkBytes}
 	for i, v := range g.Values {
-		b := Buffer{Value: ir.ID(i), Name: v.Name, Type: v.Type, Size: int64(v.Type.Bytes()), Start: -1, End: -1, Alias: -1}
-		switch v.Op {
-		case ir.OpInput:
-			b.Role = Input
+		b := Buffer{Value: ir.ID(i), Name: v.Name, Type: v.Type, Size: int64(v.Type.Bytes()), Start: -1, End: -1, Alias: -1, Role: roleOf(v.Op)}
+		switch b.Role {
+		case Input:
 			p.Inputs = append(p.Inputs, i)
-		case ir.OpParam:
-			b.Role = Param
+		case Param:
 			p.Params = append(p.Params, i)
-		case ir.OpState:
-			b.Role = State
+		case State:
 			p.States = append(p.States, i)
 		}
 		p.Buffers[i] = b
