@@ -66,4 +66,3 @@ func programLength(attrs Attrs) float64 {
 func perOutputChannel(w Shape) float64 {
 	return float64(w.NumElements()) / float64(max(w[0], 1))
 }
-

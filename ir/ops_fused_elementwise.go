@@ -338,24 +338,28 @@ func fusedElementwiseOps() []opRow {
 		AttrSpec{Name: "op", Kind: AttrString, Default: defString("sum"), Doc: `"sum" or "mean"`}, program)
 	return []opRow{
 		{OpFusedElementwise, OpInfo{Name: "fused_elementwise", Args: []string{"in"}, Variadic: true, Class: ClassOther, ElementwiseKernel: true,
-			Attrs:  []AttrSpec{from, program},
-			Doc:    "an elementwise program run in one pass over the result: each input broadcast to the result shape, each instruction computed with its op's own per-element code, so the result is bitwise that of the ops it replaced (made by the fuse pass)",
-			Infer:  fuseewInferElementwise,
-			Cost:   func(args []Type, out Type, attrs Attrs) float64 { return largestElems(args, out) * programLength(attrs) },
+			Attrs: []AttrSpec{from, program},
+			Doc:   "an elementwise program run in one pass over the result: each input broadcast to the result shape, each instruction computed with its op's own per-element code, so the result is bitwise that of the ops it replaced (made by the fuse pass)",
+			Infer: fuseewInferElementwise,
+			Cost: func(args []Type, out Type, attrs Attrs) float64 {
+				return largestElems(args, out) * programLength(attrs)
+			},
 			NoGrad: fuseewNoGrad}},
 		{OpFusedMatmul, OpInfo{Name: "fused_matmul", Args: []string{"a", "b", "in"}, Optional: 1, Variadic: true,
-			Attrs:  append([]AttrSpec{from, program}, matmulAttrs...),
-			Doc:    "matmul(a, b) {transpose_a, transpose_b} with an elementwise epilogue: the program (input i0 is the product, i1... the extra arguments) is applied to the product in its own buffer, block by block; the result has the product's dtype and element count (made by the fuse pass)",
-			Infer:  fuseewInferMatmul,
+			Attrs: append([]AttrSpec{from, program}, matmulAttrs...),
+			Doc:   "matmul(a, b) {transpose_a, transpose_b} with an elementwise epilogue: the program (input i0 is the product, i1... the extra arguments) is applied to the product in its own buffer, block by block; the result has the product's dtype and element count (made by the fuse pass)",
+			Infer: fuseewInferMatmul,
 			Cost: func(args []Type, out Type, attrs Attrs) float64 {
 				return costMatmul(args, out, attrs) + float64(out.Shape.NumElements())*programLength(attrs)
 			},
 			NoGrad: fuseewNoGrad}},
 		{OpFusedReduce, OpInfo{Name: "fused_reduce", Args: []string{"in"}, Variadic: true,
-			Attrs:  reduceAttrs,
-			Doc:    "sum or mean {axes, keepdims} of an elementwise program's result, which is never stored: the reduction with its elementwise prologue in one pass, adding in the order sum does (made by the fuse pass)",
-			Infer:  fuseewInferReduce,
-			Cost:   func(args []Type, out Type, attrs Attrs) float64 { return largestElems(args, out) * (programLength(attrs) + 1) },
+			Attrs: reduceAttrs,
+			Doc:   "sum or mean {axes, keepdims} of an elementwise program's result, which is never stored: the reduction with its elementwise prologue in one pass, adding in the order sum does (made by the fuse pass)",
+			Infer: fuseewInferReduce,
+			Cost: func(args []Type, out Type, attrs Attrs) float64 {
+				return largestElems(args, out) * (programLength(attrs) + 1)
+			},
 			NoGrad: fuseewNoGrad}},
 	}
 }

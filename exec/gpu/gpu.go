@@ -698,4 +698,3 @@ func (x *Executor) Close() error {
 	}
 	return nil
 }
-

@@ -389,4 +389,3 @@ func indexAddMove[T number, I integer](r moveRows) kernels.Func {
 		return nil
 	}
 }
-
