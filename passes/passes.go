@@ -1,7 +1,8 @@
 // Package passes holds kiln's graph-to-graph passes and the runner that
-// applies them in order. A pass is a plain func(*ir.Graph) error; the order
-// of passes is data (Order), and the reasons for it are data too
-// (Constraints), checked by a test.
+// applies them in order. A pass is a plain func(*ir.Graph) error; the pass
+// table (Passes) lists them in order with their docs and when they run,
+// and the reasons for the order are data too (Constraints), checked at
+// start-up.
 package passes
 
 import (
@@ -16,21 +17,74 @@ import (
 	"github.com/kilnml/kiln/ir"
 )
 
-// Pass is one named graph transformation.
+// Pass is one named graph transformation, as a pipeline runs it.
 type Pass struct {
 	Name string
 	Run  func(*ir.Graph) error
 }
 
-// Order is the order in which passes run when they run at all.
-var Order = []string{"verify", "inference", "shapes", "canonicalize", "autodiff", "optimizer", "simplify", "fuse", "remat", "dce"}
+// PassInfo is one row of the pass table: a pass, what it does, when a
+// pipeline runs it and how it is made for the options.
+type PassInfo struct {
+	Name string
+	Doc  string // for users: kiln dump -after and the HTML view show it
+	// Enabled reports whether a pipeline for opts runs the pass; nil
+	// means always.
+	Enabled func(Options) bool
+	// Make returns the pass's function for opts.
+	Make func(Options) func(*ir.Graph) error
+	// Required passes cannot be disabled (KILN_DEBUG=disable=PASS): the
+	// graph would not be valid, or not what was asked for, without them.
+	Required bool
+}
+
+// optimizing reports whether the optimizing passes run (not at -O0).
+func optimizing(opts Options) bool { return !opts.O0 }
+
+// always returns f for any options.
+func always(f func(*ir.Graph) error) func(Options) func(*ir.Graph) error {
+	return func(Options) func(*ir.Graph) error { return f }
+}
+
+// Passes is the pass table, in the order the passes run when they run at
+// all; Constraints records the reasons for the order, checked at start-up.
+var Passes = []PassInfo{
+	{Name: "verify", Doc: "check the graph (ir.Check)", Make: always(ir.Check), Required: true},
+	{Name: "inference", Doc: "evaluation only: replace every dropout by its input and drop the forward graph's state updates (Options.Inference)",
+		Enabled: func(o Options) bool { return o.Inference }, Make: always(Inference), Required: true},
+	{Name: "shapes", Doc: "re-infer every value's type from its op and arguments", Make: always(Shapes), Required: true},
+	{Name: "canonicalize", Doc: "rewrite forward patterns into the op whose backward fuses: nll_loss(log_softmax(x)) into softmax_cross_entropy(x) (not at -O0)",
+		Enabled: optimizing, Make: always(Canonicalize)},
+	{Name: "autodiff", Doc: "append the backward graph: the gradient of the first output (the loss) for every param",
+		Enabled: func(o Options) bool { return o.Grad || o.Optimizer != nil }, Make: always(Autodiff), Required: true},
+	{Name: "optimizer", Doc: "append the optimizer update of every param (SGD, Adam, AdamW, RMSprop; schedules, clipping, accumulation)",
+		Enabled: func(o Options) bool { return o.Optimizer != nil }, Required: true,
+		Make: func(o Options) func(*ir.Graph) error {
+			cfg := *o.Optimizer
+			return func(g *ir.Graph) error { return Optimize(g, cfg) }
+		}},
+	{Name: "simplify", Doc: "algebraic simplification, constant folding, common-subexpression and dead-code elimination, to a fixed point (not at -O0)",
+		Enabled: optimizing, Make: always(Simplify)},
+	{Name: "fuse", Doc: "fuse softmax and max backward, softmax with cross-entropy, elementwise chains, matmul epilogues and reduction prologues into single ops (not at -O0)",
+		Enabled: optimizing, Make: always(Fuse)},
+	{Name: "remat", Doc: "recompute chosen forward activations in the backward pass (-recompute, -memory-budget, recompute marks): clone each just before its first backward user",
+		Enabled: func(o Options) bool {
+			return o.Checkpoint.Policy.Kind != checkpoint.None || o.Checkpoint.Policy.Budget > 0
+		},
+		Make: func(o Options) func(*ir.Graph) error {
+			cfg, report := o.Checkpoint, o.CheckpointReport
+			return func(g *ir.Graph) error { return Remat(g, cfg, report) }
+		}},
+	{Name: "dce", Doc: "remove values that no output, gradient or update needs", Make: always(DCE)},
+}
 
 // Constraint says that pass Before must run before pass After, and why.
 type Constraint struct {
 	Before, After, Why string
 }
 
-// Constraints are the reasons behind Order; a test checks Order against them.
+// Constraints are the reasons behind the order of Passes, checked when the
+// package is initialized.
 var Constraints = []Constraint{
 	{"verify", "shapes", "shape inference assumes well-formed ops and attributes"},
 	{"verify", "inference", "rewiring dropout's users assumes well-formed ops and arguments"},
@@ -52,18 +106,56 @@ var Constraints = []Constraint{
 	{"remat", "dce", "a forward value read only by the backward dies when its users move to its clone"},
 }
 
-// Doc describes each pass for users (kiln dump -after lists these).
-var Doc = map[string]string{
-	"verify":       "check the graph (ir.Check)",
-	"inference":    "evaluation only: replace every dropout by its input and drop the forward graph's state updates (Options.Inference)",
-	"shapes":       "re-infer every value's type from its op and arguments",
-	"canonicalize": "rewrite forward patterns into the op whose backward fuses: nll_loss(log_softmax(x)) into softmax_cross_entropy(x) (not at -O0)",
-	"autodiff":     "append the backward graph: the gradient of the first output (the loss) for every param",
-	"optimizer":    "append the optimizer update of every param (SGD with momentum, Adam)",
-	"simplify":     "algebraic simplification, constant folding, common-subexpression and dead-code elimination, to a fixed point (not at -O0)",
-	"fuse":         "fuse softmax and max backward, softmax with cross-entropy, elementwise chains, matmul epilogues and reduction prologues into single ops (not at -O0)",
-	"remat":        "recompute chosen forward activations in the backward pass (-recompute, -memory-budget, recompute marks): clone each just before its first backward user",
-	"dce":          "remove values that no output, gradient or update needs",
+func init() {
+	if err := checkPassTable(Passes, Constraints); err != nil {
+		panic("passes: " + err.Error())
+	}
+}
+
+// checkPassTable reports a pass named twice or without a doc or a
+// function, and a constraint that names an unknown pass or that the order
+// breaks.
+func checkPassTable(table []PassInfo, cons []Constraint) error {
+	pos := map[string]int{}
+	for i, p := range table {
+		if _, dup := pos[p.Name]; dup {
+			return fmt.Errorf("pass %s appears twice in the table", p.Name)
+		}
+		if p.Doc == "" || p.Make == nil {
+			return fmt.Errorf("pass %s has no Doc or no Make", p.Name)
+		}
+		pos[p.Name] = i
+	}
+	for _, c := range cons {
+		b, ok1 := pos[c.Before]
+		a, ok2 := pos[c.After]
+		if !ok1 || !ok2 {
+			return fmt.Errorf("constraint %s -> %s names an unknown pass", c.Before, c.After)
+		}
+		if b >= a {
+			return fmt.Errorf("%s must run before %s: %s", c.Before, c.After, c.Why)
+		}
+	}
+	return nil
+}
+
+// Names returns the passes' names in order.
+func Names() []string {
+	names := make([]string, len(Passes))
+	for i, p := range Passes {
+		names[i] = p.Name
+	}
+	return names
+}
+
+// Lookup returns the table row of the pass name.
+func Lookup(name string) (PassInfo, bool) {
+	for _, p := range Passes {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return PassInfo{}, false
 }
 
 // Options select the passes of a pipeline.
@@ -87,47 +179,12 @@ type Options struct {
 	CheckpointReport func(*checkpoint.Report)
 }
 
-// Pipeline returns the passes that opts selects, in Order.
+// Pipeline returns the passes of the table that opts enables, in order.
 func Pipeline(opts Options) []Pass {
 	var ps []Pass
-	for _, name := range Order {
-		switch name {
-		case "verify":
-			ps = append(ps, Pass{name, ir.Check})
-		case "inference":
-			if opts.Inference {
-				ps = append(ps, Pass{name, Inference})
-			}
-		case "shapes":
-			ps = append(ps, Pass{name, Shapes})
-		case "canonicalize":
-			if !opts.O0 {
-				ps = append(ps, Pass{name, Canonicalize})
-			}
-		case "autodiff":
-			if opts.Grad || opts.Optimizer != nil {
-				ps = append(ps, Pass{name, Autodiff})
-			}
-		case "optimizer":
-			if opts.Optimizer != nil {
-				cfg := *opts.Optimizer
-				ps = append(ps, Pass{name, func(g *ir.Graph) error { return Optimize(g, cfg) }})
-			}
-		case "simplify":
-			if !opts.O0 {
-				ps = append(ps, Pass{name, Simplify})
-			}
-		case "fuse":
-			if !opts.O0 {
-				ps = append(ps, Pass{name, Fuse})
-			}
-		case "remat":
-			if opts.Checkpoint.Policy.Kind != checkpoint.None || opts.Checkpoint.Policy.Budget > 0 {
-				cfg, report := opts.Checkpoint, opts.CheckpointReport
-				ps = append(ps, Pass{name, func(g *ir.Graph) error { return Remat(g, cfg, report) }})
-			}
-		case "dce":
-			ps = append(ps, Pass{name, DCE})
+	for _, p := range Passes {
+		if p.Enabled == nil || p.Enabled(opts) {
+			ps = append(ps, Pass{p.Name, p.Make(opts)})
 		}
 	}
 	return ps
@@ -139,19 +196,22 @@ type Debug struct {
 	Dump  map[string]bool // dump the IR after these passes ("all" for every pass)
 	Time  bool            // print each pass's time and value counts
 	NaN   bool            // executors stop at the first step that produces NaN or Inf
+	// Disable names passes that Run skips (disable=PASS); only passes that
+	// are not Required.
+	Disable map[string]bool
 	Out   io.Writer       // where dumps and timings go (default os.Stderr)
 }
 
 // DebugFromEnv parses KILN_DEBUG: a comma-separated list of check,
-// dump=PASS (repeatable, or dump=all), time and nan. Unknown words are an
-// error.
+// dump=PASS (repeatable, or dump=all), disable=PASS (repeatable), time
+// and nan. Unknown words are an error.
 func DebugFromEnv() (Debug, error) {
 	return ParseDebug(os.Getenv("KILN_DEBUG"))
 }
 
 // ParseDebug parses a KILN_DEBUG value.
 func ParseDebug(s string) (Debug, error) {
-	d := Debug{Dump: map[string]bool{}}
+	d := Debug{Dump: map[string]bool{}, Disable: map[string]bool{}}
 	for _, w := range strings.Split(s, ",") {
 		w = strings.TrimSpace(w)
 		switch {
@@ -164,24 +224,25 @@ func ParseDebug(s string) (Debug, error) {
 			d.NaN = true
 		case strings.HasPrefix(w, "dump="):
 			p := strings.TrimPrefix(w, "dump=")
-			if p != "all" && !knownPass(p) {
-				return d, fmt.Errorf("KILN_DEBUG: unknown pass %q in %q (passes: %s, or all)", p, w, strings.Join(Order, ", "))
+			if _, ok := Lookup(p); !ok && p != "all" {
+				return d, fmt.Errorf("KILN_DEBUG: unknown pass %q in %q (passes: %s, or all)", ir.Excerpt(p), ir.Excerpt(w), strings.Join(Names(), ", "))
 			}
 			d.Dump[p] = true
+		case strings.HasPrefix(w, "disable="):
+			p := strings.TrimPrefix(w, "disable=")
+			info, ok := Lookup(p)
+			if !ok {
+				return d, fmt.Errorf("KILN_DEBUG: unknown pass %q in %q (passes: %s)", ir.Excerpt(p), ir.Excerpt(w), strings.Join(Names(), ", "))
+			}
+			if info.Required {
+				return d, fmt.Errorf("KILN_DEBUG: %q: pass %s cannot be disabled (%s)", ir.Excerpt(w), p, info.Doc)
+			}
+			d.Disable[p] = true
 		default:
-			return d, fmt.Errorf("KILN_DEBUG: unknown switch %q (expected check, time, nan, dump=PASS or dump=all)", w)
+			return d, fmt.Errorf("KILN_DEBUG: unknown switch %q (expected check, time, nan, dump=PASS, dump=all or disable=PASS)", ir.Excerpt(w))
 		}
 	}
 	return d, nil
-}
-
-func knownPass(name string) bool {
-	for _, n := range Order {
-		if n == name {
-			return true
-		}
-	}
-	return false
 }
 
 // Run applies ps to g in order. With dbg.Check it runs ir.Check after every
@@ -199,6 +260,9 @@ func Run(g *ir.Graph, ps []Pass, dbg Debug, after func(pass string, g *ir.Graph)
 		defer passNotes.Delete(g)
 	}
 	for _, p := range ps {
+		if dbg.Disable[p.Name] {
+			continue
+		}
 		before := len(g.Values)
 		start := time.Now()
 		if err := p.Run(g); err != nil {

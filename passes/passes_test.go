@@ -2,6 +2,7 @@ package passes_test
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -10,28 +11,31 @@ import (
 	"github.com/kilnml/kiln/passes"
 )
 
-// TestOrderSatisfiesConstraints checks the pass order against the reasons
-// recorded for it.
-func TestOrderSatisfiesConstraints(t *testing.T) {
-	pos := map[string]int{}
-	for i, n := range passes.Order {
-		if _, dup := pos[n]; dup {
-			t.Fatalf("pass %s appears twice in Order", n)
-		}
-		pos[n] = i
-		if passes.Doc[n] == "" {
-			t.Errorf("pass %s has no Doc entry", n)
+// TestPassTableChecks checks that the start-up check of the pass table
+// refuses an order that breaks a constraint, a duplicate and an unknown
+// name, and accepts the table itself.
+func TestPassTableChecks(t *testing.T) {
+	if err := passes.CheckPassTable(passes.Passes, passes.Constraints); err != nil {
+		t.Fatal(err)
+	}
+	swapped := slices.Clone(passes.Passes)
+	for k := range swapped {
+		if swapped[k].Name == "simplify" {
+			swapped[k], swapped[k+1] = swapped[k+1], swapped[k] // fuse before simplify
+			break
 		}
 	}
-	for _, c := range passes.Constraints {
-		b, ok1 := pos[c.Before]
-		a, ok2 := pos[c.After]
-		if !ok1 || !ok2 {
-			t.Errorf("constraint %s -> %s names an unknown pass", c.Before, c.After)
-			continue
-		}
-		if b >= a {
-			t.Errorf("%s must run before %s: %s", c.Before, c.After, c.Why)
+	for _, tt := range []struct {
+		table []passes.PassInfo
+		cons  []passes.Constraint
+		want  string
+	}{
+		{swapped, passes.Constraints, "simplify must run before fuse"},
+		{append(slices.Clone(passes.Passes), passes.Passes[0]), nil, "pass verify appears twice"},
+		{passes.Passes, []passes.Constraint{{"verify", "nosuch", "-"}}, "names an unknown pass"},
+	} {
+		if err := passes.CheckPassTable(tt.table, tt.cons); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("error %v, want %q", err, tt.want)
 		}
 	}
 }
@@ -204,5 +208,41 @@ func TestRunNamesTheBrokenPass(t *testing.T) {
 	err := passes.Run(g, []passes.Pass{breaker}, passes.Debug{Check: true}, nil)
 	if err == nil || !strings.Contains(err.Error(), "after pass breaker the graph is invalid") {
 		t.Errorf("got %v", err)
+	}
+}
+
+// TestDisablePass checks KILN_DEBUG=disable=PASS: the runner skips an
+// optional pass (fuse leaves no fused op), and a required pass, an unknown
+// one and a typo are refused.
+func TestDisablePass(t *testing.T) {
+	d, err := passes.ParseDebug("disable=fuse")
+	if err != nil || !d.Disable["fuse"] {
+		t.Fatalf("disable=fuse: %+v, %v", d, err)
+	}
+	src := "graph c\ninput %x: f32[8]\nparam %w: f32[8]\n%a = mul %x, %w\n%b = exp %a\n%c = add %b, %x\n%l = sum %c\noutput %l\n"
+	for _, disable := range []bool{false, true} {
+		g, err := ir.Parse("c.kir", []byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dbg := passes.Debug{Check: true}
+		if disable {
+			dbg = d
+		}
+		if err := passes.Run(g, passes.Pipeline(passes.Options{Grad: true}), dbg, nil); err != nil {
+			t.Fatal(err)
+		}
+		if fused := len(g.IDsOf(ir.OpFusedElementwise)) + len(g.IDsOf(ir.OpFusedReduce)); (fused > 0) == disable {
+			t.Errorf("disable fuse %v: %d fused ops", disable, fused)
+		}
+	}
+	for _, tt := range []struct{ in, want string }{
+		{"disable=autodiff", "pass autodiff cannot be disabled"},
+		{"disable=nosuch", `unknown pass "nosuch"`},
+		{"disable=", `unknown pass ""`},
+	} {
+		if _, err := passes.ParseDebug(tt.in); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("ParseDebug(%q): %v, want %q", tt.in, err, tt.want)
+		}
 	}
 }

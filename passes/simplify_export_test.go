@@ -48,3 +48,6 @@ func WithFlipFlopRule(f func()) {
 	defer func() { simplifyRules[ir.OpTranspose] = saved }()
 	f()
 }
+
+// CheckPassTable exports checkPassTable for tests.
+var CheckPassTable = checkPassTable

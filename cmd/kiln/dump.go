@@ -15,7 +15,7 @@ func runDump(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("dump", flag.ContinueOnError)
 	o0 := addO0Flag(fs)
 	mf := addModelFlags(fs)
-	after := fs.String("after", "", "print the IR after this pass, or after every pass with all (passes: "+strings.Join(passes.Order, ", ")+")")
+	after := fs.String("after", "", "print the IR after this pass, or after every pass with all (passes: "+strings.Join(passes.Names(), ", ")+")")
 	dot := fs.Bool("dot", false, "write Graphviz dot instead of .kir text")
 	html := fs.String("html", "", "write an HTML page with the graph after every pass side by side to this file")
 	of := addOptimizerFlags(fs, "")
@@ -29,14 +29,8 @@ func runDump(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *after != "" && *after != "all" {
-		found := false
-		for _, p := range passes.Order {
-			found = found || p == *after
-		}
-		if !found {
-			return usagef("unknown pass %q for -after (passes: %s, or all)", *after, strings.Join(passes.Order, ", "))
-		}
+	if _, ok := passes.Lookup(*after); !ok && *after != "" && *after != "all" {
+		return usagef("unknown pass %q for -after (passes: %s, or all)", *after, strings.Join(passes.Names(), ", "))
 	}
 	if *html != "" && (*after != "" || *dot) {
 		return usagef("-html writes every pass; it does not combine with -after or -dot")

@@ -254,7 +254,7 @@ func newHTMLPage(model, file, command string, snaps []passSnap) *htmlPage {
 	}
 	for k := range snaps {
 		s := &snaps[k]
-		col := htmlColumn{ID: "pass-" + s.Pass, Pass: s.Pass, Doc: passes.Doc[s.Pass], Before: s.Before, After: s.After}
+		col := htmlColumn{ID: "pass-" + s.Pass, Pass: s.Pass, Doc: passDoc(s.Pass), Before: s.Before, After: s.After}
 		if k == 0 {
 			col.Doc = "the graph as parsed from " + file
 		} else {
@@ -429,3 +429,10 @@ document.addEventListener("click", function (e) {
 </html>
 {{define "line"}}<div class="l{{with .Class}} {{.}}{{end}}">{{range .Segs}}{{if .Ref}}<span class="v" data-v="{{.Ref}}">{{.Text}}</span>{{else}}{{.Text}}{{end}}{{end}}</div>
 {{end}}`))
+
+// passDoc returns the pass table's doc of pass name ("" for the column of
+// the graph as parsed).
+func passDoc(name string) string {
+	p, _ := passes.Lookup(name)
+	return p.Doc
+}
