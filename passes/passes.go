@@ -199,7 +199,7 @@ type Debug struct {
 	// Disable names passes that Run skips (disable=PASS); only passes that
 	// are not Required.
 	Disable map[string]bool
-	Out   io.Writer       // where dumps and timings go (default os.Stderr)
+	Out     io.Writer // where dumps and timings go (default os.Stderr)
 }
 
 // DebugFromEnv parses KILN_DEBUG: a comma-separated list of check,
