@@ -20,14 +20,10 @@ import (
 // trains from without the compiler.
 func runCompile(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("compile", flag.ContinueOnError)
-	o0 := addO0Flag(fs)
-	mf := addModelFlags(fs)
+	cflags := addCompileFlags(fs, withTraining|withRecompute)
 	out := fs.String("o", "", "the plan file to write (conventionally NAME.kplan)")
 	initPath := fs.String("init", "", "safetensors file with initial values of params, stored in the plan file")
 	seed := fs.Uint64("seed", 1, "seed of the param initialization, recorded in the plan file as kiln run's default")
-	of := addOptimizerFlags(fs, "adam")
-	of.addScheduleFlags(fs)
-	cf := addCheckpointFlags(fs)
 	device := fs.String("device", "cpu", "the device the plan is for: cpu or gpu (gpu places the arena in chunks of the GPU's storage binding size, so that kiln run -device gpu can bind it)")
 	pos, err := parseFlags(fs, args, stdout)
 	if err != nil {
@@ -46,15 +42,12 @@ func runCompile(args []string, stdout io.Writer) error {
 	if err := checkFiles([]fileArg{{"MODEL.kir", path}, {"-init", *initPath}}, []fileArg{{"-o", *out}}); err != nil {
 		return err
 	}
-	opt, err := of.config()
+	opt, err := cflags.optimizer()
 	if err != nil {
 		return err
 	}
-	g, params, opts, err := load(path, mf, nil, *o0)
+	g, params, opts, err := cflags.load(path, nil)
 	if err != nil {
-		return err
-	}
-	if err := cf.apply(&opts); err != nil {
 		return err
 	}
 	var report *checkpoint.Report
@@ -77,13 +70,13 @@ func runCompile(args []string, stdout io.Writer) error {
 		Plans: map[string]*planner.Plan{planner.TrainPlan: t.Plan, planner.EvalPlan: t.EvalPlan},
 		Meta: map[string]string{
 			"source": path, "optimizer": opt.Kind, "lr": strconv.FormatFloat(opt.LR, 'g', -1, 64),
-			"seed": strconv.FormatUint(*seed, 10), "O0": strconv.FormatBool(*o0), "device": *device,
+			"seed": strconv.FormatUint(*seed, 10), "O0": strconv.FormatBool(*cflags.o0), "device": *device,
 		},
 	}
-	cf.meta(f.Meta, opts)
+	cflags.ckpt.meta(f.Meta, opts)
 	// The settings that change the result, for kiln run -resume to check
 	// (see planSettings).
-	for k, v := range trainSettings(g, mf, *opt, *o0, *device) {
+	for k, v := range trainSettings(g, cflags.model, *opt, *cflags.o0, *device) {
 		if k == modelHashKey {
 			f.Meta[modelHashMeta] = v
 		} else if k != "-device" && v != "" {
@@ -105,7 +98,7 @@ func runCompile(args []string, stdout io.Writer) error {
 	if err := planner.Save(*out, f); err != nil {
 		return err
 	}
-	if report != nil && cf.active() {
+	if report != nil && cflags.ckpt.active() {
 		fmt.Fprint(stdout, report)
 	}
 	chunks := ""

@@ -35,14 +35,11 @@ import (
 // runs one more step with the executor's trace on and writes its timeline.
 func runBench(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	o0 := addO0Flag(fs)
-	mf := addModelFlags(fs)
-	cf := addCheckpointFlags(fs)
+	cflags := addCompileFlags(fs, withOptimizer|withRecompute)
 	batch := fs.Int("batch", 0, "set every input's first dimension to N and re-infer the types (default: as the model says)")
 	steps := fs.Int("steps", 20, "timed steps")
 	warmup := fs.Int("warmup", 3, "untimed steps before the timed ones")
 	seed := fs.Uint64("seed", 1, "seed of the random inputs and the param initialization")
-	of := addOptimizerFlags(fs, "")
 	workers := addWorkersFlag(fs)
 	device := addDeviceFlag(fs)
 	matmulN := fs.Int("matmul", 0, "with -device gpu: the size N of the N×N×N f32 matmul timed on the device for its GFLOP/s (default 4096 on a hardware GPU, 256 on a software adapter)")
@@ -79,15 +76,12 @@ func runBench(args []string, stdout io.Writer) error {
 	if err := checkFiles([]fileArg{{"FILE.kir", path}}, []fileArg{{"-trace", *tracePath}}); err != nil {
 		return err
 	}
-	opt, err := of.config()
+	opt, err := cflags.optimizer()
 	if err != nil {
 		return err
 	}
-	g, _, opts, err := load(path, mf, opt, *o0)
+	g, _, opts, err := cflags.load(path, opt)
 	if err != nil {
-		return err
-	}
-	if err := cf.apply(&opts); err != nil {
 		return err
 	}
 	if *batch > 0 {

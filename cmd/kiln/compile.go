@@ -282,6 +282,72 @@ func checkRun(workers int, device string) error {
 	return checkDevice(device)
 }
 
+// compileFlags are the flags of a command that compiles a model: -O0, the
+// model's (ONNX import and freezing) and, for the commands that take them,
+// recomputation's (ckpt) and the optimizer's (opt).
+type compileFlags struct {
+	o0    *bool
+	model *modelFlags
+	ckpt  *checkpointFlags // nil: no -recompute, -memory-budget
+	opt   *optimizerFlags  // nil: no update
+}
+
+// What a command's compileFlags hold beyond -O0 and the model flags.
+const (
+	withRecompute = 1 << iota // -recompute and -memory-budget
+	withOptimizer             // the optimizer's flags; an update only with -optimizer
+	withSchedule              // with withOptimizer: the schedule and accumulation flags
+	withTraining              // the optimizer's, schedule and accumulation flags, with -optimizer adam by default
+)
+
+// addCompileFlags adds the compile flags that with selects to fs.
+func addCompileFlags(fs *flag.FlagSet, with int) *compileFlags {
+	c := &compileFlags{o0: addO0Flag(fs), model: addModelFlags(fs)}
+	switch {
+	case with&withTraining != 0:
+		c.opt = addOptimizerFlags(fs, "adam")
+	case with&withOptimizer != 0:
+		c.opt = addOptimizerFlags(fs, "")
+	}
+	if with&(withTraining|withSchedule) != 0 {
+		c.opt.addScheduleFlags(fs)
+	}
+	if with&withRecompute != 0 {
+		c.ckpt = addCheckpointFlags(fs)
+	}
+	return c
+}
+
+// optimizer returns the update the flags ask for (nil for none); bad
+// values are usage errors.
+func (c *compileFlags) optimizer() (*passes.OptimizerConfig, error) {
+	if c.opt == nil {
+		return nil, nil
+	}
+	return c.opt.config()
+}
+
+// checkUsage reports the usage errors of the recomputation flags, before
+// any file is read.
+func (c *compileFlags) checkUsage() error {
+	if c.ckpt == nil {
+		return nil
+	}
+	return c.ckpt.apply(&kiln.Options{})
+}
+
+// load reads the debug switches and the model at path and returns the
+// graph, the params its file carries and the compile options: the
+// gradient is taken when the graph has params, opt (if any) appends the
+// update, and the flags set -O0 and recomputation.
+func (c *compileFlags) load(path string, opt *passes.OptimizerConfig) (*ir.Graph, []safetensors.Tensor, kiln.Options, error) {
+	g, params, opts, err := load(path, c.model, opt, *c.o0)
+	if err == nil && c.ckpt != nil {
+		err = c.ckpt.apply(&opts)
+	}
+	return g, params, opts, err
+}
+
 // addO0Flag adds -O0, taken by every command that compiles.
 func addO0Flag(fs *flag.FlagSet) *bool {
 	return fs.Bool("O0", false, "compile without the optimizing passes (canonicalize, simplify, fuse)")

@@ -13,14 +13,10 @@ import (
 
 func runDump(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("dump", flag.ContinueOnError)
-	o0 := addO0Flag(fs)
-	mf := addModelFlags(fs)
+	cflags := addCompileFlags(fs, withOptimizer|withSchedule|withRecompute)
 	after := fs.String("after", "", "print the IR after this pass, or after every pass with all (passes: "+strings.Join(passes.Names(), ", ")+")")
 	dot := fs.Bool("dot", false, "write Graphviz dot instead of .kir text")
 	html := fs.String("html", "", "write an HTML page with the graph after every pass side by side to this file")
-	of := addOptimizerFlags(fs, "")
-	of.addScheduleFlags(fs)
-	cf := addCheckpointFlags(fs)
 	pos, err := parseFlags(fs, args, stdout)
 	if err != nil {
 		return err
@@ -38,15 +34,12 @@ func runDump(args []string, stdout io.Writer) error {
 	if err := checkFiles([]fileArg{{"FILE.kir", path}}, []fileArg{{"-html", *html}}); err != nil {
 		return err
 	}
-	opt, err := of.config()
+	opt, err := cflags.optimizer()
 	if err != nil {
 		return err
 	}
-	g, _, opts, err := load(path, mf, opt, *o0)
+	g, _, opts, err := cflags.load(path, opt)
 	if err != nil {
-		return err
-	}
-	if err := cf.apply(&opts); err != nil {
 		return err
 	}
 	if *html != "" {

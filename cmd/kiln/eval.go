@@ -17,8 +17,7 @@ import (
 // safetensors file, writing every output under its name.
 func runEval(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
-	mf := addModelFlags(fs)
-	o0 := addO0Flag(fs)
+	cflags := addCompileFlags(fs, 0)
 	inPath := fs.String("inputs", "", "safetensors file with a tensor for every input, and for params the model file gives no value (named without %)")
 	initPath := fs.String("init", "", "safetensors file with values of params (over the ONNX initializers; -inputs overrides both)")
 	outPath := fs.String("out", "", "safetensors file to write: every output of the graph by name")
@@ -51,8 +50,8 @@ func runEval(args []string, stdout io.Writer) error {
 			return err
 		}
 	}
-	mf.feed(files[1].tensors) // a symbolic dim takes the inputs' shape
-	g, feeds, err := loadGraph(path, mf)
+	cflags.model.feed(files[1].tensors) // a symbolic dim takes the inputs' shape
+	g, feeds, err := loadGraph(path, cflags.model)
 	if err != nil {
 		return err
 	}
@@ -69,7 +68,7 @@ func runEval(args []string, stdout io.Writer) error {
 		}
 		return fail(path, "%v (give them with -inputs)", err)
 	}
-	out, err := kiln.Eval(context.Background(), g, feeds, kiln.Options{Device: *device, Workers: *workers, O0: *o0, Debug: dbg})
+	out, err := kiln.Eval(context.Background(), g, feeds, kiln.Options{Device: *device, Workers: *workers, O0: *cflags.o0, Debug: dbg})
 	if err != nil {
 		return err
 	}

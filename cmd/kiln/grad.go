@@ -19,9 +19,7 @@ import (
 // tensors from a safetensors file, writing every output and grad/PARAM.
 func runGrad(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("grad", flag.ContinueOnError)
-	o0 := addO0Flag(fs)
-	mf := addModelFlags(fs)
-	cf := addCheckpointFlags(fs)
+	cflags := addCompileFlags(fs, withRecompute)
 	inPath := fs.String("inputs", "", "safetensors file with a tensor for every input and param (named without %); params the model file or -init give may be left out")
 	initPath := fs.String("init", "", "safetensors file with values of params (over the ONNX initializers; -inputs overrides both)")
 	outPath := fs.String("out", "", "safetensors file to write: every output by name and grad/PARAM for every param not frozen")
@@ -37,28 +35,25 @@ func runGrad(args []string, stdout io.Writer) error {
 	if err := checkFiles([]fileArg{{"FILE.kir", path}, {"-inputs", *inPath}, {"-init", *initPath}}, []fileArg{{"-out", *outPath}}); err != nil {
 		return err
 	}
-	if err := cf.apply(&kiln.Options{}); err != nil { // usage errors first
+	if err := cflags.checkUsage(); err != nil { // usage errors first
 		return err
 	}
 	tensors, _, err := safetensors.ReadFile(*inPath)
 	if err != nil {
 		return err
 	}
-	mf.feed(tensors)
+	cflags.model.feed(tensors)
 	var inits []safetensors.Tensor
 	if *initPath != "" {
 		if inits, _, err = safetensors.ReadFile(*initPath); err != nil {
 			return err
 		}
 	}
-	g, params, opts, err := load(path, mf, nil, *o0)
+	g, params, opts, err := cflags.load(path, nil)
 	if err != nil {
 		return err
 	}
 	if err := checkFeedFile(g, path, *initPath, inits, true); err != nil {
-		return err
-	}
-	if err := cf.apply(&opts); err != nil {
 		return err
 	}
 	p, err := compileFor(path, g, opts, *device)

@@ -15,8 +15,7 @@ import (
 // param of a graph against central differences in float64.
 func runGradcheck(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("gradcheck", flag.ContinueOnError)
-	o0 := addO0Flag(fs)
-	mf := addModelFlags(fs)
+	cflags := addCompileFlags(fs, 0)
 	inPath := fs.String("inputs", "", "safetensors file with values for inputs and params (default: random values from -seed)")
 	seed := fs.Uint64("seed", 1, "seed of the random values")
 	rtol := fs.Float64("rtol", 1e-7, "relative tolerance")
@@ -48,9 +47,9 @@ func runGradcheck(args []string, stdout io.Writer) error {
 		if tensors, _, err = safetensors.ReadFile(*inPath); err != nil {
 			return err
 		}
-		mf.feed(tensors) // a symbolic dim takes the inputs' shape
+		cflags.model.feed(tensors) // a symbolic dim takes the inputs' shape
 	}
-	g, _, opts, err := load(path, mf, nil, *o0)
+	g, _, opts, err := cflags.load(path, nil)
 	if err != nil {
 		return err
 	}

@@ -11,12 +11,8 @@ import (
 
 func runPlan(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
-	o0 := addO0Flag(fs)
-	mf := addModelFlags(fs)
+	cflags := addCompileFlags(fs, withOptimizer|withSchedule|withRecompute)
 	reportFlag := fs.Bool("report", false, "print a short memory report (arena, lower bound, ratio, params/state/inputs, largest buffers, in-place reuse) instead of the whole plan")
-	of := addOptimizerFlags(fs, "")
-	of.addScheduleFlags(fs)
-	cf := addCheckpointFlags(fs)
 	pos, err := parseFlags(fs, args, stdout)
 	if err != nil {
 		return err
@@ -25,15 +21,12 @@ func runPlan(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	opt, err := of.config()
+	opt, err := cflags.optimizer()
 	if err != nil {
 		return err
 	}
-	g, _, opts, err := load(path, mf, opt, *o0)
+	g, _, opts, err := cflags.load(path, opt)
 	if err != nil {
-		return err
-	}
-	if err := cf.apply(&opts); err != nil {
 		return err
 	}
 	var report *checkpoint.Report

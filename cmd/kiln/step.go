@@ -26,15 +26,11 @@ const stepLossName = "loss"
 // mean of theirs.
 func runStep(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("step", flag.ContinueOnError)
-	o0 := addO0Flag(fs)
-	mf := addModelFlags(fs)
-	cf := addCheckpointFlags(fs)
+	cflags := addCompileFlags(fs, withTraining|withRecompute)
 	inPath := fs.String("inputs", "", "safetensors file with a tensor for every input, and for some or all params (named without %)")
 	outPath := fs.String("out", "", "safetensors file to write: every param after the last step, and \"loss\", the f64 vector of the losses")
 	steps := fs.Int("steps", 1, "training steps (updates) to run on the batch")
 	seed := fs.Uint64("seed", 1, "seed of the initial values of the params that neither -inputs nor the model file gives")
-	of := addOptimizerFlags(fs, "adam")
-	of.addScheduleFlags(fs)
 	workers := addWorkersFlag(fs)
 	device := addDeviceFlag(fs)
 	path, err := parseModelRun(fs, args, stdout, workers, device)
@@ -50,21 +46,21 @@ func runStep(args []string, stdout io.Writer) error {
 	if err := checkFiles([]fileArg{{"FILE.kir", path}, {"-inputs", *inPath}}, []fileArg{{"-out", *outPath}}); err != nil {
 		return err
 	}
-	opt, err := of.config()
+	opt, err := cflags.optimizer()
 	if err != nil {
 		return err
 	}
 	// T of a schedule: the run's updates.
 	opt.Total = int64(*steps)
-	if err := cf.apply(&kiln.Options{}); err != nil { // usage errors first
+	if err := cflags.checkUsage(); err != nil { // usage errors first
 		return err
 	}
 	tensors, _, err := safetensors.ReadFile(*inPath)
 	if err != nil {
 		return err
 	}
-	mf.feed(tensors)
-	g, params, opts, err := load(path, mf, opt, *o0)
+	cflags.model.feed(tensors)
+	g, params, opts, err := cflags.load(path, opt)
 	if err != nil {
 		return err
 	}
@@ -73,9 +69,6 @@ func runStep(args []string, stdout io.Writer) error {
 	}
 	if slices.ContainsFunc(g.Params(), func(id ir.ID) bool { return g.Value(id).Name == stepLossName }) {
 		return fail(path, "param %%%s has the name kiln step writes the losses to; rename it", stepLossName)
-	}
-	if err := cf.apply(&opts); err != nil {
-		return err
 	}
 	p, err := compileFor(path, g, opts, *device)
 	if err != nil {

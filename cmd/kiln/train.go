@@ -720,13 +720,9 @@ func metric(sig kiln.Signature, v float64) string {
 // when the model takes no inputs.
 func runTrain(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("train", flag.ContinueOnError)
-	o0 := addO0Flag(fs)
-	mf := addModelFlags(fs)
+	cflags := addCompileFlags(fs, withTraining|withRecompute)
 	lf := addLoopFlags(fs)
 	fs.StringVar(&lf.saveONNX, "save-onnx", "", "write the ONNX model trained (MODEL.onnx) with its initializers replaced by the trained params to this file")
-	of := addOptimizerFlags(fs, "adam")
-	of.addScheduleFlags(fs)
-	cf := addCheckpointFlags(fs)
 	workers := addWorkersFlag(fs)
 	device := addDeviceFlag(fs)
 	pos, err := parseFlags(fs, args, stdout)
@@ -739,7 +735,7 @@ func runTrain(args []string, stdout io.Writer) error {
 	if err := checkRun(*workers, *device); err != nil {
 		return err
 	}
-	opt, err := of.config()
+	opt, err := cflags.optimizer()
 	if err != nil {
 		return err
 	}
@@ -756,7 +752,7 @@ func runTrain(args []string, stdout io.Writer) error {
 		if lf.dataPath != "" && lf.dataPath != digitsData {
 			return usagef("-data needs a MODEL.kir to train")
 		}
-		if given := mf.onnxOnly(); len(given) > 0 || lf.saveONNX != "" {
+		if given := cflags.model.onnxOnly(); len(given) > 0 || lf.saveONNX != "" {
 			if lf.saveONNX != "" {
 				given = append(given, "-save-onnx")
 			}
@@ -768,7 +764,7 @@ func runTrain(args []string, stdout io.Writer) error {
 		if g, err = ir.Parse(examples.DigitsMLPFile, examples.DigitsMLP); err != nil {
 			return err
 		}
-		if err := mf.freezeKIR(examples.DigitsMLPFile, g); err != nil {
+		if err := cflags.model.freezeKIR(examples.DigitsMLPFile, g); err != nil {
 			return err
 		}
 	case 1:
@@ -778,7 +774,7 @@ func runTrain(args []string, stdout io.Writer) error {
 		if err := lf.checkFiles(fileArg{"MODEL.kir", pos[0]}); err != nil {
 			return err
 		}
-		if g, params, lf.onnxModel, err = loadModel(pos[0], mf); err != nil {
+		if g, params, lf.onnxModel, err = loadModel(pos[0], cflags.model); err != nil {
 			return err
 		}
 		lf.modelPath = pos[0]
@@ -788,8 +784,8 @@ func runTrain(args []string, stdout io.Writer) error {
 	default:
 		return usagef("expected at most one MODEL.kir, found %d arguments", len(pos))
 	}
-	opts := kiln.Options{Debug: dbg, O0: *o0, Workers: *workers, Device: *device}
-	if err := cf.apply(&opts); err != nil {
+	opts := kiln.Options{Debug: dbg, O0: *cflags.o0, Workers: *workers, Device: *device}
+	if err := cflags.ckpt.apply(&opts); err != nil {
 		return err
 	}
 	var report *checkpoint.Report
@@ -813,10 +809,10 @@ func runTrain(args []string, stdout io.Writer) error {
 	if len(pos) == 0 {
 		fmt.Fprintf(stdout, "training the built-in example %s on the digits data (%d rows; UCI, CC BY 4.0)\n", examples.DigitsMLPFile, data.N)
 	}
-	if report != nil && cf.active() {
+	if report != nil && cflags.ckpt.active() {
 		fmt.Fprint(stdout, report)
 	}
-	return lf.train(stdout, t, g.Name, fmt.Sprintf("%s lr %g", opt.Kind, opt.LR), trainSettings(g, mf, *opt, *o0, *device), data, dataName)
+	return lf.train(stdout, t, g.Name, fmt.Sprintf("%s lr %g", opt.Kind, opt.LR), trainSettings(g, cflags.model, *opt, *cflags.o0, *device), data, dataName)
 }
 
 func pct(v float64) string {
