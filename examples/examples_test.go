@@ -1,7 +1,7 @@
 package examples_test
 
 import (
-	"flag"
+	"github.com/kilnml/kiln/internal/golden"
 	"os"
 	"testing"
 
@@ -11,8 +11,6 @@ import (
 	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/passes"
 )
-
-var update = flag.Bool("update", false, "rewrite examples/linreg/inputs.safetensors")
 
 // TestExamplesCompile compiles every example model for training.
 func TestExamplesCompile(t *testing.T) {
@@ -40,7 +38,7 @@ func TestExamplesCompile(t *testing.T) {
 // writes it).
 func TestLinregInputs(t *testing.T) {
 	const path = "linreg/inputs.safetensors"
-	if *update {
+	if golden.Update() {
 		x := []float64{1, 2, 3, 0, 1, -1, 2, 0, 1, -1, 1, 0}
 		tt := []float64{1, 2, 3, 4}
 		w := []float64{0.5, -0.25, 0.125}

@@ -1,7 +1,7 @@
 package ir_test
 
 import (
-	"flag"
+	"github.com/kilnml/kiln/internal/golden"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,8 +12,6 @@ import (
 
 	"github.com/kilnml/kiln/ir"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 func parseFile(t *testing.T, path string) *ir.Graph {
 	t.Helper()
@@ -77,19 +75,8 @@ func TestGolden(t *testing.T) {
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			got := parseFile(t, f).Format()
-			golden := strings.TrimSuffix(f, ".kir") + ".golden"
-			if *update {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test ./ir -update to create it)", err)
-			}
-			if d := cmp.Diff(string(want), got); d != "" {
-				t.Errorf("%s differs (-want +got):\n%s", golden, d)
-			}
+			goldenPath := strings.TrimSuffix(f, ".kir") + ".golden"
+			golden.Check(t, goldenPath, []byte(got))
 		})
 	}
 }

@@ -1,7 +1,7 @@
 package passes
 
 import (
-	"flag"
+	"github.com/kilnml/kiln/internal/golden"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,20 +11,6 @@ import (
 
 	"github.com/kilnml/kiln/ir"
 )
-
-// The golden tests share the -update flag with any other test of the
-// package that defines it.
-func init() {
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite golden files")
-	}
-}
-
-// fuseewUpdating reports whether -update was given.
-func fuseewUpdating() bool {
-	f := flag.Lookup("update")
-	return f != nil && f.Value.String() == "true"
-}
 
 // TestFuseElementwiseGolden runs the elementwise fusion and DCE over each
 // testdata/fuseew/NAME.kir and compares the result with NAME.golden
@@ -63,18 +49,18 @@ func TestFuseElementwiseGolden(t *testing.T) {
 			if d := cmp.Diff(got, back.Format()); d != "" {
 				t.Errorf("the fused graph does not print back to itself:\n%s", d)
 			}
-			golden := strings.TrimSuffix(file, ".kir") + ".golden"
-			if fuseewUpdating() {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			goldenPath := strings.TrimSuffix(file, ".kir") + ".golden"
+			if golden.Update() {
+				if err := os.WriteFile(goldenPath, []byte(got), 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
-			want, err := os.ReadFile(golden)
+			want, err := os.ReadFile(goldenPath)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if d := cmp.Diff(string(want), got); d != "" {
-				t.Errorf("%s differs (-want +got):\n%s", golden, d)
+				t.Errorf("%s differs (-want +got):\n%s", goldenPath, d)
 			}
 		})
 	}

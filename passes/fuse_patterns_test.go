@@ -1,7 +1,7 @@
 package passes
 
 import (
-	"flag"
+	"github.com/kilnml/kiln/internal/golden"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,21 +11,6 @@ import (
 
 	"github.com/kilnml/kiln/ir"
 )
-
-// fusepatUpdateFlag is the -update flag: rewrite the golden files. It is
-// looked up, and defined only when no other test file of the package has
-// defined it, so that the package's golden tests can share one flag.
-var fusepatUpdateFlag *flag.Flag
-
-func init() {
-	if fusepatUpdateFlag = flag.Lookup("update"); fusepatUpdateFlag == nil {
-		flag.Bool("update", false, "rewrite golden files")
-		fusepatUpdateFlag = flag.Lookup("update")
-	}
-}
-
-// fusepatUpdating reports whether -update was given.
-func fusepatUpdating() bool { return fusepatUpdateFlag.Value.String() == "true" }
 
 // TestFusePatternsGolden runs the pattern fusions (or, for canon_*.kir, the
 // canonicalize pass) over every graph in testdata/fusepat and compares the
@@ -72,18 +57,18 @@ func TestFusePatternsGolden(t *testing.T) {
 			if b := back.Format(); b != got {
 				t.Errorf("the result does not round-trip:\n%s", cmp.Diff(got, b))
 			}
-			golden := filepath.Join("testdata", "fusepat", name+".golden")
-			if fusepatUpdating() {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			goldenPath := filepath.Join("testdata", "fusepat", name+".golden")
+			if golden.Update() {
+				if err := os.WriteFile(goldenPath, []byte(got), 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
-			want, err := os.ReadFile(golden)
+			want, err := os.ReadFile(goldenPath)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if d := cmp.Diff(string(want), got); d != "" {
-				t.Errorf("%s differs from %s (-want +got; -update rewrites it):\n%s", file, golden, d)
+				t.Errorf("%s differs from %s (-want +got; -update rewrites it):\n%s", file, goldenPath, d)
 			}
 		})
 	}

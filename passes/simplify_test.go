@@ -2,7 +2,7 @@ package passes_test
 
 import (
 	"bytes"
-	"flag"
+	"github.com/kilnml/kiln/internal/golden"
 	"math"
 	"os"
 	"path/filepath"
@@ -14,19 +14,6 @@ import (
 	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/passes"
 )
-
-// The golden files of passes/testdata share one -update flag with any other
-// golden test of the package; it is registered here unless one already is.
-func init() {
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite golden files")
-	}
-}
-
-func simplifyUpdating() bool {
-	f := flag.Lookup("update")
-	return f != nil && f.Value.String() == "true"
-}
 
 // simplifyGoldenFiles returns the inputs of the golden tests.
 func simplifyGoldenFiles(t *testing.T) []string {
@@ -76,18 +63,18 @@ func TestSimplifyGolden(t *testing.T) {
 				fired[r] = true
 			}
 			got := "# simplify: " + st.String() + "\n" + g.Format()
-			golden := strings.TrimSuffix(file, ".kir") + ".golden"
-			if simplifyUpdating() {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			goldenPath := strings.TrimSuffix(file, ".kir") + ".golden"
+			if golden.Update() {
+				if err := os.WriteFile(goldenPath, []byte(got), 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
-			want, err := os.ReadFile(golden)
+			want, err := os.ReadFile(goldenPath)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if d := cmp.Diff(string(want), got); d != "" {
-				t.Errorf("%s differs from %s (-want +got):\n%s", file, golden, d)
+				t.Errorf("%s differs from %s (-want +got):\n%s", file, goldenPath, d)
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package planner_test
 import (
 	"crypto/sha256"
 	"fmt"
+	"github.com/kilnml/kiln/internal/golden"
 	"os"
 	"path/filepath"
 	"strings"
@@ -88,13 +89,13 @@ func TestPlansUnchanged(t *testing.T) {
 			fmt.Fprintf(&got, "%s %s: %x\n", m.name, mode.name, sha256.Sum256([]byte(p.Format())))
 		}
 	}
-	const golden = "testdata/plans.sha256"
-	if *update {
-		if err := os.WriteFile(golden, []byte(got.String()), 0o644); err != nil {
+	const goldenPath = "testdata/plans.sha256"
+	if golden.Update() {
+		if err := os.WriteFile(goldenPath, []byte(got.String()), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	want, err := os.ReadFile(golden)
+	want, err := os.ReadFile(goldenPath)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,7 @@
 package planner_test
 
 import (
-	"flag"
-	"os"
+	"github.com/kilnml/kiln/internal/golden"
 	"strings"
 	"testing"
 
@@ -13,8 +12,6 @@ import (
 	"github.com/kilnml/kiln/passes"
 	"github.com/kilnml/kiln/planner"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 const mlpSrc = `graph mlp
 input %x: f32[32,20]
@@ -76,19 +73,8 @@ func TestPlansCheckAndReport(t *testing.T) {
 func TestGoldenPlan(t *testing.T) {
 	sgd, _ := passes.DefaultOptimizer("sgd")
 	got := compile(t, mlpSrc, kiln.Options{Optimizer: &sgd, O0: true}).Format() // the planner alone, whatever the optimizing passes do
-	const golden = "testdata/mlp_sgd.plan"
-	if *update {
-		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := cmp.Diff(string(want), got); d != "" {
-		t.Errorf("plan differs (-want +got):\n%s", d)
-	}
+	const goldenPath = "testdata/mlp_sgd.plan"
+	golden.Check(t, goldenPath, []byte(got))
 }
 
 func TestLiveness(t *testing.T) {

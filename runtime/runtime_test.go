@@ -3,7 +3,7 @@ package runtime_test
 import (
 	"bytes"
 	"context"
-	"flag"
+	"github.com/kilnml/kiln/internal/golden"
 	"math"
 	"os"
 	"os/exec"
@@ -23,8 +23,6 @@ import (
 	"github.com/kilnml/kiln/planner"
 	"github.com/kilnml/kiln/runtime"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/digits.kplan")
 
 // digitsPlan is the plan file the example trains from.
 const digitsPlan = "testdata/digits.kplan"
@@ -79,7 +77,7 @@ func compileDigits(t *testing.T) (*kiln.Trainer, []byte) {
 // it).
 func TestTestdataPlan(t *testing.T) {
 	_, want := compileDigits(t)
-	if *update {
+	if golden.Update() {
 		if err := os.WriteFile(digitsPlan, want, 0o644); err != nil {
 			t.Fatal(err)
 		}

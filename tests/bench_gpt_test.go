@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"github.com/kilnml/kiln/internal/golden"
 	"os"
 	"strings"
 	"testing"
@@ -83,7 +84,7 @@ func gptGraph(t *testing.T) *ir.Graph {
 func TestBenchGPT(t *testing.T) {
 	want := gptGraph(t).Format()
 	header := gptHeader()
-	if *update {
+	if golden.Update() {
 		if err := os.WriteFile(gptFile, []byte(header+want), 0o644); err != nil {
 			t.Fatal(err)
 		}

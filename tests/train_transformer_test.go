@@ -3,6 +3,7 @@ package tests
 import (
 	"bytes"
 	"context"
+	"github.com/kilnml/kiln/internal/golden"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -73,7 +74,7 @@ const tfmExampleHeader = `# A pre-norm transformer that learns to reverse sequen
 func TestReverseExample(t *testing.T) {
 	g := tfmReverse(t, tfmBatch, tfmSeq, tfmExampleOptions())
 	want := g.Format()
-	if *update {
+	if golden.Update() {
 		if err := os.MkdirAll("../examples/transformer", 0o755); err != nil {
 			t.Fatal(err)
 		}

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"flag"
+	"github.com/kilnml/kiln/internal/golden"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,8 +10,6 @@ import (
 
 	"github.com/kilnml/kiln/ir"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // linregKir is a small model without optimizer state: linear regression.
 const linregKir = `graph linreg
@@ -69,25 +67,10 @@ func TestDumpRoundTrip(t *testing.T) {
 // testdata/digits_mlp.dump.golden; go test -update rewrites it.
 func TestDumpGolden(t *testing.T) {
 	t.Parallel()
-	const golden = "testdata/digits_mlp.dump.golden"
+	const goldenPath = "testdata/digits_mlp.dump.golden"
 	r := runKiln(t, "dump", digitsMLP)
 	r.want(t, 0)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(golden, []byte(r.stdout), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if r.stdout != string(want) {
-		t.Errorf("kiln dump %s differs from %s (go test -update rewrites it):\n--- got\n%s\n--- want\n%s", digitsMLP, golden, r.stdout, want)
-	}
+	golden.Check(t, goldenPath, []byte(r.stdout))
 }
 
 var afterHeader = regexp.MustCompile(`(?m)^# after (\S+)\n`)

@@ -2,7 +2,7 @@ package main
 
 import (
 	"bytes"
-	"flag"
+	"github.com/kilnml/kiln/internal/golden"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,8 +12,6 @@ import (
 	"github.com/kilnml/kiln/frontends/safetensors"
 	"github.com/kilnml/kiln/ir"
 )
-
-var update = flag.Bool("update", false, "rewrite automaton.kir")
 
 // TestAutomatonKir checks that automaton.kir and sharpen.kir are what the
 // generator writes (go test ./examples/lgca -update rewrites them), that
@@ -29,7 +27,7 @@ func TestAutomatonKir(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := kirText(tc.a, g)
-		if *update {
+		if golden.Update() {
 			if err := os.WriteFile(tc.path, want, 0o644); err != nil {
 				t.Fatal(err)
 			}

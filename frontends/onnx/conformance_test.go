@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kilnml/kiln/internal/golden"
 	"math"
 	"os"
 	"path/filepath"
@@ -124,7 +125,7 @@ func TestONNXConformance(t *testing.T) {
 	}
 	want := conformanceReport(results, counts)
 	got, err := os.ReadFile(conformanceDoc)
-	if *update {
+	if golden.Update() {
 		if err != nil || string(got) != want {
 			if err := os.WriteFile(conformanceDoc, []byte(want), 0o644); err != nil {
 				t.Fatal(err)

@@ -1,15 +1,13 @@
 package onnx
 
 import (
-	"flag"
 	"fmt"
+	"github.com/kilnml/kiln/internal/golden"
 	"os"
 	"sort"
 	"strings"
 	"testing"
 )
-
-var update = flag.Bool("update", false, "rewrite the op table in docs/ONNX.md")
 
 const (
 	docPath  = "../../docs/ONNX.md"
@@ -46,7 +44,7 @@ func TestOpTableDoc(t *testing.T) {
 	}
 	want := opTable()
 	if got := doc[i+len(docBegin) : j]; got != want {
-		if *update {
+		if golden.Update() {
 			if err := os.WriteFile(docPath, []byte(doc[:i+len(docBegin)]+want+doc[j:]), 0o644); err != nil {
 				t.Fatal(err)
 			}

@@ -2,6 +2,7 @@ package onnx
 
 import (
 	"fmt"
+	"github.com/kilnml/kiln/internal/golden"
 	"os"
 	"sort"
 	"strings"
@@ -37,7 +38,7 @@ func TestExportTableDoc(t *testing.T) {
 	}
 	want := exportTable()
 	if got := doc[i+len(exportDocBegin) : j]; got != want {
-		if *update {
+		if golden.Update() {
 			if err := os.WriteFile(docPath, []byte(doc[:i+len(exportDocBegin)]+want+doc[j:]), 0o644); err != nil {
 				t.Fatal(err)
 			}

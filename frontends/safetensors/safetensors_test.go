@@ -3,7 +3,7 @@ package safetensors
 import (
 	"bytes"
 	"encoding/binary"
-	"flag"
+	"github.com/kilnml/kiln/internal/golden"
 	"math"
 	"os"
 	"path/filepath"
@@ -13,8 +13,6 @@ import (
 
 	"github.com/kilnml/kiln/ir"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/golden.safetensors from the hand-built bytes")
 
 // goldenBytes returns the contents of testdata/golden.safetensors, built by
 // hand from the format description rather than by Encode:
@@ -59,7 +57,7 @@ func TestGolden(t *testing.T) {
 		t.Fatalf("hand-built golden file has %d bytes, want %d", len(want), 8+384+43)
 	}
 	path := filepath.Join("testdata", "golden.safetensors")
-	if *update {
+	if golden.Update() {
 		if err := os.MkdirAll("testdata", 0o755); err != nil {
 			t.Fatal(err)
 		}

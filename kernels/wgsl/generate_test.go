@@ -1,8 +1,8 @@
 package wgsl
 
 import (
-	"flag"
 	"fmt"
+	"github.com/kilnml/kiln/internal/golden"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,8 +12,6 @@ import (
 	"github.com/kilnml/kiln/kernels"
 	"github.com/kilnml/kiln/kernels/wgsl/wgsltest"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden shaders in testdata")
 
 // caseNodes returns the kernel node of every non-input value of every
 // shared device case (wgsltest.Cases) and of nnGraph, each with the name
@@ -210,7 +208,7 @@ func TestGoldenShaders(t *testing.T) {
 				fmt.Fprintf(&b, "// dispatch %d: workgroups %v, bindings %v\n%s", i, d.Groups, d.Bind, d.Source)
 			}
 			path := filepath.Join("testdata", g.name+".wgsl")
-			if *update {
+			if golden.Update() {
 				if err := os.MkdirAll("testdata", 0o755); err != nil {
 					t.Fatal(err)
 				}
