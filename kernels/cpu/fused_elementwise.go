@@ -765,6 +765,9 @@ func buildFusedReduce[T float](n *kernels.Node) (kernels.Func, error) {
 	}
 	red := newFuseewCursor(xs, dst)
 	div := T(count)
+	if f, err := splitFusedReduce[T](n, prog, xs, axes, count, div, mean); f != nil || err != nil {
+		return f, err
+	}
 	return func(out kernels.Tensor, args []kernels.Tensor) error {
 		o := kernels.View[T](out)
 		clear(o)
@@ -774,4 +777,71 @@ func buildFusedReduce[T float](n *kernels.Node) (kernels.Func, error) {
 		}
 		return nil
 	}, nil
+}
+
+// splitFusedReduce returns fused_reduce's Func split across n.Par's
+// workers, or nil when it stays on one: when it reduces trailing axes
+// (each output element sums a contiguous run of count elements) and is
+// large enough. Part p computes the output elements [bounds[p],
+// bounds[p+1]) with a machine and a cursor of its own, from the first
+// element of its first run, each sum from zero in index order as unsplit.
+// The bounds are also multiples of fuseewBlock elements, so every block
+// of the program is the one an unsplit run computes.
+func splitFusedReduce[T float](n *kernels.Node, prog ir.EwProgram, xs ir.Shape, axes []int, count int, div T, mean bool) (kernels.Func, error) {
+	for i, ax := range axes {
+		if ax != len(xs)-len(axes)+i {
+			return nil, nil
+		}
+	}
+	outs := n.Out.Shape.NumElements()
+	if count == 0 || outs < 2 {
+		return nil, nil
+	}
+	align := fuseewBlock / gcd(count, fuseewBlock) // outputs per whole number of blocks
+	parts := min(parParts(n.Par, outs, 4*count), outs/align)
+	if parts < 2 {
+		return nil, nil
+	}
+	dst := ir.ReducedShape(xs, axes, true).Strides()
+	for _, ax := range axes {
+		dst[ax] = 0
+	}
+	mcs := make([]*fuseewMachine[T], parts)
+	reds := make([]fuseewCursor, parts)
+	for p := range mcs {
+		var err error
+		if mcs[p], err = newFuseewMachine[T](prog, n.Args, fuseewArgs(len(n.Args), 0), xs); err != nil {
+			return nil, err
+		}
+		reds[p] = newFuseewCursor(xs, dst)
+	}
+	bounds := parBounds(outs, parts, align)
+	var (
+		o    []T
+		args []kernels.Tensor
+	)
+	body := func(p int) {
+		lo, hi := bounds[p], bounds[p+1]
+		oo := o[lo:hi]
+		clear(oo)
+		mcs[p].run(nil, args, lo*count, hi*count, o, &reds[p])
+		if mean {
+			reduceDivide(oo, div)
+		}
+	}
+	par := n.Par
+	return func(out kernels.Tensor, a []kernels.Tensor) error {
+		o, args = kernels.View[T](out), a
+		par.Run(parts, body)
+		o, args = nil, nil
+		return nil
+	}, nil
+}
+
+// gcd returns the greatest common divisor of a and b.
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }
