@@ -129,10 +129,8 @@ func gatherFunc[T kernels.Elem](w *walk) kernels.Func {
 
 // buildReshape builds reshape {shape}: a copy, since the row-major order of
 // the elements does not change. The target shape was resolved by inference
-// (ir.ReshapeTarget) and is n.Out's shape.
-func buildReshape(*kernels.Node) (kernels.Func, error) {
-	return func(out kernels.Tensor, args []kernels.Tensor) error {
-		copy(out.Data, args[0].Data)
-		return nil
-	}, nil
+// (ir.ReshapeTarget) and is n.Out's shape. A large copy splits into
+// ranges of bytes across the workers (parCopy).
+func buildReshape(n *kernels.Node) (kernels.Func, error) {
+	return parCopy(n.Par, n.Out.Bytes()), nil
 }

@@ -184,3 +184,15 @@ func parTrailing(b kernels.Builder, cost int) kernels.Builder {
 		}), nil
 	}
 }
+
+// parCopy returns the Func that copies its argument's size bytes into its
+// output, in ranges of whole cache lines across par's workers when large
+// (a byte is a quarter of a unit of work).
+func parCopy(par kernels.Parallel, size int) kernels.Func {
+	const line = 64
+	parts := parParts(par, size/line, line/4)
+	return parRows(par, parts, size, line, func(_ int, out kernels.Tensor, args []kernels.Tensor, lo, hi int) error {
+		copy(out.Data[lo:hi], args[0].Data[lo:hi])
+		return nil
+	})
+}

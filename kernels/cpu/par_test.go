@@ -157,6 +157,7 @@ func parCases() []parCase {
 		parCase{"pow 3", ir.OpPow, ir.MakeAttrs("exponent", ir.Float(3)), x(1001)},
 		parCase{"relu_grad", ir.OpReluGrad, nil, xy(1001)},
 		parCase{"gelu_grad", ir.OpGeluGrad, nil, xy(1001)},
+		parCase{"reshape", ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(143, 7)), x(7, 143)},
 	)
 	return cases
 }
@@ -295,6 +296,6 @@ func BenchmarkParSplit(b *testing.B) {
 			benchPar(b, ir.OpLayerNorm, ir.MakeAttrs("axes", ir.Ints(-1)), workers, x, w, w)
 		})
 		b.Run(name("softmax_cross_entropy"), func(b *testing.B) { benchPar(b, ir.OpSoftmaxCrossEntropy, nil, workers, x, labels) })
-		b.Run(name("softmax_ce_grad"), func(b *testing.B) { benchPar(b, ir.OpSoftmaxCEGrad, nil, workers, x, labels) })
+		b.Run(name("softmax_ce_grad"), func(b *testing.B) { benchPar(b, ir.OpSoftmaxCEGrad, ir.MakeAttrs("reduction", ir.String("sum")), workers, x, labels) })
 	}
 }
