@@ -296,6 +296,8 @@ func BenchmarkParSplit(b *testing.B) {
 			benchPar(b, ir.OpLayerNorm, ir.MakeAttrs("axes", ir.Ints(-1)), workers, x, w, w)
 		})
 		b.Run(name("softmax_cross_entropy"), func(b *testing.B) { benchPar(b, ir.OpSoftmaxCrossEntropy, nil, workers, x, labels) })
-		b.Run(name("softmax_ce_grad"), func(b *testing.B) { benchPar(b, ir.OpSoftmaxCEGrad, ir.MakeAttrs("reduction", ir.String("sum")), workers, x, labels) })
+		b.Run(name("softmax_ce_grad"), func(b *testing.B) {
+			benchPar(b, ir.OpSoftmaxCEGrad, ir.MakeAttrs("reduction", ir.String("sum")), workers, x, labels)
+		})
 	}
 }
