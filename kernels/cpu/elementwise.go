@@ -24,6 +24,9 @@ func buildBinary[T number](n *kernels.Node) (kernels.Func, error) {
 		return nil, fmt.Errorf("%s is not a binary elementwise op", op)
 	}
 	w := newWalk(n.Out.Shape, broadcastStrides(n.Args[0].Shape, n.Out.Shape), broadcastStrides(n.Args[1].Shape, n.Out.Shape))
+	if f := parWalk(n.Par, w, 1, func(o, a, b []T, ao, bo, ia, ib int) { binaryRow(op, o, a, b, ao, bo, ia, ib) }); f != nil {
+		return f, nil // split across the workers (par.go)
+	}
 	return func(out kernels.Tensor, args []kernels.Tensor) error {
 		o, a, b := kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1])
 		inner, ia, ib := w.inner, w.ia, w.ib

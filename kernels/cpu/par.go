@@ -196,3 +196,38 @@ func parCopy(par kernels.Parallel, size int) kernels.Func {
 		return nil
 	})
 }
+
+// parWalk returns the Func of a binary elementwise kernel over the walk w
+// (its output and two broadcast operands) whose row code is row (out[j] =
+// f(a[ao+j*ia], b[bo+j*ib])), split across par's workers, or nil when it
+// stays on one: too little work (cost units per element), or a walk of
+// more than one outer dimension. A walk of one row (equal shapes, a scalar
+// operand) splits into ranges of whole parAlign blocks; a walk of rows (a
+// bias add) splits into ranges of whole rows.
+func parWalk[T number](par kernels.Parallel, w *walk, cost int, row func(out, a, b []T, ao, bo, ia, ib int)) kernels.Func {
+	var rows, align, inner int
+	switch len(w.dims) {
+	case 0:
+		rows, align, inner = w.n, parAlign, 1
+	case 1:
+		rows, align, inner = w.dims[0], 1, w.inner
+	default:
+		return nil
+	}
+	parts := parParts(par, rows, inner*cost)
+	if parts < 2 {
+		return nil
+	}
+	return parRows(par, parts, rows, align, func(_ int, out kernels.Tensor, args []kernels.Tensor, lo, hi int) error {
+		o, a, b := kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1])
+		if len(w.dims) == 0 {
+			row(o[lo:hi], a, b, lo*w.ia, lo*w.ib, w.ia, w.ib)
+			return nil
+		}
+		sa, sb := w.sa[0], w.sb[0]
+		for r := lo; r < hi; r++ {
+			row(o[r*inner:(r+1)*inner], a, b, r*sa, r*sb, w.ia, w.ib)
+		}
+		return nil
+	})
+}

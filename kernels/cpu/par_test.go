@@ -146,7 +146,10 @@ func parCases() []parCase {
 	for _, op := range []string{"sum", "mean"} {
 		cases = append(cases,
 			parCase{"fused_reduce " + op + " rows", ir.OpFusedReduce, prog.With("op", ir.String(op)).With("axes", ir.Ints(-1)), xy(1100, 33)},
-			parCase{"fused_reduce " + op + " two axes", ir.OpFusedReduce, prog.With("op", ir.String(op)).With("axes", ir.Ints(1, 2)), xy(700, 4, 16)})
+			parCase{"fused_reduce " + op + " two axes", ir.OpFusedReduce, prog.With("op", ir.String(op)).With("axes", ir.Ints(1, 2)), xy(700, 4, 16)},
+			parCase{"fused_reduce " + op + " leading axis", ir.OpFusedReduce, prog.With("op", ir.String(op)).With("axes", ir.Ints(0)), xy(301, 128)},
+			parCase{"fused_reduce " + op + " leading axes", ir.OpFusedReduce, prog.With("op", ir.String(op)).With("axes", ir.Ints(0, 1)), xy(5, 61, 192)},
+			parCase{"fused_reduce " + op + " middle axis", ir.OpFusedReduce, prog.With("op", ir.String(op)).With("axes", ir.Ints(1)), xy(3, 61, 192)})
 	}
 	for _, op := range []ir.Op{ir.OpExp, ir.OpLog, ir.OpTanh, ir.OpSigmoid, ir.OpRelu, ir.OpNeg, ir.OpErf, ir.OpAbs, ir.OpSquare, ir.OpGelu, ir.OpSilu, ir.OpSoftplus} {
 		cases = append(cases, parCase{op.String(), op, nil, x(7, 143)})
@@ -157,6 +160,19 @@ func parCases() []parCase {
 		parCase{"pow 3", ir.OpPow, ir.MakeAttrs("exponent", ir.Float(3)), x(1001)},
 		parCase{"relu_grad", ir.OpReluGrad, nil, xy(1001)},
 		parCase{"gelu_grad", ir.OpGeluGrad, nil, xy(1001)},
+		parCase{"add", ir.OpAdd, nil, xy(7, 143)},
+		parCase{"mul scalar", ir.OpMul, nil, func(r *rand.Rand, dt ir.DType) []kernels.Tensor {
+			return []kernels.Tensor{fuseewRandom(r, ir.TensorOf(dt, 7, 143)), fuseewRandom(r, ir.TensorOf(dt))}
+		}},
+		parCase{"div scalar first", ir.OpDiv, nil, func(r *rand.Rand, dt ir.DType) []kernels.Tensor {
+			return []kernels.Tensor{fuseewRandom(r, ir.TensorOf(dt)), fuseewRandom(r, ir.TensorOf(dt, 7, 143))}
+		}},
+		parCase{"sub rows", ir.OpSub, nil, func(r *rand.Rand, dt ir.DType) []kernels.Tensor {
+			return []kernels.Tensor{fuseewRandom(r, ir.TensorOf(dt, 3, 29, 17)), fuseewRandom(r, ir.TensorOf(dt, 3, 29, 1))}
+		}},
+		parCase{"add bias", ir.OpAdd, nil, func(r *rand.Rand, dt ir.DType) []kernels.Tensor {
+			return []kernels.Tensor{fuseewRandom(r, ir.TensorOf(dt, 3, 29, 17)), fuseewRandom(r, ir.TensorOf(dt, 29, 17))}
+		}},
 		parCase{"reshape", ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(143, 7)), x(7, 143)},
 	)
 	return cases
