@@ -20,6 +20,9 @@ func buildTranspose[T kernels.Elem](n *kernels.Node) (kernels.Func, error) {
 	}
 	w := newWalk(n.Out.Shape, src, nil)
 	if w.ia <= 1 || len(w.dims) == 0 {
+		if f := parGather[T](n.Par, n.Out.Shape, src); f != nil {
+			return f, nil // split across the workers by rows (par.go)
+		}
 		return gatherFunc[T](w), nil // rows read contiguous memory (or one row)
 	}
 	return transposeTiled[T](w, n.Par), nil

@@ -231,3 +231,34 @@ func parWalk[T number](par kernels.Parallel, w *walk, cost int, row func(out, a,
 		return nil
 	})
 }
+
+// parGather returns the Func that copies the rows of a strided view of its
+// argument (strides src along the output shape out, each row contiguous
+// or one element: a transpose that keeps the innermost axis) into its
+// output, split by whole rows across par's workers, or nil when it stays
+// on one. Each part finds its first row with a cursor of its own.
+func parGather[T kernels.Elem](par kernels.Parallel, out ir.Shape, src []int) kernels.Func {
+	w := newWalk(out, src, nil)
+	if w.n == 0 {
+		return nil
+	}
+	rows, inner := w.n/w.inner, w.inner
+	parts := parParts(par, rows, inner)
+	if parts < 2 {
+		return nil
+	}
+	curs := make([]fuseewCursor, parts)
+	for p := range curs {
+		curs[p] = newFuseewCursor(out, src)
+	}
+	return parRows(par, parts, rows, 1, func(p int, out kernels.Tensor, args []kernels.Tensor, lo, hi int) error {
+		o, x := kernels.View[T](out), kernels.View[T](args[0])
+		c := &curs[p]
+		c.seek(lo * inner)
+		for r := lo; r < hi; r++ {
+			gatherRow(o[r*inner:(r+1)*inner], x, c.row, c.ia)
+			c.advance(inner)
+		}
+		return nil
+	})
+}

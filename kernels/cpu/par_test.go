@@ -173,6 +173,7 @@ func parCases() []parCase {
 		parCase{"add bias", ir.OpAdd, nil, func(r *rand.Rand, dt ir.DType) []kernels.Tensor {
 			return []kernels.Tensor{fuseewRandom(r, ir.TensorOf(dt, 3, 29, 17)), fuseewRandom(r, ir.TensorOf(dt, 29, 17))}
 		}},
+		parCase{"transpose heads", ir.OpTranspose, ir.MakeAttrs("perm", ir.Ints(0, 2, 1, 3)), x(3, 7, 5, 9)},
 		parCase{"reshape", ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(143, 7)), x(7, 143)},
 	)
 	return cases
