@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/kernels"
@@ -276,23 +279,59 @@ func TestParSplitFirstError(t *testing.T) {
 	}
 }
 
-// benchPar times op on args, built for the given number of workers.
+// cpuPool is a kernels.Parallel for the benchmarks that measures each
+// part's CPU time (each part runs on a goroutine locked to its thread) and
+// adds up, per Run, the longest part's: the time the Run takes on idle
+// cores, whatever else runs on a shared machine.
+type cpuPool struct {
+	workers int
+	crit    time.Duration
+}
+
+func (p *cpuPool) Workers() int { return p.workers }
+
+func (p *cpuPool) Run(n int, body func(part int)) {
+	times := make([]time.Duration, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			t0 := threadCPU()
+			body(i)
+			times[i] = threadCPU() - t0
+		}()
+	}
+	wg.Wait()
+	p.crit += slices.Max(times)
+}
+
+// benchPar times op on args, built for the given number of workers. Besides
+// ns/op it reports crit-cpu-ns/op: the calling thread's CPU time plus, for
+// each split call, the CPU time of its longest part; on a machine shared
+// with other work that is what a call would take with a core per worker.
 func benchPar(b *testing.B, op ir.Op, attrs ir.Attrs, workers int, args ...kernels.Tensor) {
 	n := node(b, op, attrs, typesOf(args)...)
-	if workers > 1 {
-		n.Par = goPool(workers)
-	}
+	pool := &cpuPool{workers: workers}
+	n.Par = pool
 	f, err := Kernels.Build(n)
 	if err != nil {
 		b.Fatal(err)
 	}
 	out := emptyOf(n.Out)
-	b.SetBytes(int64(len(out.Data)))
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var own time.Duration
 	for b.Loop() {
+		t0 := threadCPU()
 		if err := f(out, args); err != nil {
 			b.Fatal(err)
 		}
+		own += threadCPU() - t0
 	}
+	b.ReportMetric(float64(own+pool.crit)/float64(b.N), "crit-cpu-ns/op")
 }
 
 // BenchmarkParSplit times softmax [4096,1024] f32 forward and backward,
