@@ -177,6 +177,15 @@ func parCases() []parCase {
 			return []kernels.Tensor{fuseewRandom(r, ir.TensorOf(dt, 3, 29, 17)), fuseewRandom(r, ir.TensorOf(dt, 29, 17))}
 		}},
 		parCase{"transpose heads", ir.OpTranspose, ir.MakeAttrs("perm", ir.Ints(0, 2, 1, 3)), x(3, 7, 5, 9)},
+		parCase{"embedding", ir.OpEmbedding, nil, func(r *rand.Rand, dt ir.DType) []kernels.Tensor {
+			return []kernels.Tensor{fuseewRandom(r, ir.TensorOf(dt, 13, 37)), parLabels(r, ir.I64, 41, 13)}
+		}},
+		parCase{"index_select", ir.OpIndexSelect, axis(1), func(r *rand.Rand, dt ir.DType) []kernels.Tensor {
+			return []kernels.Tensor{fuseewRandom(r, ir.TensorOf(dt, 3, 13, 37)), parLabels(r, ir.I32, 41, 13)}
+		}},
+		parCase{"index_add", ir.OpIndexAdd, axis(1), func(r *rand.Rand, dt ir.DType) []kernels.Tensor {
+			return []kernels.Tensor{fuseewRandom(r, ir.TensorOf(dt, 3, 13, 100)), parLabels(r, ir.I64, 41, 13), fuseewRandom(r, ir.TensorOf(dt, 3, 41, 100))}
+		}},
 		parCase{"reshape", ir.OpReshape, ir.MakeAttrs("shape", ir.Ints(143, 7)), x(7, 143)},
 	)
 	return cases
