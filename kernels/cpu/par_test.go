@@ -241,6 +241,43 @@ func TestParSplitBitwise(t *testing.T) {
 	}
 }
 
+// seqPool is a kernels.Parallel that runs the parts in order on the
+// calling goroutine, allocating nothing.
+type seqPool int
+
+func (p seqPool) Workers() int { return int(p) }
+
+func (p seqPool) Run(n int, body func(part int)) {
+	for i := range n {
+		body(i)
+	}
+}
+
+// TestParSplitAllocatesNothing checks that the split kernels' Funcs
+// allocate nothing per call: their parts and scratch are made in the
+// builders.
+func TestParSplitAllocatesNothing(t *testing.T) {
+	defer func(v int) { parMinWork = v }(parMinWork)
+	parMinWork = 1
+	for _, tc := range parCases() {
+		args := tc.args(newRand(2), ir.F32)
+		n := node(t, tc.op, tc.attrs, typesOf(args)...)
+		n.Par = seqPool(3)
+		f, err := Kernels.Build(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := emptyOf(n.Out)
+		if a := testing.AllocsPerRun(10, func() {
+			if err := f(out, args); err != nil {
+				t.Fatal(err)
+			}
+		}); a != 0 {
+			t.Errorf("%s: %v allocations per call", tc.name, a)
+		}
+	}
+}
+
 // TestParSplitSmallStaysOnOneWorker checks that a kernel below the work
 // threshold runs on the calling goroutine alone.
 func TestParSplitSmallStaysOnOneWorker(t *testing.T) {
