@@ -13,8 +13,9 @@ import (
 	"github.com/kilnml/kiln/passes"
 )
 
-// TestParallelBitwiseEqual trains the digits MLP, a CNN (with dropout) and
-// the 784-512-512-10 MLP (whose matmuls split across the workers) with Adam
+// TestParallelBitwiseEqual trains the digits MLP, a CNN (with dropout),
+// the 784-512-512-10 MLP (whose matmuls split across the workers) and the
+// transformer example (whose row-wise kernels split too) with Adam
 // for three steps on 1, 2, 3 and 8 workers: every param, state, input and
 // output is equal, bit for bit, to the one-worker run's.
 func TestParallelBitwiseEqual(t *testing.T) {
@@ -36,10 +37,20 @@ func TestParallelBitwiseEqual(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The transformer example: its softmax, gelu, softmax_grad and
+	// cross-entropy split by rows across the workers.
+	src, err = os.ReadFile("../examples/transformer/reverse.kir")
+	if err != nil {
+		t.Fatal(err)
+	}
+	transformer, err := ir.Parse("reverse.kir", src)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		g    *ir.Graph
-	}{{"mlp", mlp}, {"cnn", nnDigitsCNN(t, 16)}, {"mlp784", mlp784}} {
+	}{{"mlp", mlp}, {"cnn", nnDigitsCNN(t, 16)}, {"mlp784", mlp784}, {"transformer", transformer}} {
 		t.Run(tc.name, func(t *testing.T) {
 			opt, err := passes.DefaultOptimizer("adam")
 			if err != nil {

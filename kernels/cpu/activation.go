@@ -28,17 +28,14 @@ const (
 	geluInvSqrt = 0.3989422804014327
 )
 
-// buildActivation builds leaky_relu, elu, gelu, silu or softplus.
+// buildActivation builds leaky_relu, elu, gelu, silu or softplus, split
+// across the workers when large (parUnary).
 func buildActivation[T float](n *kernels.Node) (kernels.Func, error) {
 	f, err := activationRow[T](n.Op, n.Attrs)
 	if err != nil {
 		return nil, err
 	}
-	return func(out kernels.Tensor, args []kernels.Tensor) error {
-		o, x := kernels.View[T](out), kernels.View[T](args[0])
-		f(o, x[:len(o)])
-		return nil
-	}, nil
+	return parUnary(n.Par, n.Out.Shape.NumElements(), parCostExp, f), nil
 }
 
 // activationRow returns the code of leaky_relu, elu, gelu, silu or softplus,
@@ -164,10 +161,7 @@ func buildGeluGrad[T float](n *kernels.Node) (kernels.Func, error) {
 	if err != nil {
 		return nil, err
 	}
-	return func(out kernels.Tensor, args []kernels.Tensor) error {
-		f(kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1]))
-		return nil
-	}, nil
+	return parBinary(n.Par, n.Out.Shape.NumElements(), 2*parCostExp, f), nil
 }
 
 // activationGeluGradRow returns the code of gelu_grad {approximate},

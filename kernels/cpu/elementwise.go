@@ -24,6 +24,9 @@ func buildBinary[T number](n *kernels.Node) (kernels.Func, error) {
 		return nil, fmt.Errorf("%s is not a binary elementwise op", op)
 	}
 	w := newWalk(n.Out.Shape, broadcastStrides(n.Args[0].Shape, n.Out.Shape), broadcastStrides(n.Args[1].Shape, n.Out.Shape))
+	if f := parWalk(n.Par, w, 1, func(o, a, b []T, ao, bo, ia, ib int) { binaryRow(op, o, a, b, ao, bo, ia, ib) }); f != nil {
+		return f, nil // split across the workers (par.go)
+	}
 	return func(out kernels.Tensor, args []kernels.Tensor) error {
 		o, a, b := kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1])
 		inner, ia, ib := w.inner, w.ia, w.ib
@@ -168,12 +171,8 @@ func scalarVec[T number](op ir.Op, out []T, s T, b []T) {
 }
 
 // buildNeg builds neg. Integer negation wraps (-MinInt32 is MinInt32).
-func buildNeg[T number](*kernels.Node) (kernels.Func, error) {
-	return func(out kernels.Tensor, args []kernels.Tensor) error {
-		o := kernels.View[T](out)
-		negRow(o, kernels.View[T](args[0]))
-		return nil
-	}, nil
+func buildNeg[T number](n *kernels.Node) (kernels.Func, error) {
+	return parUnary(n.Par, n.Out.Shape.NumElements(), 1, negRow[T]), nil
 }
 
 // negRow computes o[i] = -x[i]: neg's code, shared by its kernel and the
@@ -191,10 +190,11 @@ func buildUnaryFloat[T float](n *kernels.Node) (kernels.Func, error) {
 	if f == nil {
 		return nil, fmt.Errorf("%s is not a unary float op", n.Op)
 	}
-	return func(out kernels.Tensor, args []kernels.Tensor) error {
-		f(kernels.View[T](out), kernels.View[T](args[0]))
-		return nil
-	}, nil
+	cost := parCostExp
+	if n.Op == ir.OpRelu {
+		cost = 1
+	}
+	return parUnary(n.Par, n.Out.Shape.NumElements(), cost, f), nil
 }
 
 // unaryFloatRow returns the code of exp, log, sqrt, tanh, sigmoid or relu,
@@ -250,11 +250,8 @@ func sigmoid(x float64) float64 {
 }
 
 // buildReluGrad builds relu_grad(dy, x): 0 where x <= 0, else dy.
-func buildReluGrad[T float](*kernels.Node) (kernels.Func, error) {
-	return func(out kernels.Tensor, args []kernels.Tensor) error {
-		reluGradRow(kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1]))
-		return nil
-	}, nil
+func buildReluGrad[T float](n *kernels.Node) (kernels.Func, error) {
+	return parBinary(n.Par, n.Out.Shape.NumElements(), 1, reluGradRow[T]), nil
 }
 
 // reluGradRow computes o[i] = x[i] <= 0 ? 0 : dy[i]: relu_grad's code, and

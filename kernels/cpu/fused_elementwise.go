@@ -765,6 +765,9 @@ func buildFusedReduce[T float](n *kernels.Node) (kernels.Func, error) {
 	}
 	red := newFuseewCursor(xs, dst)
 	div := T(count)
+	if f, err := splitFusedReduce[T](n, prog, xs, axes, count, div, mean); f != nil || err != nil {
+		return f, err
+	}
 	return func(out kernels.Tensor, args []kernels.Tensor) error {
 		o := kernels.View[T](out)
 		clear(o)
@@ -774,4 +777,114 @@ func buildFusedReduce[T float](n *kernels.Node) (kernels.Func, error) {
 		}
 		return nil
 	}, nil
+}
+
+// splitFusedReduce returns fused_reduce's Func split across n.Par's
+// workers, or nil when it stays on one. Each part has a machine and a
+// cursor of its own and adds the same elements, in the same order, into
+// each sum as an unsplit run (each sum from zero in index order), so the
+// bits do not depend on the number of parts:
+//
+//   - over trailing axes (each output element sums a contiguous run of
+//     count elements), part p computes the output elements [bounds[p],
+//     bounds[p+1]); the bounds are also multiples of fuseewBlock
+//     elements, so every block of the program is the one an unsplit run
+//     computes;
+//   - keeping the innermost axis (a bias gradient: the sum over the
+//     leading axes), part p computes the columns [bounds[p], bounds[p+1])
+//     of every row, rows in order; rows and bounds are multiples of
+//     parAlign elements, so every vector of a step covers the elements it
+//     covers in an unsplit run.
+func splitFusedReduce[T float](n *kernels.Node, prog ir.EwProgram, xs ir.Shape, axes []int, count int, div T, mean bool) (kernels.Func, error) {
+	outs := n.Out.Shape.NumElements()
+	if count == 0 || outs < 2 {
+		return nil, nil
+	}
+	dst := ir.ReducedShape(xs, axes, true).Strides()
+	trailing := true
+	for i, ax := range axes {
+		dst[ax] = 0
+		trailing = trailing && ax == len(xs)-len(axes)+i
+	}
+	var (
+		parts int
+		body  func(p int)
+		o     []T
+		args  []kernels.Tensor
+	)
+	w := newWalk(xs, dst, nil)
+	switch {
+	case trailing:
+		align := fuseewBlock / gcd(count, fuseewBlock) // outputs per whole number of blocks
+		parts = min(parParts(n.Par, outs, 4*count), outs/align)
+		if parts < 2 {
+			return nil, nil
+		}
+		bounds := parBounds(outs, parts, align)
+		mcs, reds, err := newFuseewMachines[T](parts, prog, n.Args, xs, dst)
+		if err != nil {
+			return nil, err
+		}
+		body = func(p int) {
+			lo, hi := bounds[p], bounds[p+1]
+			mcs[p].run(nil, args, lo*count, hi*count, o, &reds[p])
+		}
+	case w.ia == 1 && w.inner%parAlign == 0:
+		parts = min(parParts(n.Par, xs.NumElements()/parAlign, 4*parAlign), w.inner/parAlign)
+		if parts < 2 {
+			return nil, nil
+		}
+		bounds := parBounds(w.inner, parts, parAlign)
+		mcs, reds, err := newFuseewMachines[T](parts, prog, n.Args, xs, dst)
+		if err != nil {
+			return nil, err
+		}
+		walks := make([]*walk, parts)
+		for p := range walks {
+			walks[p] = newWalk(xs, dst, nil)
+		}
+		body = func(p int) {
+			lo, hi := bounds[p], bounds[p+1]
+			walks[p].each(func(xo, _, _ int) {
+				mcs[p].run(nil, args, xo+lo, xo+hi, o, &reds[p])
+			})
+		}
+	default:
+		return nil, nil
+	}
+	par := n.Par
+	return func(out kernels.Tensor, a []kernels.Tensor) error {
+		o, args = kernels.View[T](out), a
+		clear(o)
+		par.Run(parts, body)
+		if mean {
+			reduceDivide(o, div)
+		}
+		o, args = nil, nil
+		return nil
+	}, nil
+}
+
+// newFuseewMachines returns parts machines of prog over the arguments
+// args, computing a result of shape xs, and as many cursors over the sums
+// of fused_reduce (strides dst along xs).
+func newFuseewMachines[T float](parts int, prog ir.EwProgram, args []ir.Type, xs ir.Shape, dst []int) ([]*fuseewMachine[T], []fuseewCursor, error) {
+	mcs := make([]*fuseewMachine[T], parts)
+	reds := make([]fuseewCursor, parts)
+	for p := range mcs {
+		var err error
+		if mcs[p], err = newFuseewMachine[T](prog, args, fuseewArgs(len(args), 0), xs); err != nil {
+			return nil, nil, err
+		}
+		reds[p] = newFuseewCursor(xs, dst)
+	}
+	return mcs, reds, nil
+}
+
+// gcd returns the greatest common divisor of a and b.
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }

@@ -48,15 +48,18 @@ func fusepatBuildSoftmaxGrad[T float](n *kernels.Node) (kernels.Func, error) {
 		return nil, err
 	}
 	outer, dim, inner := ys[:axis].NumElements(), ys[axis], ys[axis+1:].NumElements()
+	// Split across the workers by whole slices (par.go): each is computed
+	// as in an unsplit call.
+	parts := parParts(n.Par, outer, 3*dim*inner)
 	if inner == 1 {
-		return func(out kernels.Tensor, args []kernels.Tensor) error {
+		return parRows(n.Par, parts, outer, fusepatBlock, func(_ int, out kernels.Tensor, args []kernels.Tensor, r0, r1 int) error {
 			o, dy, y := kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1])
 			if dim == 0 {
 				return nil
 			}
 			var sums [fusepatBlock]T
-			for r := 0; r < outer; r += fusepatBlock {
-				k := min(fusepatBlock, outer-r)
+			for r := r0; r < r1; r += fusepatBlock {
+				k := min(fusepatBlock, r1-r)
 				lo, hi := r*dim, (r+k)*dim
 				if logGrad {
 					fusepatRowSums(sums[:k], dy[lo:hi], nil, dim)
@@ -73,12 +76,16 @@ func fusepatBuildSoftmaxGrad[T float](n *kernels.Node) (kernels.Func, error) {
 				}
 			}
 			return nil
-		}, nil
+		}), nil
 	}
-	sum := make([]T, inner)
-	return func(out kernels.Tensor, args []kernels.Tensor) error {
+	sums := make([][]T, parts)
+	for p := range sums {
+		sums[p] = make([]T, inner)
+	}
+	return parRows(n.Par, parts, outer, 1, func(part int, out kernels.Tensor, args []kernels.Tensor, r0, r1 int) error {
 		o, dy, y := kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1])
-		for r := range outer {
+		sum := sums[part]
+		for r := r0; r < r1; r++ {
 			clear(sum)
 			for k := range dim {
 				at := (r*dim + k) * inner
@@ -106,7 +113,7 @@ func fusepatBuildSoftmaxGrad[T float](n *kernels.Node) (kernels.Func, error) {
 			}
 		}
 		return nil
-	}, nil
+	}), nil
 }
 
 // fusepatBlock is the number of rows whose sums fusepatRowSums forms
@@ -213,14 +220,16 @@ func fusepatBuildMaxGrad[T float](n *kernels.Node) (kernels.Func, error) {
 	if trailing {
 		size := xs[len(xs)-len(axes):].NumElements()
 		exact := size <= 1<<24 // every count up to size is exact in f32 and f64
-		return func(out kernels.Tensor, args []kernels.Tensor) error {
+		rows := n.Args[2].Shape.NumElements()
+		parts := parParts(n.Par, rows, 2*size) // split by rows (par.go)
+		return parRows(n.Par, parts, rows, 1, func(_ int, out kernels.Tensor, args []kernels.Tensor, r0, r1 int) error {
 			o, dy, x, y := kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1]), kernels.View[T](args[2])
-			for r, yv := range y {
+			for r := r0; r < r1; r++ {
 				lo, hi := r*size, (r+1)*size
-				fusepatMaxGradRow(o[lo:hi], x[lo:hi], yv, dy[r*dyStep], exact)
+				fusepatMaxGradRow(o[lo:hi], x[lo:hi], y[r], dy[r*dyStep], exact)
 			}
 			return nil
-		}, nil
+		}), nil
 	}
 	bases, elems, err := reduceSlices(xs, n.Attrs)
 	if err != nil {
@@ -347,13 +356,15 @@ func fusepatBuildSoftmaxCEGrad[T float](n *kernels.Node) (kernels.Func, error) {
 		}
 		return dy[r]
 	}
+	// Split across the workers by rows (par.go).
+	parts := parParts(n.Par, rows, classes*2*parCostExp)
 	switch n.Args[1].DType {
 	case ir.I32:
-		return fusepatSoftmaxCELabels[T, int32](rows, classes, scale), nil
+		return parRows(n.Par, parts, rows, 1, fusepatSoftmaxCELabels[T, int32](classes, scale)), nil
 	case ir.I64:
-		return fusepatSoftmaxCELabels[T, int64](rows, classes, scale), nil
+		return parRows(n.Par, parts, rows, 1, fusepatSoftmaxCELabels[T, int64](classes, scale)), nil
 	case n.Out.DType:
-		return fusepatSoftmaxCEProbs[T](rows, classes, scale), nil
+		return parRows(n.Par, parts, rows, 1, fusepatSoftmaxCEProbs[T](classes, scale)), nil
 	}
 	return nil, fmt.Errorf("target must be i32 or i64 labels or %s probabilities, found %s", n.Out.DType, n.Args[1])
 }
@@ -365,9 +376,10 @@ const (
 	fusepatNone
 )
 
-// fusepatSoftmaxCELabels returns softmax_ce_grad's Func for labels of type L.
-func fusepatSoftmaxCELabels[T float, L integer](rows, classes int, scale func([]T, int) T) kernels.Func {
-	return func(out kernels.Tensor, args []kernels.Tensor) error {
+// fusepatSoftmaxCELabels returns softmax_ce_grad's code over rows [lo,
+// hi) for labels of type L.
+func fusepatSoftmaxCELabels[T float, L integer](classes int, scale func([]T, int) T) parRowsFunc {
+	return func(_ int, out kernels.Tensor, args []kernels.Tensor, lo, hi int) error {
 		o, x, labels := kernels.View[T](out), kernels.View[T](args[0]), kernels.View[L](args[1])
 		var dy []T
 		if len(args) > 2 {
@@ -376,7 +388,7 @@ func fusepatSoftmaxCELabels[T float, L integer](rows, classes int, scale func([]
 		if classes == 0 {
 			return nil
 		}
-		for r := range rows {
+		for r := lo; r < hi; r++ {
 			l := labels[r]
 			if err := checkLabel(l, r, classes); err != nil {
 				return err
@@ -402,10 +414,10 @@ func fusepatSoftmaxCELabels[T float, L integer](rows, classes int, scale func([]
 	}
 }
 
-// fusepatSoftmaxCEProbs returns softmax_ce_grad's Func for probability
-// targets.
-func fusepatSoftmaxCEProbs[T float](rows, classes int, scale func([]T, int) T) kernels.Func {
-	return func(out kernels.Tensor, args []kernels.Tensor) error {
+// fusepatSoftmaxCEProbs returns softmax_ce_grad's code over rows [lo, hi)
+// for probability targets.
+func fusepatSoftmaxCEProbs[T float](classes int, scale func([]T, int) T) parRowsFunc {
+	return func(_ int, out kernels.Tensor, args []kernels.Tensor, lo, hi int) error {
 		o, x, t := kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1])
 		var dy []T
 		if len(args) > 2 {
@@ -414,7 +426,7 @@ func fusepatSoftmaxCEProbs[T float](rows, classes int, scale func([]T, int) T) k
 		if classes == 0 {
 			return nil
 		}
-		for r := range rows {
+		for r := lo; r < hi; r++ {
 			sc := scale(dy, r)
 			or, xr, tr := o[r*classes:(r+1)*classes], x[r*classes:(r+1)*classes], t[r*classes:(r+1)*classes]
 			var st T

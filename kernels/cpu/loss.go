@@ -12,7 +12,9 @@ import (
 // in row-major order; "none" stores them, "sum" adds them in that order in T
 // starting from zero, and "mean" divides that sum by their number (0/0 =
 // NaN for no losses, as PyTorch's mean of nothing). softmax_cross_entropy
-// and mse_loss are registered in cpu.go, the others here.
+// and mse_loss are registered in cpu.go, the others here. The losses of
+// rows (cross-entropy, nll) and of elements (bce) are computed split
+// across the workers and then summed in order by one (lossRows).
 
 func init() {
 	for _, op := range []ir.Op{ir.OpL1Loss, ir.OpHuberLoss} {
@@ -45,6 +47,39 @@ func newLossReducer[T float](attrs ir.Attrs, count int) (lossReducer[T], error) 
 		return r, fmt.Errorf(`reduction must be "mean", "sum" or "none", found %q`, s)
 	}
 	return r, nil
+}
+
+// lossRows returns the Func of a loss of one value per row (or element)
+// of rows, each of rowWork units: vals writes the values of rows [lo, hi)
+// into o[lo:hi], o being the output for "none" and scratch made here
+// otherwise. The rows are split across par's workers (par.go), in ranges
+// starting at multiples of align; the calling goroutine then adds the
+// values in row order, so the sum is the sequential one for any number of
+// workers. vals' error is the first bad row's.
+func lossRows[T float](par kernels.Parallel, rows, rowWork, align int, red lossReducer[T], vals func(o []T, args []kernels.Tensor, lo, hi int) error) kernels.Func {
+	var scratch []T
+	if !red.none {
+		scratch = make([]T, rows)
+	}
+	f := parRows(par, parParts(par, rows, rowWork), rows, align, func(_ int, out kernels.Tensor, args []kernels.Tensor, lo, hi int) error {
+		if red.none {
+			return vals(kernels.View[T](out), args, lo, hi)
+		}
+		return vals(scratch, args, lo, hi)
+	})
+	return func(out kernels.Tensor, args []kernels.Tensor) error {
+		if err := f(out, args); err != nil {
+			return err
+		}
+		if !red.none {
+			var s T
+			for _, v := range scratch {
+				s += v
+			}
+			red.finish(kernels.View[T](out), s)
+		}
+		return nil
+	}
 }
 
 // finish stores the reduced sum s into o (for "mean" and "sum").
@@ -142,16 +177,17 @@ func buildBCE[T float](n *kernels.Node) (kernels.Func, error) {
 	default:
 		return nil, fmt.Errorf("%s is not a binary cross-entropy", n.Op)
 	}
-	red, err := newLossReducer[T](n.Attrs, n.Args[0].Shape.NumElements())
+	count := n.Args[0].Shape.NumElements()
+	red, err := newLossReducer[T](n.Attrs, count)
 	if err != nil {
 		return nil, err
 	}
-	return func(out kernels.Tensor, args []kernels.Tensor) error {
-		o, x, t := kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1])
-		t = t[:len(x)]
-		var s T
-		for i, xv := range x {
-			tv := t[i]
+	return lossRows(n.Par, count, 2*parCostExp, parAlign, red, func(o []T, args []kernels.Tensor, lo, hi int) error {
+		x, t := kernels.View[T](args[0])[lo:hi], kernels.View[T](args[1])[lo:hi]
+		o = o[lo:hi]
+		for j, xv := range x {
+			i := lo + j
+			tv := t[j]
 			var v T
 			if logits {
 				x64, t64 := float64(xv), float64(tv)
@@ -167,15 +203,10 @@ func buildBCE[T float](n *kernels.Node) (kernels.Func, error) {
 				l1x := max(T(math.Log1p(-float64(xv))), -100)
 				v = T((tv-1)*l1x) - T(tv*lx)
 			}
-			if red.none {
-				o[i] = v
-			} else {
-				s += v
-			}
+			o[j] = v
 		}
-		red.finish(o, s)
 		return nil
-	}, nil
+	}), nil
 }
 
 // buildNLL builds nll_loss(input [N,C], labels [N]): -input[n, labels[n]]
@@ -188,30 +219,25 @@ func buildNLL[T float](n *kernels.Node) (kernels.Func, error) {
 	}
 	switch n.Args[1].DType {
 	case ir.I32:
-		return nll[T, int32](rows, classes, red), nil
+		return lossRows(n.Par, rows, 1, 1, red, nll[T, int32](classes)), nil
 	case ir.I64:
-		return nll[T, int64](rows, classes, red), nil
+		return lossRows(n.Par, rows, 1, 1, red, nll[T, int64](classes)), nil
 	}
 	return nil, fmt.Errorf("labels must be i32 or i64, found %s", n.Args[1])
 }
 
-func nll[T float, L integer](rows, classes int, red lossReducer[T]) kernels.Func {
-	return func(out kernels.Tensor, args []kernels.Tensor) error {
-		o, x, labels := kernels.View[T](out), kernels.View[T](args[0]), kernels.View[L](args[1])
-		var s T
-		for r := range rows {
+// nll returns nll_loss's per-row losses of rows [lo, hi) for labels of
+// type L.
+func nll[T float, L integer](classes int) func(o []T, args []kernels.Tensor, lo, hi int) error {
+	return func(o []T, args []kernels.Tensor, lo, hi int) error {
+		x, labels := kernels.View[T](args[0]), kernels.View[L](args[1])
+		for r := lo; r < hi; r++ {
 			l := labels[r]
 			if err := checkLabel(l, r, classes); err != nil {
 				return err
 			}
-			v := -x[r*classes+int(l)]
-			if red.none {
-				o[r] = v
-			} else {
-				s += v
-			}
+			o[r] = -x[r*classes+int(l)]
 		}
-		red.finish(o, s)
 		return nil
 	}
 }
@@ -233,11 +259,11 @@ func buildSoftmaxCE[T float](n *kernels.Node) (kernels.Func, error) {
 	}
 	switch n.Args[1].DType {
 	case ir.I32:
-		return softmaxCE[T, int32](rows, classes, red), nil
+		return lossRows(n.Par, rows, classes*parCostExp, 1, red, softmaxCE[T, int32](classes)), nil
 	case ir.I64:
-		return softmaxCE[T, int64](rows, classes, red), nil
+		return lossRows(n.Par, rows, classes*parCostExp, 1, red, softmaxCE[T, int64](classes)), nil
 	case n.Out.DType:
-		return softmaxCEProbs[T](rows, classes, red), nil
+		return lossRows(n.Par, rows, classes*parCostExp, 1, red, softmaxCEProbs[T](classes)), nil
 	}
 	return nil, fmt.Errorf("target must be i32 or i64 labels or %s probabilities, found %s", n.Out.DType, n.Args[1])
 }
@@ -253,37 +279,30 @@ func softmaxLogSum[T float](row []T) (m, ls T) {
 	return m, T(math.Log(float64(s)))
 }
 
-// softmaxCE returns the cross-entropy Func for logits of type T and labels
-// of type L.
-func softmaxCE[T float, L integer](rows, classes int, red lossReducer[T]) kernels.Func {
-	return func(out kernels.Tensor, args []kernels.Tensor) error {
-		o, x, labels := kernels.View[T](out), kernels.View[T](args[0]), kernels.View[L](args[1])
-		var total T
-		for r := range rows {
+// softmaxCE returns the cross-entropy's per-row losses of rows [lo, hi)
+// for logits of type T and labels of type L.
+func softmaxCE[T float, L integer](classes int) func(o []T, args []kernels.Tensor, lo, hi int) error {
+	return func(o []T, args []kernels.Tensor, lo, hi int) error {
+		x, labels := kernels.View[T](args[0]), kernels.View[L](args[1])
+		for r := lo; r < hi; r++ {
 			l := labels[r]
 			if err := checkLabel(l, r, classes); err != nil {
 				return err
 			}
 			row := x[r*classes : (r+1)*classes]
 			m, ls := softmaxLogSum(row)
-			v := ls - (row[l] - m)
-			if red.none {
-				o[r] = v
-			} else {
-				total += v
-			}
+			o[r] = ls - (row[l] - m)
 		}
-		red.finish(o, total)
 		return nil
 	}
 }
 
-// softmaxCEProbs returns the cross-entropy Func for probability targets.
-func softmaxCEProbs[T float](rows, classes int, red lossReducer[T]) kernels.Func {
-	return func(out kernels.Tensor, args []kernels.Tensor) error {
-		o, x, t := kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1])
-		var total T
-		for r := range rows {
+// softmaxCEProbs returns the cross-entropy's per-row losses of rows [lo,
+// hi) for probability targets.
+func softmaxCEProbs[T float](classes int) func(o []T, args []kernels.Tensor, lo, hi int) error {
+	return func(o []T, args []kernels.Tensor, lo, hi int) error {
+		x, t := kernels.View[T](args[0]), kernels.View[T](args[1])
+		for r := lo; r < hi; r++ {
 			var acc T
 			if classes > 0 {
 				row, tr := x[r*classes:(r+1)*classes], t[r*classes:(r+1)*classes]
@@ -292,14 +311,8 @@ func softmaxCEProbs[T float](rows, classes int, red lossReducer[T]) kernels.Func
 					acc += T(tr[c] * (v - m - ls))
 				}
 			}
-			v := -acc
-			if red.none {
-				o[r] = v
-			} else {
-				total += v
-			}
+			o[r] = -acc
 		}
-		red.finish(o, total)
 		return nil
 	}
 }

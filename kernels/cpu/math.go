@@ -80,17 +80,15 @@ func mathFunc(op ir.Op) func(float64) float64 {
 }
 
 // buildMathUnary builds rsqrt, reciprocal, log2, log10, log1p, expm1, sin,
-// cos, erf, floor, ceil or round: out[i] = f(x[i]) in float64, rounded to T.
+// cos, erf, floor, ceil or round: out[i] = f(x[i]) in float64, rounded to T,
+// split across the workers when large (parUnary, as every unary kernel).
 // rsqrt(0) and reciprocal(0) are +Inf (-Inf at -0), as in IEEE division.
 func buildMathUnary[T float](n *kernels.Node) (kernels.Func, error) {
 	f := mathFunc(n.Op)
 	if f == nil {
 		return nil, fmt.Errorf("%s is not a unary math op", n.Op)
 	}
-	return func(out kernels.Tensor, args []kernels.Tensor) error {
-		mathUnaryRow(f, kernels.View[T](out), kernels.View[T](args[0]))
-		return nil
-	}, nil
+	return parUnary(n.Par, n.Out.Shape.NumElements(), parCostExp, func(o, x []T) { mathUnaryRow(f, o, x) }), nil
 }
 
 // mathUnaryRow computes o[i] = f(x[i]) in float64, rounded to T: the code of
@@ -108,10 +106,7 @@ func buildNumericUnary[T number](n *kernels.Node) (kernels.Func, error) {
 	if f == nil {
 		return nil, fmt.Errorf("%s is not abs, sign or square", n.Op)
 	}
-	return func(out kernels.Tensor, args []kernels.Tensor) error {
-		f(kernels.View[T](out), kernels.View[T](args[0]))
-		return nil
-	}, nil
+	return parUnary(n.Par, n.Out.Shape.NumElements(), 1, f), nil
 }
 
 // numericUnaryRow returns the code of abs, sign or square (nil for another
@@ -164,11 +159,7 @@ func numericUnaryRow[T number](op ir.Op, isFloat bool) func(o, x []T) {
 
 // buildClip builds clip {min, max}.
 func buildClip[T number](n *kernels.Node) (kernels.Func, error) {
-	f := clipRow[T](n.Attrs)
-	return func(out kernels.Tensor, args []kernels.Tensor) error {
-		f(kernels.View[T](out), kernels.View[T](args[0]))
-		return nil
-	}, nil
+	return parUnary(n.Par, n.Out.Shape.NumElements(), 1, clipRow[T](n.Attrs)), nil
 }
 
 // clipRow returns the code of clip {min, max}, shared by its kernel and the
@@ -209,10 +200,7 @@ func clipRow[T number](attrs ir.Attrs) func(o, x []T) {
 func buildPow[T float](n *kernels.Node) (kernels.Func, error) {
 	if len(n.Args) == 1 {
 		f := powExpRow[T](n.Attrs.Float("exponent", math.NaN()))
-		return func(out kernels.Tensor, args []kernels.Tensor) error {
-			f(kernels.View[T](out), kernels.View[T](args[0]))
-			return nil
-		}, nil
+		return parUnary(n.Par, n.Out.Shape.NumElements(), parCostExp, f), nil
 	}
 	return buildBinaryMath(ir.OpPow, powElem[T])(n)
 }

@@ -20,6 +20,9 @@ func buildTranspose[T kernels.Elem](n *kernels.Node) (kernels.Func, error) {
 	}
 	w := newWalk(n.Out.Shape, src, nil)
 	if w.ia <= 1 || len(w.dims) == 0 {
+		if f := parGather[T](n.Par, n.Out.Shape, src); f != nil {
+			return f, nil // split across the workers by rows (par.go)
+		}
 		return gatherFunc[T](w), nil // rows read contiguous memory (or one row)
 	}
 	return transposeTiled[T](w, n.Par), nil
@@ -129,10 +132,8 @@ func gatherFunc[T kernels.Elem](w *walk) kernels.Func {
 
 // buildReshape builds reshape {shape}: a copy, since the row-major order of
 // the elements does not change. The target shape was resolved by inference
-// (ir.ReshapeTarget) and is n.Out's shape.
-func buildReshape(*kernels.Node) (kernels.Func, error) {
-	return func(out kernels.Tensor, args []kernels.Tensor) error {
-		copy(out.Data, args[0].Data)
-		return nil
-	}, nil
+// (ir.ReshapeTarget) and is n.Out's shape. A large copy splits into
+// ranges of bytes across the workers (parCopy).
+func buildReshape(n *kernels.Node) (kernels.Func, error) {
+	return parCopy(n.Par, n.Out.Bytes()), nil
 }

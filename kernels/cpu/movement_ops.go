@@ -272,30 +272,37 @@ func buildSelectMove[T kernels.Elem](n *kernels.Node) (kernels.Func, error) {
 	if err != nil {
 		return nil, err
 	}
+	m := n.Args[1].Shape.NumElements()
 	switch n.Args[1].DType {
 	case ir.I32:
-		return selectMove[T, int32](r), nil
+		return selectMove[T, int32](r, n.Par, m), nil
 	case ir.I64:
-		return selectMove[T, int64](r), nil
+		return selectMove[T, int64](r, n.Par, m), nil
 	}
 	return nil, fmt.Errorf("index must be i32 or i64, found %s", n.Args[1])
 }
 
-func selectMove[T kernels.Elem, I integer](r moveRows) kernels.Func {
-	return func(out kernels.Tensor, args []kernels.Tensor) error {
+// selectMove returns the Func of index_select or embedding for m indices
+// of type I: the indices are checked first, then the result's blocks
+// (a, i), in row-major order, are copied in ranges of whole blocks across
+// par's workers (par.go).
+func selectMove[T kernels.Elem, I integer](r moveRows, par kernels.Parallel, m int) kernels.Func {
+	inner := r.inner
+	rows := r.outer * m
+	f := parRows(par, parParts(par, rows, inner), rows, 1, func(_ int, out kernels.Tensor, args []kernels.Tensor, lo, hi int) error {
 		o, x, idx := kernels.View[T](out), kernels.View[T](args[0]), kernels.View[I](args[1])
-		if err := moveCheckRows(&r, idx); err != nil {
-			return err
-		}
-		m, inner := len(idx), r.inner
-		for a := range r.outer {
-			for i, k := range idx {
-				dst := (a*m + i) * inner
-				src := (a*r.size + int(k)) * inner
-				copy(o[dst:dst+inner], x[src:src+inner])
-			}
+		for b := lo; b < hi; b++ {
+			a, i := b/m, b%m
+			src := (a*r.size + int(idx[i])) * inner
+			copy(o[b*inner:(b+1)*inner], x[src:src+inner])
 		}
 		return nil
+	})
+	return func(out kernels.Tensor, args []kernels.Tensor) error {
+		if err := moveCheckRows(&r, kernels.View[I](args[1])); err != nil {
+			return err
+		}
+		return f(out, args)
 	}
 }
 
@@ -320,10 +327,11 @@ func buildIndexedAddMove[T number](n *kernels.Node) (kernels.Func, error) {
 	if err != nil {
 		return nil, err
 	}
+	m := n.Args[1].Shape.NumElements()
 	if i64 {
-		return indexAddMove[T, int64](r), nil
+		return indexAddMove[T, int64](r, n.Par, m), nil
 	}
-	return indexAddMove[T, int32](r), nil
+	return indexAddMove[T, int32](r, n.Par, m), nil
 }
 
 // scatterAddMove copies x to the result, then walks index in row-major
@@ -367,25 +375,34 @@ func scatterAddMove[T number, I integer](n *kernels.Node) (kernels.Func, error) 
 // indexAddMove copies x to the result, then for every outer index a and
 // i = 0, 1, ... in turn adds src's block (a, i) to the result's block
 // (a, index[i]), so each result element receives its contributions in
-// increasing i.
-func indexAddMove[T number, I integer](r moveRows) kernels.Func {
-	return func(out kernels.Tensor, args []kernels.Tensor) error {
+// increasing i. Large blocks split by columns across par's workers
+// (par.go): part p copies and adds the columns [lo, hi) of every block,
+// in the same order.
+func indexAddMove[T number, I integer](r moveRows, par kernels.Parallel, m int) kernels.Func {
+	inner := r.inner
+	const align = 16 // a cache line of f32
+	parts := min(parParts(par, r.outer*max(m, r.size), inner), inner/align)
+	f := parRows(par, max(parts, 1), inner, align, func(_ int, out kernels.Tensor, args []kernels.Tensor, lo, hi int) error {
 		o, x := kernels.View[T](out), kernels.View[T](args[0])
 		idx, src := kernels.View[I](args[1]), kernels.View[T](args[2])
-		if err := moveCheckRows(&r, idx); err != nil {
-			return err
+		for b := 0; b < len(o); b += inner {
+			copy(o[b+lo:b+hi], x[b+lo:b+hi])
 		}
-		copy(o, x)
-		m, inner := len(idx), r.inner
 		for a := range r.outer {
 			for i, k := range idx {
-				dst := o[(a*r.size+int(k))*inner:][:inner]
-				s := src[(a*m+i)*inner:][:inner]
+				dst := o[(a*r.size+int(k))*inner:][lo:hi]
+				s := src[(a*m+i)*inner:][lo:hi]
 				for j, v := range s {
 					dst[j] += v
 				}
 			}
 		}
 		return nil
+	})
+	return func(out kernels.Tensor, args []kernels.Tensor) error {
+		if err := moveCheckRows(&r, kernels.View[I](args[1])); err != nil {
+			return err
+		}
+		return f(out, args)
 	}
 }

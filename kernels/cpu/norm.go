@@ -11,7 +11,9 @@ import (
 // normalized elements is summed in index order in T for the mean, then the
 // squared deviations from it likewise for the biased variance; 1/sqrt(var +
 // eps) is computed in float64 and rounded once. Their gradients are
-// composite (ir/ops_nn.go), so no backward kernel is needed.
+// composite (ir/ops_nn.go), so no backward kernel is needed. Large inputs
+// split their rows (layer_norm) or channels (batch_norm) across the
+// workers (par.go), which changes no group's arithmetic.
 
 func init() {
 	register(ir.OpLayerNorm, ir.F32, buildLayerNorm[float32])
@@ -53,7 +55,8 @@ func buildLayerNorm[T float](n *kernels.Node) (kernels.Func, error) {
 	m, rows := xs[start:].NumElements(), xs[:start].NumElements()
 	eps := n.Attrs.Float("eps", 1e-5)
 	hasW, hasB := len(n.Args) > 1, len(n.Args) > 2
-	return func(out kernels.Tensor, args []kernels.Tensor) error {
+	parts := parParts(n.Par, rows, 4*m) // split by rows (par.go)
+	return parRows(n.Par, parts, rows, 1, func(_ int, out kernels.Tensor, args []kernels.Tensor, lo, hi int) error {
 		y, x := kernels.View[T](out), kernels.View[T](args[0])
 		if m == 0 {
 			return nil
@@ -65,7 +68,7 @@ func buildLayerNorm[T float](n *kernels.Node) (kernels.Func, error) {
 		if hasB {
 			b = kernels.View[T](args[2])
 		}
-		for r := range rows {
+		for r := lo; r < hi; r++ {
 			xr, yr := x[r*m:(r+1)*m], y[r*m:(r+1)*m]
 			mean, rstd := nnNormStats(xr, eps, 1, m, m)
 			for i, v := range xr {
@@ -80,7 +83,7 @@ func buildLayerNorm[T float](n *kernels.Node) (kernels.Func, error) {
 			}
 		}
 		return nil
-	}, nil
+	}), nil
 }
 
 // buildBatchNorm builds batch_norm(x, weight, bias) {eps} with the batch's
@@ -92,13 +95,14 @@ func buildBatchNorm[T float](n *kernels.Node) (kernels.Func, error) {
 	nb, c, sp := xs[0], xs[1], xs[2:].NumElements()
 	m := nb * sp
 	eps := n.Attrs.Float("eps", 1e-5)
-	return func(out kernels.Tensor, args []kernels.Tensor) error {
+	parts := parParts(n.Par, c, 4*m) // split by channels (par.go)
+	return parRows(n.Par, parts, c, 1, func(_ int, out kernels.Tensor, args []kernels.Tensor, lo, hi int) error {
 		y, x := kernels.View[T](out), kernels.View[T](args[0])
 		w, b := kernels.View[T](args[1]), kernels.View[T](args[2])
 		if m == 0 {
 			return nil
 		}
-		for ch := range c {
+		for ch := lo; ch < hi; ch++ {
 			mean, rstd := nnNormStats(x[ch*sp:], eps, nb, sp, c*sp)
 			wc, bc := w[ch], b[ch]
 			for bi := range nb {
@@ -109,5 +113,5 @@ func buildBatchNorm[T float](n *kernels.Node) (kernels.Func, error) {
 			}
 		}
 		return nil
-	}, nil
+	}), nil
 }

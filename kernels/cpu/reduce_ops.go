@@ -16,23 +16,24 @@ import (
 // row-major order and each element is combined into its output element, so
 // each output sees its slice in row-major order of the reduced axes, and
 // every result is what a plain loop over the elements in index order
-// computes, in the element type.
+// computes, in the element type. Reductions over trailing axes split their
+// leading rows across the workers when large (parTrailing).
 
 func init() {
 	for _, op := range []ir.Op{ir.OpMax, ir.OpMin, ir.OpProd} {
-		register(op, ir.F32, reduceBuildFold[float32])
-		register(op, ir.F64, reduceBuildFold[float64])
-		register(op, ir.I32, reduceBuildFold[int32])
-		register(op, ir.I64, reduceBuildFold[int64])
+		register(op, ir.F32, parTrailing(reduceBuildFold[float32], 1))
+		register(op, ir.F64, parTrailing(reduceBuildFold[float64], 1))
+		register(op, ir.I32, parTrailing(reduceBuildFold[int32], 1))
+		register(op, ir.I64, parTrailing(reduceBuildFold[int64], 1))
 	}
-	register(ir.OpLogSumExp, ir.F32, reduceBuildLogSumExp[float32])
-	register(ir.OpLogSumExp, ir.F64, reduceBuildLogSumExp[float64])
+	register(ir.OpLogSumExp, ir.F32, parTrailing(reduceBuildLogSumExp[float32], parCostExp))
+	register(ir.OpLogSumExp, ir.F64, parTrailing(reduceBuildLogSumExp[float64], parCostExp))
 	for _, op := range []ir.Op{ir.OpVar, ir.OpStd} {
-		register(op, ir.F32, reduceBuildVar[float32])
-		register(op, ir.F64, reduceBuildVar[float64])
+		register(op, ir.F32, parTrailing(reduceBuildVar[float32], 3))
+		register(op, ir.F64, parTrailing(reduceBuildVar[float64], 3))
 	}
-	register(ir.OpArgmax, ir.I64, reduceBuildArg)
-	register(ir.OpArgmin, ir.I64, reduceBuildArg)
+	register(ir.OpArgmax, ir.I64, parTrailing(reduceBuildArg, 1))
+	register(ir.OpArgmin, ir.I64, parTrailing(reduceBuildArg, 1))
 	register(ir.OpProdExclusive, ir.F32, reduceBuildProdExclusive[float32])
 	register(ir.OpProdExclusive, ir.F64, reduceBuildProdExclusive[float64])
 	register(ir.OpProdExclusiveGrad, ir.F32, reduceBuildProdExclusiveGrad[float32])

@@ -32,7 +32,9 @@ import (
 // For the last axis (inner = 1) the slices are contiguous rows. Otherwise
 // the Func sweeps the axis with all inner columns at once, keeping the
 // per-column state in scratch made here, so that memory is read in order;
-// both paths do the same arithmetic in the same order.
+// both paths do the same arithmetic in the same order. Large inputs split
+// their slices across the workers by outer index (par.go), which changes
+// no slice's arithmetic.
 func buildSoftmax[T float](n *kernels.Node) (kernels.Func, error) {
 	logOut := false
 	switch n.Op {
@@ -53,19 +55,26 @@ func buildSoftmax[T float](n *kernels.Node) (kernels.Func, error) {
 	if outer*dim*inner == 0 {
 		return func(kernels.Tensor, []kernels.Tensor) error { return nil }, nil
 	}
+	// Split across the workers by rows (the outer slices); each row is
+	// normalized as in an unsplit call (par.go).
+	parts := parParts(n.Par, outer, dim*inner*parCostExp)
 	if inner == 1 {
-		return func(out kernels.Tensor, args []kernels.Tensor) error {
+		return parRows(n.Par, parts, outer, 1, func(_ int, out kernels.Tensor, args []kernels.Tensor, lo, hi int) error {
 			o, x := kernels.View[T](out), kernels.View[T](args[0])
-			for r := range outer {
+			for r := lo; r < hi; r++ {
 				softmaxRow(o[r*dim:(r+1)*dim], x[r*dim:(r+1)*dim], logOut)
 			}
 			return nil
-		}, nil
+		}), nil
 	}
-	st := newSoftmaxCols[T](inner)
-	return func(out kernels.Tensor, args []kernels.Tensor) error {
+	sts := make([]*softmaxCols[T], parts)
+	for p := range sts {
+		sts[p] = newSoftmaxCols[T](inner)
+	}
+	return parRows(n.Par, parts, outer, 1, func(part int, out kernels.Tensor, args []kernels.Tensor, lo, hi int) error {
 		o, x := kernels.View[T](out), kernels.View[T](args[0])
-		for r := range outer {
+		st := sts[part]
+		for r := lo; r < hi; r++ {
 			xb := x[r*dim*inner : (r+1)*dim*inner]
 			ob := o[r*dim*inner : (r+1)*dim*inner]
 			st.stats(ob, xb, dim, !logOut)
@@ -84,7 +93,7 @@ func buildSoftmax[T float](n *kernels.Node) (kernels.Func, error) {
 			st.normalize(ob, xb, dim)
 		}
 		return nil
-	}, nil
+	}), nil
 }
 
 // exp returns e^x in T.
