@@ -1,7 +1,10 @@
 // Package kiln is the Go entry point to the kiln training compiler: it runs
-// the pass pipeline over a graph and plans the result (Compile), and trains
-// a compiled model on a dataset (Train). The stages are packages of their
-// own: ir (the graph), passes, planner, exec/cpu, kernels and frontends.
+// the pass pipeline over a graph (Transform) and plans the result
+// (Compile), evaluates a forward graph (Eval), checks gradients against
+// central differences (GradCheck), and trains a compiled model (NewTrainer,
+// whose Trainer is package runtime's). The stages are packages of their
+// own: ir (the graph), passes, checkpoint, planner, exec/cpu and exec/gpu,
+// kernels and frontends; docs/ARCHITECTURE.md shows how they connect.
 package kiln
 
 import (

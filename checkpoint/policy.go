@@ -1,21 +1,3 @@
-// Package checkpoint decides which forward activations of a training graph
-// are kept for the backward pass and which are recomputed there, and
-// rewrites the graph accordingly: each recomputed value gets a clone (same
-// op, attributes and arguments; one per recomputation, NAME.remat,
-// NAME.remat2, ...) inserted just before the first backward user it
-// serves, those users read the clone, and the original dies at its last
-// forward use. Because a clone computes the same op on the same bits,
-// gradients with recomputation are bitwise identical to those without.
-//
-// The decisions come from a Policy: the graph's own recompute marks (by
-// hand), the √n rule and k segments on the graph's chain of layers, or a
-// byte budget met with the least recompute cost (a dynamic program over
-// the chain, exact for its memory model over one-level segmentations and
-// multi-level ones, where a value may be recomputed several times as in
-// binomial checkpointing, and a greedy solver for general graphs that
-// reports its distance from a lower bound). The package imports only ir:
-// the real peak of a choice is measured by a function the caller supplies
-// (the planner's arena).
 package checkpoint
 
 import (

@@ -1,6 +1,7 @@
 // Package frontends builds kiln graphs: the Go builder API here, the .kir
-// text format through ir.Parse, and data and tensor interchange in the
-// sub-packages dataset and safetensors.
+// text format through ir.Parse, ONNX import in the sub-package onnx, and
+// data and tensor interchange in the sub-packages dataset, safetensors and
+// npy.
 package frontends
 
 import (

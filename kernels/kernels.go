@@ -1,6 +1,8 @@
 // Package kernels defines what a compute kernel is to kiln: a function over
 // typed views of arena buffers, built once per plan step. Backends register
-// their kernels per (op, dtype) in sub-packages (kernels/cpu).
+// their kernel builders per (op, result dtype) in sub-packages (kernels/cpu,
+// kernels/wgsl), which import this package and never each other; what they
+// share (constants' values, the wording of index errors) lives here.
 package kernels
 
 import (

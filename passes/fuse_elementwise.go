@@ -11,8 +11,8 @@ import (
 // Elementwise fusion: chains of elementwise ops become one fused_elementwise,
 // a matmul whose only users are elementwise takes them as its epilogue
 // (fused_matmul), and a sum or mean takes the elementwise ops that only it
-// reads as its prologue (fused_reduce). docs/ARCHITECTURE.md, "Fusion:
-// elementwise", states the rules and the cost model; in short:
+// reads as its prologue (fused_reduce). The rules, which never let a fused
+// op do more arithmetic than the ops it replaces:
 //
 //   - A group is a root and members, elementwise values whose every user is
 //     in the group and which are not outputs, gradients or updates: a value

@@ -17,8 +17,9 @@ const (
 	ScheduleAuto ScheduleKind = iota
 	// ScheduleMemory is the memory-aware list schedule (memorySchedule).
 	ScheduleMemory
-	// ScheduleTopo is gonum's stabilized topological order, ties by value
-	// id: for a graph built by the passes, the order the values were made.
+	// ScheduleTopo is the definition order, which ir.Check proves
+	// topological: for a graph built by the passes, the order the values
+	// were made.
 	ScheduleTopo
 )
 

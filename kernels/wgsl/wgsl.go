@@ -12,8 +12,7 @@
 // identical nodes share one compiled pipeline (exec/gpu caches pipelines by
 // source).
 //
-// Conventions every kernel follows (see docs/ARCHITECTURE.md, "GPU
-// backend", for the recipe to add one):
+// Conventions every kernel follows:
 //
 //   - Binding i of group 0 is Dispatch.Bind[i]. Every binding is declared
 //     var<storage, read_write> (wgpu refuses a buffer bound read-only and
@@ -29,6 +28,36 @@
 //   - Data errors (a label out of range) are reported through the Status
 //     operand: atomicMax of a code (k+1 for Kernel.Checks[k]) into word 0,
 //     atomicMin of the offending element's index into word 1.
+//
+// # Adding a kernel
+//
+// One file per op family; one test case per (op, dtype).
+//
+//  1. Write func buildX(n *kernels.Node) (*Kernel, error). Call
+//     checkDTypes(n) first (it refuses f64). Declare each binding with
+//     Decl(i, name, dtype) (and StatusDecl(i) if the op can meet bad data,
+//     StepDecl(i) if its result depends on the step, as dropout's does),
+//     write main with header(WorkgroupSize) (builtins gid, wid, lid), and
+//     guard every thread with the element count: sizes are rarely
+//     multiples of the workgroup size. Bake shapes in as u32 constants and
+//     float attributes with F32(v) (exact bits).
+//  2. Return a Kernel whose Dispatches hold the source, the workgroup
+//     counts and Bind[i], the operand of @binding(i). Ask for Scratch
+//     buffers for results passed between dispatches and Data tables for
+//     precomputed index lists (the consumer lists of a backward written as
+//     a gather). At most 8 bindings per dispatch (WebGPU's default limit;
+//     the executor checks the device's).
+//  3. Register it in the file's init: register(ir.OpX, ir.F32, buildX);
+//     the wrapper runs kernels.CheckNode, so the builder sees only nodes
+//     shape inference accepts. An elementwise op needs only a line in
+//     ewRules (elementwise.go).
+//  4. Add a case to wgsltest.Cases: a small .kir graph on odd shapes.
+//     exec/gpu's TestKernelsMatchCPU compares its outputs with the CPU
+//     executor's; the pure-Go TestEveryBuilderGenerates builds every node
+//     of the cases, checks each kernel's shape (entry point, bindings
+//     declared once, at most 8) and fails for a registered (op, dtype) no
+//     case builds. Golden shaders under testdata (go test ./kernels/wgsl
+//     -update) make a generator change visible in review.
 package wgsl
 
 import (
