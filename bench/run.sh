@@ -18,9 +18,20 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 go build -o "$tmp/kiln" ./cmd/kiln
 
-cpu=$(sed -n 's/^model name[[:space:]]*: *//p' /proc/cpuinfo 2>/dev/null | head -n 1)
+# The header names the machine: /proc/cpuinfo's model name, family and
+# model (the same name has covered different generations here), the widest
+# vector extension (the kernels pick theirs at run time) and the cores.
+info() { sed -n "s/^$1[[:space:]]*: *//p" /proc/cpuinfo 2>/dev/null | head -n 1; }
+cpu=$(info 'model name')
+[ -n "$cpu" ] && cpu="$cpu (family $(info 'cpu family') model $(info model))"
+flags=" $(info flags) "
+case $flags in
+*" avx512f "*) simd=AVX-512 ;;
+*" avx2 "*) simd=AVX2 ;;
+*) simd="no AVX2" ;;
+esac
 echo "Measured by \`bench/run.sh\` (STEPS=$steps, WARMUP=$warmup) on $(date -u +%Y-%m-%d),"
-echo "${cpu:-$(uname -m)}, $(getconf _NPROCESSORS_ONLN 2>/dev/null || echo '?') cores, $(go env GOVERSION)."
+echo "${cpu:-$(uname -m)}, $simd, $(getconf _NPROCESSORS_ONLN 2>/dev/null || echo '?') cores, $(go env GOVERSION)."
 echo
 echo "| model | flags | default median (ms) | -O0 median (ms) | speedup | traffic default (MB/step) | traffic -O0 (MB/step) |"
 echo "|---|---|---|---|---|---|---|"
