@@ -14,7 +14,10 @@ import "github.com/kilnml/kiln/ir"
 // fused_reduce one per element of their largest operand or result and
 // instruction (and one more for the reduction); every other op
 // (elementwise, reductions, data movement, constants) one per element of
-// its largest operand or result. Leaves cost nothing. kiln bench sums it
+// its largest operand or result; attention 2·(dh+dv)+4 per (query, key)
+// pair it attends to (the lower triangle when causal) and attention_grad
+// 8·dh+4·dv+12 per pair (it recomputes the scores twice, for the row
+// log-sum-exp and for the probabilities). Leaves cost nothing. kiln bench sums it
 // over a plan's steps for the FLOPs per step.
 func FLOPs(g *ir.Graph, id ir.ID) float64 {
 	v := &g.Values[id]
@@ -71,6 +74,22 @@ func FLOPs(g *ir.Graph, id ir.ID) float64 {
 		return 4 * largest
 	case ir.OpLayerNorm, ir.OpBatchNorm:
 		return 8 * largest
+	case ir.OpAttention, ir.OpAttentionGrad:
+		q, k, vt := g.Type(v.Args[0]).Shape, g.Type(v.Args[1]).Shape, g.Type(v.Args[2]).Shape
+		r := len(q)
+		nt, ns, dh, dv := q[r-2], k[r-2], float64(q[r-1]), float64(vt[r-1])
+		pairs := float64(nt * ns)
+		if v.Attrs.Bool("causal", false) {
+			pairs = 0
+			for t := range nt {
+				pairs += float64(min(t+1, ns))
+			}
+		}
+		pairs *= float64(q[:r-2].NumElements())
+		if v.Op == ir.OpAttention {
+			return pairs * (2*(dh+dv) + 4)
+		}
+		return pairs * (8*dh + 4*dv + 12)
 	}
 	return largest
 }
