@@ -57,7 +57,7 @@ var Doc = map[string]string{
 	"verify":       "check the graph (ir.Check)",
 	"inference":    "evaluation only: replace every dropout by its input and drop the forward graph's state updates (Options.Inference)",
 	"shapes":       "re-infer every value's type from its op and arguments",
-	"canonicalize": "rewrite forward patterns into the op whose backward fuses: nll_loss(log_softmax(x)) into softmax_cross_entropy(x) (not at -O0)",
+	"canonicalize": "rewrite forward patterns into the op whose backward fuses: nll_loss(log_softmax(x)) into softmax_cross_entropy(x), softmax(q·kᵀ·scale + mask)·v into attention (not at -O0)",
 	"autodiff":     "append the backward graph: the gradient of the first output (the loss) for every param",
 	"optimizer":    "append the optimizer update of every param (SGD with momentum, Adam)",
 	"simplify":     "algebraic simplification, constant folding, common-subexpression and dead-code elimination, to a fixed point (not at -O0)",
