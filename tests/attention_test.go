@@ -197,3 +197,34 @@ func attnMax(xs []float64) float64 {
 	}
 	return m
 }
+
+// TestAttentionCausalExact checks the builder's causal mask: changing the
+// input at position 5 leaves the outputs at positions 0..4 bitwise the
+// same and changes those at 5.., fused and at -O0.
+func TestAttentionCausalExact(t *testing.T) {
+	const n, d = 9, 8
+	b := frontends.NewBuilder("causal")
+	x := b.Input("x", ir.F64, 1, n, d)
+	b.Output(b.Attention("attn", x, frontends.AttentionOptions{Heads: 2, Causal: true}))
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	y := g.Value(g.Outputs[0]).Name
+	for _, o0 := range []bool{false, true} {
+		r := newRunner(t, g, kiln.Options{O0: o0})
+		f := randomFeeds(g, 2, nil, nil)
+		r.run(f)
+		before := r.get(y)
+		for j := range d {
+			f["x"][5*d+j] += 0.5
+		}
+		r.run(f)
+		after := r.get(y)
+		for i := range before {
+			if same := before[i] == after[i]; same != (i/d < 5) {
+				t.Errorf("O0=%v: output %d (position %d) changed=%v after position 5 changed", o0, i, i/d, !same)
+			}
+		}
+	}
+}
