@@ -16,8 +16,8 @@ import "github.com/kilnml/kiln/ir"
 // (elementwise, reductions, data movement, constants) one per element of
 // its largest operand or result; attention 2·(dh+dv)+4 per (query, key)
 // pair it attends to (the lower triangle when causal) and attention_grad
-// 8·dh+4·dv+12 per pair (it recomputes the scores twice, for the row
-// log-sum-exp and for the probabilities). Leaves cost nothing. kiln bench sums it
+// 6·dh+4·dv+8 per pair (it recomputes the scores and probabilities).
+// Leaves cost nothing. kiln bench sums it
 // over a plan's steps for the FLOPs per step.
 func FLOPs(g *ir.Graph, id ir.ID) float64 {
 	v := &g.Values[id]
@@ -89,7 +89,7 @@ func FLOPs(g *ir.Graph, id ir.ID) float64 {
 		if v.Op == ir.OpAttention {
 			return pairs * (2*(dh+dv) + 4)
 		}
-		return pairs * (8*dh + 4*dv + 12)
+		return pairs * (6*dh + 4*dv + 8)
 	}
 	return largest
 }

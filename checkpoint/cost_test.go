@@ -67,7 +67,7 @@ output %g
 	want := map[string]float64{
 		"a": 6 * 4 * 5 * (2*(8+6) + 4),
 		"c": 6 * (1 + 2 + 3 + 4) * (2*(8+6) + 4),
-		"g": 6 * 4 * 5 * (8*8 + 4*6 + 12),
+		"g": 6 * 4 * 5 * (6*8 + 4*6 + 8),
 	}
 	for name, w := range want {
 		id, _ := g.Lookup(name)

@@ -31,7 +31,7 @@ func attentionOps() []opRow {
 			Doc: "softmax(q·kᵀ·scale + mask)·v over the keys, q [...,T,dh], k [...,S,dh], v [...,S,dv] with the same leading axes (batch, heads), result [...,T,dv]; mask (optional, q's dtype) is added to the scores, broadcast to [...,T,S] (0 attends, -inf masks); with causal, key s > t is masked for query t; a query whose every key is masked gets 0 (and gradient 0) where the unfused softmax gives NaN; computed tile by tile with an online softmax, never storing the [T,S] scores; the mask gets no gradient (one that depends on a param is refused); the canonicalize pass puts it in place of softmax(matmul(q, kᵀ) * scale [+ mask], -1) @ v"}},
 		{OpAttentionGrad, OpInfo{Name: "attention_grad", Args: []string{"q", "k", "v", "y", "dy", "mask"}, Optional: 1, Attrs: attentionAttrs,
 			Infer: inferAttentionGrad, NoGrad: "the gradient of attention's backward is not written",
-			Doc: "the gradients of y = attention(q, k, v, mask) for dy, packed per leading index as dq [T,dh], dk [S,dh], dv [S,dv] flattened into the last axis, result [..., T·dh + S·dh + S·dv]; the probabilities are recomputed tile by tile from the row log-sum-exp, itself recomputed (one more pass of q·kᵀ) because an op has one result"}},
+			Doc: "the gradients of y = attention(q, k, v, mask) for dy, packed per leading index as dq [T,dh], dk [S,dh], dv [S,dv] flattened into the last axis, result [..., T·dh + S·dh + S·dv]; the probabilities are recomputed a tile of query rows at a time (the forward, having one result, keeps no log-sum-exp)"}},
 	}
 }
 

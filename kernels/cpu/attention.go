@@ -21,11 +21,14 @@ import (
 // attnBr×attnBc tile of scores exists at a time, per worker. A row whose
 // every score is -inf (fully masked) keeps m = -inf and gets 0.
 //
-// Backward. Per leading index, D = rowsum(dy∘y) and the row log-sum-exp
-// lse = m + log(l) are recomputed (the forward has one result, so it
-// cannot hand lse over), then for each key tile and each query tile in
-// order: P = exp(x - lse), dv += Pᵀ·dy, dP = dy·vᵀ, dS = P∘(dP - D)·scale,
-// dq += dS·k, dk += dSᵀ·q. Masked scores give P = 0 and so nothing.
+// Backward. The forward has one result, so it cannot hand the row
+// log-sum-exp over; the backward recomputes it with the probabilities, a
+// tile of attnBr query rows at a time against every key they attend to
+// (an attnBr×S block per worker, never [T,S]): x = q·kᵀ·scale + mask, the
+// row maximum m and sum l of exp(x - m), P = exp(x - m)/l (one exp per
+// score, as the forward), then dS = P∘(dy·vᵀ - D)·scale with D =
+// rowsum(dy∘y), dv += Pᵀ·dy, dq = dS·k, dk += dSᵀ·q, the query tiles in
+// order. Masked scores give P = 0 and so nothing.
 //
 // Work is split across workers by whole items (leading index and query
 // tile forward, leading index backward), each computed alone in a fixed
@@ -245,9 +248,8 @@ func buildAttentionGrad[T float](n *kernels.Node) (kernels.Func, error) {
 	wd := max(d.dh, d.dv)
 	works := make([]*attnWork[T], len(bounds))
 	for p, b := range bounds {
-		works[p] = &attnWork[T]{gemm: gemmOf[T](max(attnBr, attnBc), max(attnBc, wd), max(attnBr, attnBc, wd)),
-			st: make([]T, attnBr*attnBc), dp: make([]T, attnBr*attnBc), tmp: make([]T, max(attnBr, attnBc)*wd),
-			m: make([]T, d.t), l: make([]T, d.t), dsum: make([]T, d.t), lo: b[0], hi: b[1]}
+		works[p] = &attnWork[T]{gemm: gemmOf[T](max(attnBr, d.s), max(d.s, wd), max(attnBr, d.s, wd)),
+			st: make([]T, attnBr*d.s), dp: make([]T, attnBr*d.s), tmp: make([]T, d.s*wd), lo: b[0], hi: b[1]}
 	}
 	var out, q, k, v, y, dy, mask []T
 	body := func(p int) {
@@ -270,7 +272,8 @@ func buildAttentionGrad[T float](n *kernels.Node) (kernels.Func, error) {
 	}, nil
 }
 
-// attnBackwardHead computes dq, dk and dv of leading index h.
+// attnBackwardHead computes dq, dk and dv of leading index h, one query
+// tile of rows at a time against every key it attends to.
 func attnBackwardHead[T float](d *attnDims[T], w *attnWork[T], dq, dk, dv, q, k, v, y, dy, mask []T, h int) {
 	negInf := T(math.Inf(-1))
 	qh := q[h*d.t*d.dh : (h+1)*d.t*d.dh]
@@ -278,115 +281,70 @@ func attnBackwardHead[T float](d *attnDims[T], w *attnWork[T], dq, dk, dv, q, k,
 	vh := v[h*d.s*d.dv : (h+1)*d.s*d.dv]
 	yh := y[h*d.t*d.dv : (h+1)*d.t*d.dv]
 	dyh := dy[h*d.t*d.dv : (h+1)*d.t*d.dv]
-	lse, dsum := w.m, w.dsum
-	// D = rowsum(dy∘y) and the row log-sum-exp, as the forward's sweep.
-	for t := range d.t {
-		var s T
-		yr, gr := yh[t*d.dv:(t+1)*d.dv], dyh[t*d.dv:(t+1)*d.dv]
-		for j := range yr {
-			s += T(gr[j] * yr[j])
-		}
-		dsum[t] = s
-	}
+	clear(dk)
+	clear(dv)
 	for r0 := 0; r0 < d.t; r0 += attnBr {
 		r1 := min(r0+attnBr, d.t)
 		rows := r1 - r0
-		m, l := lse[r0:r1], w.l[r0:r1]
-		for i := range m {
-			m[i], l[i] = negInf, 0
-		}
 		send := d.keyEnd(r1)
-		for c0 := 0; c0 < send; c0 += attnBc {
-			c1 := min(c0+attnBc, send)
-			cols := c1 - c0
-			st := w.st[:rows*cols]
-			w.gemm(false, true, rows, cols, d.dh, qh[r0*d.dh:r1*d.dh], d.dh, kh[c0*d.dh:c1*d.dh], d.dh, st, cols)
-			d.scores(st, mask, h, r0, rows, c0, cols)
-			for i := range rows {
-				sr := st[i*cols : (i+1)*cols]
-				mx := m[i]
-				for _, x := range sr {
-					if x > mx || x != x { // a NaN stays: the row is NaN
-						mx = x
-					}
+		qi, dyi, dqi := qh[r0*d.dh:r1*d.dh], dyh[r0*d.dv:r1*d.dv], dq[r0*d.dh:r1*d.dh]
+		if send == 0 {
+			clear(dqi)
+			continue
+		}
+		// P: the scores of the tile's rows against every key they see,
+		// each row's maximum m and sum l of exp(x - m): P = exp(x - m) / l.
+		p := w.st[:rows*send]
+		w.gemm(false, true, rows, send, d.dh, qi, d.dh, kh[:send*d.dh], d.dh, p, send)
+		d.scores(p, mask, h, r0, rows, 0, send)
+		for i := range rows {
+			pr := p[i*send : (i+1)*send]
+			m := negInf
+			for _, x := range pr {
+				if x > m || x != x { // a NaN stays: the row is NaN
+					m = x
 				}
-				if mx == negInf {
-					continue
-				}
-				var sum T
-				for _, x := range sr {
-					sum += exp(x - mx)
-				}
-				if m[i] != mx {
-					l[i] *= exp(m[i] - mx)
-					m[i] = mx
-				}
-				l[i] += sum
+			}
+			if m == negInf { // every key masked: no gradient
+				clear(pr)
+				continue
+			}
+			var l T
+			for j, x := range pr {
+				e := exp(x - m)
+				pr[j] = e
+				l += e
+			}
+			for j := range pr {
+				pr[j] /= l
 			}
 		}
-		for i := range m {
-			if m[i] != negInf {
-				m[i] += T(math.Log(float64(l[i])))
+		// dS = P∘(dy·vᵀ - D)·scale, D = rowsum(dy∘y).
+		ds := w.dp[:rows*send]
+		w.gemm(false, true, rows, send, d.dv, dyi, d.dv, vh[:send*d.dv], d.dv, ds, send)
+		for i := range rows {
+			t := r0 + i
+			var di T
+			yr, gr := yh[t*d.dv:(t+1)*d.dv], dyh[t*d.dv:(t+1)*d.dv]
+			for j := range yr {
+				di += T(gr[j] * yr[j])
+			}
+			dr, pr := ds[i*send:(i+1)*send], p[i*send:(i+1)*send]
+			for j := range dr {
+				dr[j] = T(pr[j]*(dr[j]-di)) * d.scale
 			}
 		}
-	}
-	clear(dq)
-	clear(dk)
-	clear(dv)
-	for c0 := 0; c0 < d.s; c0 += attnBc {
-		c1 := min(c0+attnBc, d.s)
-		cols := c1 - c0
-		kj, vj := kh[c0*d.dh:c1*d.dh], vh[c0*d.dv:c1*d.dv]
-		dkj, dvj := dk[c0*d.dh:c1*d.dh], dv[c0*d.dv:c1*d.dv]
-		r0 := 0
-		if d.causal {
-			r0 = c0 / attnBr * attnBr // query tiles wholly above the diagonal see none of these keys
+		// dv += Pᵀ·dy, dq = dS·k, dk += dSᵀ·q.
+		tmp := w.tmp[:send*d.dv]
+		w.gemm(true, false, send, d.dv, rows, p, send, dyi, d.dv, tmp, d.dv)
+		for j, x := range tmp {
+			dv[j] += x
 		}
-		for ; r0 < d.t; r0 += attnBr {
-			r1 := min(r0+attnBr, d.t)
-			rows := r1 - r0
-			qi, dyi := qh[r0*d.dh:r1*d.dh], dyh[r0*d.dv:r1*d.dv]
-			p := w.st[:rows*cols]
-			w.gemm(false, true, rows, cols, d.dh, qi, d.dh, kj, d.dh, p, cols)
-			d.scores(p, mask, h, r0, rows, c0, cols)
-			for i := range rows {
-				pr := p[i*cols : (i+1)*cols]
-				if ls := lse[r0+i]; ls == negInf {
-					clear(pr)
-				} else {
-					for j, x := range pr {
-						pr[j] = exp(x - ls)
-					}
-				}
-			}
-			// dv_j += Pᵀ·dy_i
-			tmp := w.tmp[:cols*d.dv]
-			w.gemm(true, false, cols, d.dv, rows, p, cols, dyi, d.dv, tmp, d.dv)
-			for j, x := range tmp {
-				dvj[j] += x
-			}
-			// dS = P∘(dy_i·v_jᵀ - D)·scale
-			ds := w.dp[:rows*cols]
-			w.gemm(false, true, rows, cols, d.dv, dyi, d.dv, vj, d.dv, ds, cols)
-			for i := range rows {
-				dr, pr, di := ds[i*cols:(i+1)*cols], p[i*cols:(i+1)*cols], dsum[r0+i]
-				for j := range dr {
-					dr[j] = T(pr[j]*(dr[j]-di)) * d.scale
-				}
-			}
-			// dq_i += dS·k_j
-			tmp = w.tmp[:rows*d.dh]
-			w.gemm(false, false, rows, d.dh, cols, ds, cols, kj, d.dh, tmp, d.dh)
-			dqi := dq[r0*d.dh : r1*d.dh]
-			for j, x := range tmp {
-				dqi[j] += x
-			}
-			// dk_j += dSᵀ·q_i
-			tmp = w.tmp[:cols*d.dh]
-			w.gemm(true, false, cols, d.dh, rows, ds, cols, qi, d.dh, tmp, d.dh)
-			for j, x := range tmp {
-				dkj[j] += x
-			}
+		w.gemm(false, false, rows, d.dh, send, ds, send, kh[:send*d.dh], d.dh, dqi, d.dh)
+		tmp = w.tmp[:send*d.dh]
+		w.gemm(true, false, send, d.dh, rows, ds, send, qi, d.dh, tmp, d.dh)
+		for j, x := range tmp {
+			dk[j] += x
 		}
 	}
 }
