@@ -111,10 +111,9 @@ func (d *attnDims[T]) scores(st []T, mask []T, h, r0, rows, c0, cols int) {
 // attnWork is one worker's scratch.
 type attnWork[T float] struct {
 	gemm     gemmFunc[T]
-	st, dp   []T // score and dP tiles, attnBr×attnBc
-	acc, tmp []T // attnBr×max(dh,dv) (forward), attnBc×max(dh,dv) (backward)
-	m, l     []T // per query row of the tile (forward) or of the head (backward lse, D)
-	dsum     []T
+	st, dp   []T // score tile attnBr×attnBc (forward); P and dS blocks attnBr×S (backward)
+	acc, tmp []T // attnBr×dv (forward); S×max(dh,dv) (backward: tmp)
+	m, l     []T // per query row of the tile (forward)
 	lo, hi   int // the items of this part
 }
 
