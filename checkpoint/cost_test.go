@@ -45,3 +45,34 @@ output %e
 		t.Errorf("checked %d values, want %d", n, len(want))
 	}
 }
+
+// TestFLOPsAttention checks attention's price: per attended (query, key)
+// pair, the two products and the softmax; the causal lower triangle only.
+func TestFLOPsAttention(t *testing.T) {
+	g, err := ir.Parse("attn.kir", []byte(`graph attn
+input %q: f32[2,3,4,8]
+input %k: f32[2,3,5,8]
+input %v: f32[2,3,5,6]
+input %dy: f32[2,3,4,6]
+%a = attention %q, %k, %v {scale=0.5}
+%c = attention %q, %k, %v {causal=true}
+%g = attention_grad %q, %k, %v, %a, %dy
+output %a
+output %c
+output %g
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{
+		"a": 6 * 4 * 5 * (2*(8+6) + 4),
+		"c": 6 * (1 + 2 + 3 + 4) * (2*(8+6) + 4),
+		"g": 6 * 4 * 5 * (6*8 + 4*6 + 8),
+	}
+	for name, w := range want {
+		id, _ := g.Lookup(name)
+		if got := checkpoint.FLOPs(g, id); got != w {
+			t.Errorf("FLOPs(%%%s) = %g, want %g", name, got, w)
+		}
+	}
+}

@@ -124,21 +124,51 @@ func (b *Builder) embeddingInput(prefix string, tokens Value, vocab, dModel int)
 }
 
 // MultiHeadAttention returns the self-attention of x [B, T, D] with heads
-// heads (D divisible by heads): queries, keys and values are Linear maps of
-// x (PREFIX.q, PREFIX.k, PREFIX.v), split into heads [B, H, T, D/H] by
-// reshape and transpose; each head's scores q·kᵀ/√(D/H) [B, H, T, T] are
-// normalized by softmax over the keys (every position attends to every
-// position: no causal mask) and weight the values; the heads are joined
-// back to [B, T, D] and mapped by PREFIX.o.
+// heads and no mask: Attention with AttentionOptions{Heads: heads}.
 func (b *Builder) MultiHeadAttention(prefix string, x Value, heads int) Value {
+	return b.attention(1, prefix, x, AttentionOptions{Heads: heads})
+}
+
+// AttentionOptions configure Attention.
+type AttentionOptions struct {
+	Heads int // attention heads; they divide the model width
+	// Causal masks the future: position t attends to positions s <= t
+	// only.
+	Causal bool
+	// KeyMask, when set, is a bool [B, T] that is true at the positions
+	// that may be attended to (false: padding); a query whose every key
+	// is masked gets 0 from the fused attention op (the unfused softmax,
+	// at -O0, gives NaN there).
+	KeyMask Value
+}
+
+// Attention returns the self-attention of x [B, T, D]: queries, keys and
+// values are Linear maps of x (PREFIX.q, PREFIX.k, PREFIX.v), split into
+// heads [B, H, T, D/H] by reshape and transpose; each head's scores
+// q·kᵀ/√(D/H) [B, H, T, T] (PREFIX.scores) get the masks added, a const
+// [T, T] that is -inf above the diagonal with Causal and where(KeyMask, 0,
+// -inf) [B, 1, 1, T] (PREFIX.keymask) with a KeyMask, are normalized by
+// softmax over the keys (PREFIX.att) and weight the values; the heads are
+// joined back to [B, T, D] and mapped by PREFIX.o. The canonicalize pass
+// turns the scores, masks, softmax and product into one attention op.
+func (b *Builder) Attention(prefix string, x Value, o AttentionOptions) Value {
+	return b.attention(1, prefix, x, o)
+}
+
+// attention is Attention; an error names the caller depth frames up.
+func (b *Builder) attention(depth int, prefix string, x Value, o AttentionOptions) Value {
 	if b.err != nil {
 		return Value{b, ir.NoID}
 	}
-	if err := b.attentionInput("attention", prefix, x, heads); err != nil {
-		return b.fail(1, err)
+	if err := b.attentionInput("attention", prefix, x, o.Heads); err != nil {
+		return b.fail(depth+1, err)
 	}
 	t := x.Type()
 	bs, n, d := t.Shape[0], t.Shape[1], t.Shape[2]
+	if err := b.keyMaskInput("attention", prefix, o.KeyMask, bs, n); err != nil {
+		return b.fail(depth+1, err)
+	}
+	heads := o.Heads
 	dh := d / heads
 	rows := b.Reshape(x, bs*n, d)
 	split := func(name string, perm ...int) Value {
@@ -148,10 +178,39 @@ func (b *Builder) MultiHeadAttention(prefix string, x Value, heads int) Value {
 	q := b.name(split("q", 0, 2, 1, 3), prefix+".qh")  // [B, H, T, dh]
 	kt := b.name(split("k", 0, 2, 3, 1), prefix+".kt") // [B, H, dh, T]
 	v := b.name(split("v", 0, 2, 1, 3), prefix+".vh")  // [B, H, T, dh]
-	scores := b.Mul(b.Matmul(q, kt), b.Scalar(1/math.Sqrt(float64(dh)), t.DType))
-	att := b.name(b.Softmax(b.name(scores, prefix+".scores"), -1), prefix+".att")
+	scores := b.name(b.Mul(b.Matmul(q, kt), b.Scalar(1/math.Sqrt(float64(dh)), t.DType)), prefix+".scores")
+	if o.Causal {
+		tri := make([]float64, n*n)
+		for i := range n {
+			for j := i + 1; j < n; j++ {
+				tri[i*n+j] = math.Inf(-1)
+			}
+		}
+		scores = b.Add(scores, b.Const(t.DType, []int{n, n}, tri...))
+	}
+	if o.KeyMask.b != nil {
+		km := b.Reshape(o.KeyMask, bs, 1, 1, n)
+		add := b.name(b.Where(km, b.Scalar(0, t.DType), b.Scalar(math.Inf(-1), t.DType)), prefix+".keymask")
+		scores = b.Add(scores, add)
+	}
+	att := b.name(b.Softmax(scores, -1), prefix+".att")
 	ctx := b.name(b.Transpose(b.Matmul(att, v), 0, 2, 1, 3), prefix+".ctx") // [B, T, H, dh]
 	return b.Reshape(b.Linear(prefix+".o", b.Reshape(ctx, bs*n, d), d), bs, n, d)
+}
+
+// keyMaskInput reports a key mask that is set but not a bool [B, T] of
+// this builder.
+func (b *Builder) keyMaskInput(what, prefix string, m Value, bs, n int) error {
+	if m.b == nil {
+		return nil // the zero Value: no mask
+	}
+	if m.b != b || m.id == ir.NoID {
+		return fmt.Errorf("%s %s: the key mask belongs to another builder", what, prefix)
+	}
+	if t := m.Type(); t.DType != ir.Bool || !t.Shape.Equal(ir.Shape{bs, n}) {
+		return fmt.Errorf("%s %s: the key mask must be bool[%d,%d] (true: attend), found %s", what, prefix, bs, n, t)
+	}
+	return nil
 }
 
 // attentionInput reports an input [B,T,D] the layer what cannot take, or
@@ -174,6 +233,9 @@ type BlockOptions struct {
 	// Gelu is gelu's approximation: "" or "none" (exact, with erf) or
 	// "tanh".
 	Gelu string
+	// Causal and KeyMask are the attention's masks (AttentionOptions).
+	Causal  bool
+	KeyMask Value
 }
 
 // TransformerBlock returns a pre-norm transformer block of x [B, T, D]:
@@ -205,7 +267,8 @@ func (b *Builder) TransformerBlock(prefix string, x Value, o BlockOptions) Value
 		bias := b.Param(prefix+"."+name+".b", t.DType, d)
 		return b.name(b.LayerNorm(x, w, bias, nil, eps), prefix+"."+name)
 	}
-	h := b.name(b.Add(x, b.MultiHeadAttention(prefix+".attn", norm("ln1", x), o.Heads)), prefix+".res1")
+	att := b.Attention(prefix+".attn", norm("ln1", x), AttentionOptions{Heads: o.Heads, Causal: o.Causal, KeyMask: o.KeyMask})
+	h := b.name(b.Add(x, att), prefix+".res1")
 	rows := b.Reshape(norm("ln2", h), t.Shape[0]*t.Shape[1], d)
 	m := b.name(b.Gelu(b.Linear(prefix+".fc1", rows, hidden), o.Gelu), prefix+".gelu")
 	mlp := b.Reshape(b.Linear(prefix+".fc2", m, d), t.Shape...)
@@ -225,7 +288,8 @@ func (b *Builder) blockInput(what, prefix string, x Value, o BlockOptions) error
 	case o.Gelu != "" && o.Gelu != "none" && o.Gelu != "tanh":
 		return fmt.Errorf("%s %s: gelu approximation %q; want \"none\" or \"tanh\"", what, prefix, o.Gelu)
 	}
-	return nil
+	t := x.Type()
+	return b.keyMaskInput(what, prefix, o.KeyMask, t.Shape[0], t.Shape[1])
 }
 
 // TransformerOptions configure Transformer.

@@ -72,6 +72,16 @@ func TestTransformerErrors(t *testing.T) {
 			return line(b.MultiHeadAttention("attn", x, 5))
 		}, "attention attn: 5 heads do not divide the model width 12"},
 		{func(b *frontends.Builder) int {
+			x := b.Input("x", ir.F32, 2, 5, 12)
+			m := b.Input("m", ir.F32, 2, 5)
+			return line(b.Attention("attn", x, frontends.AttentionOptions{Heads: 3, KeyMask: m}))
+		}, "attention attn: the key mask must be bool[2,5] (true: attend), found f32[2,5]"},
+		{func(b *frontends.Builder) int {
+			x := b.Input("x", ir.F32, 2, 5, 12)
+			m := b.Input("m", ir.Bool, 5, 2)
+			return line(b.TransformerBlock("blk", x, frontends.BlockOptions{Heads: 3, KeyMask: m}))
+		}, "transformer block blk: the key mask must be bool[2,5] (true: attend), found bool[5,2]"},
+		{func(b *frontends.Builder) int {
 			x := b.Input("x", ir.F32, 10, 12)
 			return line(b.TransformerBlock("blk", x, frontends.BlockOptions{Heads: 2}))
 		}, "transformer block blk: the input must be [B,T,D], found f32[10,12]"},

@@ -106,3 +106,23 @@ func ExampleBuilder_Transformer() {
 	// %head.b f32[10]
 	// logits: f32[32,10]
 }
+
+// Causal self-attention over a padded batch: position t attends to
+// positions s <= t whose key mask is true. The canonicalize pass turns the
+// scores, masks, softmax and product into one attention op.
+func ExampleBuilder_Attention() {
+	b := frontends.NewBuilder("attn")
+	x := b.Input("x", ir.F32, 2, 5, 8)
+	keep := b.Input("keep", ir.Bool, 2, 5) // false: padding
+	y := b.Attention("attn", x, frontends.AttentionOptions{Heads: 2, Causal: true, KeyMask: keep})
+	b.Output(b.Sum(y, nil, false))
+	g, err := b.Build()
+	if err != nil {
+		log.Fatal(err)
+	}
+	scores, _ := g.Lookup("attn.scores")
+	mask, _ := g.Lookup("attn.keymask")
+	fmt.Println("scores:", g.Type(scores), "key mask:", g.Type(mask), "y:", y.Type())
+	// Output:
+	// scores: f32[2,2,5,5] key mask: f32[2,1,1,5] y: f32[2,5,8]
+}

@@ -166,6 +166,10 @@ const (
 	OpCumsum
 	OpTrilu
 
+	// Fused attention (ops_attention.go).
+	OpAttention
+	OpAttentionGrad
+
 	numOps
 )
 
@@ -470,7 +474,7 @@ type opRow struct {
 }
 
 func init() {
-	families := [][]opRow{coreOps(), mathOps(), activationOps(), lossOps(), reduceOps(), movementOps(), nnOps(), kanOps(), fusedPatternOps(), fusedElementwiseOps(), arrayOps()}
+	families := [][]opRow{coreOps(), mathOps(), activationOps(), lossOps(), reduceOps(), movementOps(), nnOps(), kanOps(), fusedPatternOps(), fusedElementwiseOps(), arrayOps(), attentionOps()}
 	for _, rows := range families {
 		for _, r := range rows {
 			if opTable[r.op].Name != "" {

@@ -12,8 +12,12 @@ import (
 // backward becomes softmax_cross_entropy's, (softmax(x) - onehot(labels))
 // scaled per the reduction, which fuse turns into one softmax_ce_grad
 // kernel instead of the one_hot, scale and log_softmax backward ops. The
-// log_softmax values it frees are removed.
+// log_softmax values it frees are removed. It also puts attention in
+// place of softmax(q·kᵀ·scale + mask)·v (canonicalizeAttention).
 func Canonicalize(g *ir.Graph) error {
+	if err := canonicalizeAttention(g); err != nil {
+		return err
+	}
 	pinned := g.RootMask()
 	users := g.Users()
 	keep := make([]bool, len(g.Values))

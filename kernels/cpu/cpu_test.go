@@ -61,6 +61,8 @@ func TestRegisteredDTypes(t *testing.T) {
 		ir.OpFusedElementwise: floats, ir.OpFusedMatmul: floats, ir.OpFusedReduce: floats,
 		// Array ops (cast.go, array.go).
 		ir.OpCast: allDTypes, ir.OpCumsum: numeric, ir.OpTrilu: allDTypes,
+		// Fused attention (attention.go).
+		ir.OpAttention: floats, ir.OpAttentionGrad: floats,
 	}
 	for _, op := range ir.Ops() {
 		for _, dt := range allDTypes {

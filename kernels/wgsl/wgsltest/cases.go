@@ -29,8 +29,8 @@ type Case struct {
 // normalization, dropout, KAN and logic-gate one (exec/gpu's nnCases):
 // every elementwise op (with broadcasting), fused_elementwise, matmul and
 // fused_matmul, sum, mean and fused_reduce, softmax, the cross-entropy,
-// the movement family in every element type, the other reductions, and
-// the losses.
+// the movement family in every element type, the other reductions, the
+// losses and attention.
 func Cases() []Case {
 	var cases []Case
 	cases = append(cases, core()...)
@@ -38,6 +38,7 @@ func Cases() []Case {
 	cases = append(cases, moveTypes()...)
 	cases = append(cases, reductions...)
 	cases = append(cases, losses()...)
+	cases = append(cases, attention()...)
 	return append(cases, Array()...)
 }
 
