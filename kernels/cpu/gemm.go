@@ -57,6 +57,8 @@ type gemmKernel func(kc int, a, b, c unsafe.Pointer, ldc, mode int)
 type gemmWork[T float] struct {
 	kern       gemmKernel
 	mr, nr     int
+	wide       gemmKernel // nil, or the kernel of wideRows rows (gemmWide)
+	wideRows   int        // a multiple of mr
 	mc, kc, nc int
 	smallM     int // calls with at most this many rows take the small-M order
 	packA      []T // MC×KC, in MR-row panels
@@ -69,6 +71,7 @@ type gemmWork[T float] struct {
 func newGemmWork[T float](m, n, k int) *gemmWork[T] {
 	kern, mr, nr := gemmMicro[T]()
 	w := &gemmWork[T]{kern: kern, mr: mr, nr: nr, mc: gemmMC, kc: gemmKC, nc: gemmNC, smallM: gemmSmallM}
+	w.wide, w.wideRows = gemmWide[T]()
 	w.tile = make([]T, mr*nr)
 	w.reserve(m, n, k)
 	return w
@@ -299,10 +302,17 @@ func (w *gemmWork[T]) macro(mb, nb, kb int, c []T, off, ldc, mode int) {
 	for jr := 0; jr < nb; jr += nr {
 		bp := unsafe.Pointer(&w.packB[jr*kb])
 		cols := min(nr, nb-jr)
-		for ir := 0; ir < mb; ir += mr {
+		for ir := 0; ir < mb; {
 			ap := unsafe.Pointer(&w.packA[ir*kb])
 			rows := min(mr, mb-ir)
 			co := off + ir*ldc + jr
+			if w.wide != nil && cols == nr && mb-ir >= w.wideRows {
+				// wideRows rows at once: consecutive A panels.
+				w.wide(kb, ap, bp, unsafe.Pointer(&c[co]), ldc, mode)
+				ir += w.wideRows
+				continue
+			}
+			ir += mr
 			if rows == mr && cols == nr {
 				w.kern(kb, ap, bp, unsafe.Pointer(&c[co]), ldc, mode)
 				continue
