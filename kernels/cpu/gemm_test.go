@@ -259,7 +259,7 @@ func BenchmarkGemmMicroKernel(b *testing.B) {
 			}
 			flops := 2 * float64(mr*nr*kc) * float64(b.N)
 			b.ReportMetric(flops/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-			b.ReportMetric(flops/(cpuSeconds()-cpu0)/1e9, "GFLOP/cpu-s")
+			reportPerCPU(b, flops/1e9, "GFLOP/cpu-s", cpu0)
 		})
 	}
 }

@@ -4,7 +4,6 @@ package cpu
 
 import (
 	"fmt"
-	"syscall"
 	"testing"
 
 	"github.com/kilnml/kiln/ir"
@@ -66,20 +65,9 @@ func BenchmarkMatmulHeads(b *testing.B) {
 					}
 					flops := 2 * float64(heads*s.m*s.n*s.k) * float64(b.N)
 					b.ReportMetric(flops/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-					b.ReportMetric(flops/(cpuSeconds()-cpu0)/1e9, "GFLOP/cpu-s")
+					reportPerCPU(b, flops/1e9, "GFLOP/cpu-s", cpu0)
 				})
 			}
 		}
 	}
-}
-
-// cpuSeconds returns the user and system CPU time the process has used:
-// on a shared machine, GFLOP per CPU-second moves less with the load than
-// GFLOP/s.
-func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }
