@@ -8,7 +8,9 @@ import "unsafe"
 // the inner dimension; for each slice the KC×NC block of op(B) is packed
 // into NR-wide panels, then for each MC-tall row block the MC×KC block of
 // op(A) is packed into MR-tall panels and the macro-kernel runs the
-// micro-kernel (gemm_kernels_amd64.s) over every MR×NR tile of the block.
+// micro-kernel (gemm_kernels_amd64.s; with AVX-512 those of
+// gemm_avx512_amd64.s, 4 panels at once where whole) over every MR×NR tile
+// of the block.
 // Packed panels are padded with zeros to whole tiles; a tile that sticks
 // out of C is computed into a scratch tile and its valid part copied (or
 // added) into C.
@@ -79,7 +81,7 @@ type gemmWork[T float] struct {
 	wideRows   int              // a multiple of mr
 	directT    gemmDirectKernel // nil, or wide's rows read in place from Aᵀ
 	directN    gemmDirectKernel // and from A (gemmDirect)
-	directMaxN int              // products with at most this many columns read A in place
+	directMaxN int              // products with at most this many columns read A in place (gemmDirectN; the tests raise it)
 	mc, kc, nc int
 	smallM     int // calls with at most this many rows take the small-M order
 	packA      []T // MC×KC, in MR-row panels

@@ -73,11 +73,13 @@ func testGemmBlocked[T float](t *testing.T) {
 	}
 	shapes := [][3]int{{1, 1, 1}, {1, 17, 5}, {7, 1, 3}, {6, 16, 4}, {13, 29, 31}, {5, 9, 0}, {37, 53, 300}, {121, 35, 257}, {2, 4100, 3}, {197, 23, 40}}
 	// "small" blocks take the usual order for every m, "smallM" the
-	// small-M order for every m; the default takes it for m <= gemmSmallM.
+	// small-M order for every m, reading A in place (AVX-512) for every n;
+	// the default takes it for m <= gemmSmallM, in place for n <=
+	// gemmDirectN.
 	blockSizes := map[string]func(w *gemmWork[T]){
 		"default": func(*gemmWork[T]) {},
 		"small":   func(w *gemmWork[T]) { w.mc, w.kc, w.nc, w.smallM = 12, 5, 32, 0 },
-		"smallM":  func(w *gemmWork[T]) { w.mc, w.kc, w.nc, w.smallM = 12, 5, 32, 1<<30 },
+		"smallM":  func(w *gemmWork[T]) { w.mc, w.kc, w.nc, w.smallM, w.directMaxN = 12, 5, 32, 1<<30, 1<<30 },
 	}
 	for _, sh := range shapes {
 		m, n, k := sh[0], sh[1], sh[2]
