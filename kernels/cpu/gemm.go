@@ -190,9 +190,11 @@ func (w *gemmWork[T]) gemmRange(mLo, mHi int, tA, tB bool, m, n, k int, a []T, l
 				nb := min(w.nr, n-jr)
 				w.packPanelsB(tB, b, ldb, pc, kb, jr, nb)
 				for ir := 0; ir < nd; ir += w.wideRows {
-					ap := unsafe.Pointer(&a[(mLo+ir)*lda+pc])
+					var ap unsafe.Pointer
 					if tA {
 						ap = unsafe.Pointer(&a[pc*lda+mLo+ir])
+					} else {
+						ap = unsafe.Pointer(&a[(mLo+ir)*lda+pc])
 					}
 					w.tileDirect(direct, ap, lda, nb, kb, c, (mLo+ir)*ldc+jr, ldc, mode)
 				}

@@ -33,12 +33,16 @@ func gemmRef(tA, tB bool, m, n, k int, a []float64, lda int, b []float64, ldb in
 			s := beta * c[i*ldc+j]
 			abs := math.Abs(s)
 			for p := range k {
-				av, bv := a[i*lda+p], b[p*ldb+j]
+				var av, bv float64
 				if tA {
 					av = a[p*lda+i]
+				} else {
+					av = a[i*lda+p]
 				}
 				if tB {
 					bv = b[j*ldb+p]
+				} else {
+					bv = b[p*ldb+j]
 				}
 				s += av * bv
 				abs += math.Abs(av * bv)
@@ -96,8 +100,17 @@ func testGemmBlocked[T float](t *testing.T) {
 						if tB {
 							ldb = k + 1
 						}
-						a := randVals[T](r, max(m, k)*lda+4, ints)
-						b := randVals[T](r, max(n, k)*ldb+4, ints)
+						// Operands of the least length their shapes and
+						// strides allow: a read past them panics.
+						ar, ac, br, bc := m, k, k, n
+						if tA {
+							ar, ac = k, m
+						}
+						if tB {
+							br, bc = n, k
+						}
+						a := randVals[T](r, max(0, (ar-1)*lda+ac), ints)
+						b := randVals[T](r, max(0, (br-1)*ldb+bc), ints)
 						c0 := randVals[T](r, m*ldc, ints)
 						if beta == 0 {
 							for i := range c0 {
