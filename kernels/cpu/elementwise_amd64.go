@@ -169,9 +169,15 @@ func ewScalarVecAsm[T number](op ir.Op, out []T, s T, b []T) bool {
 	return false
 }
 
+// ewAVX512 is whether the fused block runners run in AVX-512
+// (elementwise_avx512_amd64.s) when the AVX2 loops are in use: a CPU with
+// AVX-512, unless a test clears it to run the AVX2 runners. Both give the
+// same bits.
+var ewAVX512 = cpufeat.AVX512
+
 // fuseewArithFunc returns the block runner of fused_elementwise.go for T
-// (fuseewArithF32 or F64, elementwise_avx2_amd64.s), nil when the AVX2
-// loops are not in use.
+// (fuseewArithF32 or F64, elementwise_avx2_amd64.s, or their AVX-512 forms
+// when ewAVX512), nil when the AVX2 loops are not in use.
 func fuseewArithFunc[T float]() func(steps []fuseewArith, fs [][]T, m int) {
 	if !ewAVX2InUse {
 		return nil
@@ -180,8 +186,14 @@ func fuseewArithFunc[T float]() func(steps []fuseewArith, fs [][]T, m int) {
 	switch any(*new(T)).(type) {
 	case float32:
 		f = fuseewArithF32
+		if ewAVX512 {
+			f = fuseewArithF32AVX512
+		}
 	case float64:
 		f = fuseewArithF64
+		if ewAVX512 {
+			f = fuseewArithF64AVX512
+		}
 	}
 	return f.(func(steps []fuseewArith, fs [][]T, m int))
 }

@@ -22,6 +22,10 @@ func reluGradF32(o, dy, x []float32) int { return 0 }
 // ewAVX2 is false: there are no AVX2 loops.
 const ewAVX2 = false
 
+// ewAVX512 is false: there are no AVX-512 block runners (a variable, as on
+// amd64, for the tests).
+var ewAVX512 = false
+
 // ewUseAVX2 does nothing: there are no loops to choose between.
 func ewUseAVX2(bool) {}
 

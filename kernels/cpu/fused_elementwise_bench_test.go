@@ -12,29 +12,40 @@ import (
 // inputs) through fused_elementwise on f32 inputs of n elements: the
 // interpreter alone, without the executor. The 4096x4096 size streams from
 // memory; the 64K size stays in cache and measures the interpreter's own
-// work.
+// work. Where the CPU has AVX-512, .../avx2 runs the AVX2 block runner.
 func BenchmarkFusedElementwiseChain(b *testing.B) {
 	for _, size := range []struct {
 		name string
 		n    int
 	}{{"8K", 1 << 13}, {"64K", 1 << 16}, {"16M", 4096 * 4096}} {
-		b.Run(size.name, func(b *testing.B) {
-			attrs := fuseewProgram("t0 = mul i0, i1", "t1 = add t0, i1", "t2 = mul t1, i0",
-				"t3 = sub t2, i1", "t4 = mul t3, t3", "t5 = add t4, i0")
-			ty := ir.TensorOf(ir.F32, size.n)
-			r := newRand(1)
-			in := []kernels.Tensor{fuseewRandom(r, ty), fuseewRandom(r, ty)}
-			f, err := Kernels.Build(node(b, ir.OpFusedElementwise, attrs, ty, ty))
-			if err != nil {
-				b.Fatal(err)
-			}
-			out := emptyOf(ty)
-			b.SetBytes(int64(3 * ty.Bytes()))
-			for b.Loop() {
-				if err := f(out, in); err != nil {
+		for _, runner := range []string{"", "/avx2"} {
+			b.Run(size.name+runner, func(b *testing.B) {
+				if runner != "" {
+					if !ewAVX512 {
+						b.Skip("the default run was the AVX2 runner")
+					}
+					defer func(v bool) { ewAVX512 = v }(ewAVX512)
+					ewAVX512 = false
+				}
+				attrs := fuseewProgram("t0 = mul i0, i1", "t1 = add t0, i1", "t2 = mul t1, i0",
+					"t3 = sub t2, i1", "t4 = mul t3, t3", "t5 = add t4, i0")
+				ty := ir.TensorOf(ir.F32, size.n)
+				r := newRand(1)
+				in := []kernels.Tensor{fuseewRandom(r, ty), fuseewRandom(r, ty)}
+				f, err := Kernels.Build(node(b, ir.OpFusedElementwise, attrs, ty, ty))
+				if err != nil {
 					b.Fatal(err)
 				}
-			}
-		})
+				out := emptyOf(ty)
+				b.SetBytes(int64(3 * ty.Bytes()))
+				cpu0 := cpuSeconds()
+				for b.Loop() {
+					if err := f(out, in); err != nil {
+						b.Fatal(err)
+					}
+				}
+				reportPerCPU(b, float64(3*ty.Bytes())*float64(b.N)/1e9, "GB/cpu-s", cpu0)
+			})
+		}
 	}
 }

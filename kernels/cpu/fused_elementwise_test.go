@@ -224,8 +224,9 @@ func TestFusedElementwiseEveryOp(t *testing.T) {
 // directly, splat from a scalar and gathered from every broadcast pattern,
 // results smaller than, equal to and not a multiple of a block, and an
 // empty one; then again with every result written by streaming stores (as
-// outputs of fuseewStreamBytes or more are), and with the SSE2 loops run
-// step by step instead of AVX2's block runner.
+// outputs of fuseewStreamBytes or more are), with the AVX2 block runner
+// forced where the CPU has AVX-512 (with and without streaming stores),
+// and with the SSE2 loops run step by step instead of a block runner.
 func TestFusedElementwisePrograms(t *testing.T) {
 	chain := []string{"t0 = mul i0, i1", "t1 = add t0, i1", "t2 = tanh t1", "t3 = mul t2, i0", "t4 = sigmoid t3", "t5 = sub t4, i1"}
 	tests := []struct {
@@ -260,11 +261,21 @@ func TestFusedElementwisePrograms(t *testing.T) {
 	streamBytes := fuseewStreamBytes
 	defer func() { fuseewStreamBytes = streamBytes }()
 	defer ewUseAVX2(ewAVX2)
-	for _, mode := range []string{"", " streaming", " SSE2"} {
+	defer func(v bool) { ewAVX512 = v }(ewAVX512)
+	for _, mode := range []string{"", " streaming", " AVX2 runner", " AVX2 runner streaming", " SSE2"} {
 		name := mode
 		switch mode {
 		case " streaming":
 			fuseewStreamBytes = 0 // every result streamed
+		case " AVX2 runner", " AVX2 runner streaming":
+			if !ewAVX512 {
+				continue // the default runs were these
+			}
+			ewAVX512 = false // the AVX2 block runner where the CPU has AVX-512
+			fuseewStreamBytes = 0
+			if mode == " AVX2 runner" {
+				fuseewStreamBytes = streamBytes
+			}
 		case " SSE2":
 			if !ewAVX2 {
 				continue // the default run was this one

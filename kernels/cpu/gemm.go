@@ -8,7 +8,9 @@ import "unsafe"
 // the inner dimension; for each slice the KC×NC block of op(B) is packed
 // into NR-wide panels, then for each MC-tall row block the MC×KC block of
 // op(A) is packed into MR-tall panels and the macro-kernel runs the
-// micro-kernel (gemm_kernels_amd64.s) over every MR×NR tile of the block.
+// micro-kernel (gemm_kernels_amd64.s; with AVX-512 those of
+// gemm_avx512_amd64.s, 4 panels at once where whole) over every MR×NR tile
+// of the block.
 // Packed panels are padded with zeros to whole tiles; a tile that sticks
 // out of C is computed into a scratch tile and its valid part copied (or
 // added) into C.
@@ -35,7 +37,11 @@ import "unsafe"
 // buffer: its B is then read once and its packed panels never leave L1,
 // where the usual order writes the whole packed KC×NC block out to L3 and
 // reads it back for only a few row blocks. The loops and the sums are the
-// same, so the result is bitwise the same either way.
+// same, so the result is bitwise the same either way. With the AVX-512
+// kernels, a small-M call with at most gemmDirectN columns (attention's
+// per-head products: 128 rows by 32 columns) packs only the rows past its
+// last whole 24-row block: the kernels of gemmDirect read the blocks' rows
+// of op(A) in place, the same chains, so again the same bits.
 const (
 	gemmKC     = 256
 	gemmMC     = 120 // a multiple of every MR
@@ -48,6 +54,20 @@ const (
 // b; mode 0 stores the tile, mode 1 adds it to C.
 type gemmKernel func(kc int, a, b, c unsafe.Pointer, ldc, mode int)
 
+// gemmDirectKernel is a micro-kernel that reads op(A) in place rather than
+// packed: the tile of C at c from kc steps of rows of op(A) at a (from A,
+// or from Aᵀ, with row stride lda elements) and of a packed B panel at b;
+// mode as gemmKernel's.
+type gemmDirectKernel func(kc int, a, b, c unsafe.Pointer, ldc, mode, lda int)
+
+// gemmDirectN is the widest product (columns of C) whose A the small-M
+// order reads in place, where there are in-place kernels (gemmDirect):
+// packing A costs about as much as the multiply-adds of a few B panels, so
+// for few columns it does not pay; for many, the packed panels' one
+// contiguous stream is worth their packing (BenchmarkMatmulHeads, Zen 5:
+// 128×32×128 about 1.25× faster in place, 128×128×32 about 0.7×).
+const gemmDirectN = 64
+
 // gemmWork is the blocked gemm's state for one caller: the micro-kernel,
 // the block sizes and the packing buffers, sized when it is made so that
 // calls with operands no larger than those it was made for allocate
@@ -57,6 +77,11 @@ type gemmKernel func(kc int, a, b, c unsafe.Pointer, ldc, mode int)
 type gemmWork[T float] struct {
 	kern       gemmKernel
 	mr, nr     int
+	wide       gemmKernel       // nil, or the kernel of wideRows rows (gemmWide)
+	wideRows   int              // a multiple of mr
+	directT    gemmDirectKernel // nil, or wide's rows read in place from Aᵀ
+	directN    gemmDirectKernel // and from A (gemmDirect)
+	directMaxN int              // products with at most this many columns read A in place (gemmDirectN; the tests raise it)
 	mc, kc, nc int
 	smallM     int // calls with at most this many rows take the small-M order
 	packA      []T // MC×KC, in MR-row panels
@@ -69,7 +94,10 @@ type gemmWork[T float] struct {
 func newGemmWork[T float](m, n, k int) *gemmWork[T] {
 	kern, mr, nr := gemmMicro[T]()
 	w := &gemmWork[T]{kern: kern, mr: mr, nr: nr, mc: gemmMC, kc: gemmKC, nc: gemmNC, smallM: gemmSmallM}
-	w.tile = make([]T, mr*nr)
+	w.wide, w.wideRows = gemmWide[T]()
+	w.directT, w.directN = gemmDirect[T]()
+	w.directMaxN = gemmDirectN
+	w.tile = make([]T, max(mr, w.wideRows)*nr)
 	w.reserve(m, n, k)
 	return w
 }
@@ -139,17 +167,40 @@ func (w *gemmWork[T]) gemmRange(mLo, mHi int, tA, tB bool, m, n, k int, a []T, l
 	}
 	w.reserve(mHi-mLo, n, k)
 	if mb := mHi - mLo; mb <= w.smallM {
+		// A few columns: the whole wideRows-row blocks of op(A) are read
+		// in place by the direct kernels, the rest packed.
+		direct := w.directN
+		if tA {
+			direct = w.directT
+		}
+		nd := 0 // rows [mLo, mLo+nd) read in place
+		if direct != nil && n <= w.directMaxN {
+			nd = mb / w.wideRows * w.wideRows
+		}
 		for pc := 0; pc < k; pc += w.kc {
 			kb := min(w.kc, k-pc)
 			mode := 1
 			if pc == 0 && beta == 0 {
 				mode = 0
 			}
-			w.packPanelsA(tA, a, lda, mLo, mb, pc, kb)
+			if nd < mb {
+				w.packPanelsA(tA, a, lda, mLo+nd, mb-nd, pc, kb)
+			}
 			for jr := 0; jr < n; jr += w.nr {
 				nb := min(w.nr, n-jr)
 				w.packPanelsB(tB, b, ldb, pc, kb, jr, nb)
-				w.macro(mb, nb, kb, c, mLo*ldc+jr, ldc, mode)
+				for ir := 0; ir < nd; ir += w.wideRows {
+					var ap unsafe.Pointer
+					if tA {
+						ap = unsafe.Pointer(&a[pc*lda+mLo+ir])
+					} else {
+						ap = unsafe.Pointer(&a[(mLo+ir)*lda+pc])
+					}
+					w.tileDirect(direct, ap, lda, nb, kb, c, (mLo+ir)*ldc+jr, ldc, mode)
+				}
+				if nd < mb {
+					w.macro(mb-nd, nb, kb, c, (mLo+nd)*ldc+jr, ldc, mode)
+				}
 			}
 		}
 		return
@@ -299,10 +350,17 @@ func (w *gemmWork[T]) macro(mb, nb, kb int, c []T, off, ldc, mode int) {
 	for jr := 0; jr < nb; jr += nr {
 		bp := unsafe.Pointer(&w.packB[jr*kb])
 		cols := min(nr, nb-jr)
-		for ir := 0; ir < mb; ir += mr {
+		for ir := 0; ir < mb; {
 			ap := unsafe.Pointer(&w.packA[ir*kb])
 			rows := min(mr, mb-ir)
 			co := off + ir*ldc + jr
+			if w.wide != nil && cols == nr && mb-ir >= w.wideRows {
+				// wideRows rows at once: consecutive A panels.
+				w.wide(kb, ap, bp, unsafe.Pointer(&c[co]), ldc, mode)
+				ir += w.wideRows
+				continue
+			}
+			ir += mr
 			if rows == mr && cols == nr {
 				w.kern(kb, ap, bp, unsafe.Pointer(&c[co]), ldc, mode)
 				continue
@@ -319,6 +377,31 @@ func (w *gemmWork[T]) macro(mb, nb, kb int, c []T, off, ldc, mode int) {
 						dst[j] += v
 					}
 				}
+			}
+		}
+	}
+}
+
+// tileDirect runs kern, a direct kernel, for the wideRows×nb tile of C at
+// c[off:] (nb at most NR) from kb steps of op(A) in place at a (row stride
+// lda) and the packed B panel at packB[0].
+func (w *gemmWork[T]) tileDirect(kern gemmDirectKernel, a unsafe.Pointer, lda, nb, kb int, c []T, off, ldc, mode int) {
+	bp := unsafe.Pointer(&w.packB[0])
+	nr := w.nr
+	if nb == nr {
+		kern(kb, a, bp, unsafe.Pointer(&c[off]), ldc, mode, lda)
+		return
+	}
+	t := w.tile
+	kern(kb, a, bp, unsafe.Pointer(&t[0]), nr, 0, lda)
+	for r := range w.wideRows {
+		dst := c[off+r*ldc : off+r*ldc+nb]
+		src := t[r*nr : r*nr+nb]
+		if mode == 0 {
+			copy(dst, src)
+		} else {
+			for j, v := range src {
+				dst[j] += v
 			}
 		}
 	}

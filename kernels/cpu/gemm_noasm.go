@@ -15,6 +15,12 @@ func gemmMicro[T float]() (kern gemmKernel, mr, nr int) {
 	panic("cpu: no gemm micro-kernel on this platform")
 }
 
+// gemmWide reports no AVX-512 micro-kernel.
+func gemmWide[T float]() (kern gemmKernel, rows int) { return nil, 0 }
+
+// gemmDirect reports no AVX-512 micro-kernel.
+func gemmDirect[T float]() (t, n gemmDirectKernel) { return nil, nil }
+
 // gemmCopyRows64 is never called when gemmAsm is false.
 func gemmCopyRows64(dst, src unsafe.Pointer, stride, rows int) {
 	panic("cpu: no gemm packing on this platform")

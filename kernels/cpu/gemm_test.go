@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"math"
 	"os/exec"
+	"reflect"
 	"runtime"
 	"testing"
 	"unsafe"
+
+	"github.com/kilnml/kiln/internal/cpufeat"
 )
 
 // TestGemmGenerated checks that gemm_kernels_amd64.s is what gen_gemm.go
@@ -30,12 +33,16 @@ func gemmRef(tA, tB bool, m, n, k int, a []float64, lda int, b []float64, ldb in
 			s := beta * c[i*ldc+j]
 			abs := math.Abs(s)
 			for p := range k {
-				av, bv := a[i*lda+p], b[p*ldb+j]
+				var av, bv float64
 				if tA {
 					av = a[p*lda+i]
+				} else {
+					av = a[i*lda+p]
 				}
 				if tB {
 					bv = b[j*ldb+p]
+				} else {
+					bv = b[p*ldb+j]
 				}
 				s += av * bv
 				abs += math.Abs(av * bv)
@@ -50,8 +57,9 @@ func gemmRef(tA, tB bool, m, n, k int, a []float64, lda int, b []float64, ldb in
 // over odd shapes, transposed operands, padded strides and beta 0, 1 and
 // 0.5, with the default block sizes and with tiny ones that make every
 // shape cross block edges: within (k+2)·u·(Σ|a·b| + |beta·c|), exact on
-// integer inputs, bitwise the same on a second call and when the rows are
-// split over gemmRange calls with separate gemmWorks.
+// integer inputs, bitwise the same on a second call, when the rows are
+// split over gemmRange calls with separate gemmWorks, and with the AVX2
+// micro-kernels forced on a CPU with AVX-512 (newGemmWorkAVX2).
 func TestGemmBlocked(t *testing.T) {
 	if !gemmAsm {
 		t.Skip("no AVX2+FMA")
@@ -69,11 +77,13 @@ func testGemmBlocked[T float](t *testing.T) {
 	}
 	shapes := [][3]int{{1, 1, 1}, {1, 17, 5}, {7, 1, 3}, {6, 16, 4}, {13, 29, 31}, {5, 9, 0}, {37, 53, 300}, {121, 35, 257}, {2, 4100, 3}, {197, 23, 40}}
 	// "small" blocks take the usual order for every m, "smallM" the
-	// small-M order for every m; the default takes it for m <= gemmSmallM.
+	// small-M order for every m, reading A in place (AVX-512) for every n;
+	// the default takes it for m <= gemmSmallM, in place for n <=
+	// gemmDirectN.
 	blockSizes := map[string]func(w *gemmWork[T]){
 		"default": func(*gemmWork[T]) {},
 		"small":   func(w *gemmWork[T]) { w.mc, w.kc, w.nc, w.smallM = 12, 5, 32, 0 },
-		"smallM":  func(w *gemmWork[T]) { w.mc, w.kc, w.nc, w.smallM = 12, 5, 32, 1<<30 },
+		"smallM":  func(w *gemmWork[T]) { w.mc, w.kc, w.nc, w.smallM, w.directMaxN = 12, 5, 32, 1<<30, 1<<30 },
 	}
 	for _, sh := range shapes {
 		m, n, k := sh[0], sh[1], sh[2]
@@ -90,8 +100,17 @@ func testGemmBlocked[T float](t *testing.T) {
 						if tB {
 							ldb = k + 1
 						}
-						a := randVals[T](r, max(m, k)*lda+4, ints)
-						b := randVals[T](r, max(n, k)*ldb+4, ints)
+						// Operands of the least length their shapes and
+						// strides allow: a read past them panics.
+						ar, ac, br, bc := m, k, k, n
+						if tA {
+							ar, ac = k, m
+						}
+						if tB {
+							br, bc = n, k
+						}
+						a := randVals[T](r, max(0, (ar-1)*lda+ac), ints)
+						b := randVals[T](r, max(0, (br-1)*ldb+bc), ints)
 						c0 := randVals[T](r, m*ldc, ints)
 						if beta == 0 {
 							for i := range c0 {
@@ -144,16 +163,50 @@ func testGemmBlocked[T float](t *testing.T) {
 							ow.smallM = m
 						}
 						ow.gemm(tA, tB, m, n, k, a, lda, b, ldb, beta, other, ldc)
+						// The AVX2 kernels alone (where the CPU has
+						// AVX-512, the AVX-512 ones ran above): the same
+						// chains, the same bits.
+						avx2 := append([]T(nil), c0...)
+						aw := newGemmWorkAVX2[T](m, n, k)
+						blockSizes[blocks](aw)
+						aw.gemm(tA, tB, m, n, k, a, lda, b, ldb, beta, avx2, ldc)
 						for i := range c {
 							x := math.Float64bits(float64(c[i]))
 							if math.Float64bits(float64(again[i])) != x || math.Float64bits(float64(split[i])) != x || math.Float64bits(float64(other[i])) != x {
 								t.Fatalf("%s: element %d differs between calls (%v, %v, split %v, other order %v)", name, i, c[i], again[i], split[i], other[i])
+							}
+							if math.Float64bits(float64(avx2[i])) != x {
+								t.Fatalf("%s: element %d is %v with the AVX2 kernels, %v with gemmMicro's and gemmWide's", name, i, avx2[i], c[i])
 							}
 						}
 					}
 				}
 			}
 		}
+	}
+}
+
+// newGemmWorkAVX2 returns newGemmWork's gemmWork with the AVX2 micro-kernels
+// alone, whatever the CPU has.
+func newGemmWorkAVX2[T float](m, n, k int) *gemmWork[T] {
+	defer func(v bool) { gemmAVX512 = v }(gemmAVX512)
+	gemmAVX512 = false
+	return newGemmWork[T](m, n, k)
+}
+
+// TestGemmAVX2Forced checks that newGemmWorkAVX2 does run the AVX2 kernels
+// (so that TestGemmBlocked compares two paths where the CPU has AVX-512).
+func TestGemmAVX2Forced(t *testing.T) {
+	w := newGemmWorkAVX2[float32](8, 8, 8)
+	if w.wide != nil || reflect.ValueOf(w.kern).Pointer() != reflect.ValueOf(gemmKernel(sgemmKernel6x16)).Pointer() {
+		t.Fatal("newGemmWorkAVX2 made a gemmWork with the AVX-512 kernels")
+	}
+	wd := newGemmWorkAVX2[float64](8, 8, 8)
+	if wd.wide != nil || reflect.ValueOf(wd.kern).Pointer() != reflect.ValueOf(gemmKernel(dgemmKernel6x8)).Pointer() {
+		t.Fatal("newGemmWorkAVX2 made an f64 gemmWork with the AVX-512 kernels")
+	}
+	if w := newGemmWork[float32](8, 8, 8); cpufeat.AVX512 && w.wide == nil {
+		t.Fatal("newGemmWork chose no AVX-512 kernel on a CPU with AVX-512")
 	}
 }
 
@@ -198,17 +251,30 @@ func benchMatmulT[T float](b *testing.B, n int) {
 
 // BenchmarkGemmMicroKernel times the f32 micro-kernel alone on L1-resident
 // packed panels (kc = 256): the ceiling of the blocked gemm on one core.
+// "kiln" is the kernel PeakGFLOPS measures (peakKernel), "avx2" the AVX2
+// one. It reports GFLOP/s and GFLOP per CPU-second (cpuSeconds).
 func BenchmarkGemmMicroKernel(b *testing.B) {
 	if !gemmAsm {
 		b.Skip("no AVX2+FMA")
 	}
-	kern, mr, nr := gemmMicro[float32]()
-	const kc = 256
-	a := randVals[float32](newRand(1), mr*kc, false)
-	p := randVals[float32](newRand(2), nr*kc, false)
-	c := make([]float32, mr*nr)
-	for b.Loop() {
-		kern(kc, unsafe.Pointer(&a[0]), unsafe.Pointer(&p[0]), unsafe.Pointer(&c[0]), nr, 1)
+	kerns := []struct {
+		name string
+		kern func() (gemmKernel, int, int)
+	}{{"kiln", peakKernel}, {"avx2", func() (gemmKernel, int, int) { return sgemmKernel6x16, 6, 16 }}}
+	for _, kk := range kerns {
+		b.Run(kk.name, func(b *testing.B) {
+			kern, mr, nr := kk.kern()
+			const kc = 256
+			a := randVals[float32](newRand(1), mr*kc, false)
+			p := randVals[float32](newRand(2), nr*kc, false)
+			c := make([]float32, mr*nr)
+			cpu0 := cpuSeconds()
+			for b.Loop() {
+				kern(kc, unsafe.Pointer(&a[0]), unsafe.Pointer(&p[0]), unsafe.Pointer(&c[0]), nr, 1)
+			}
+			flops := 2 * float64(mr*nr*kc) * float64(b.N)
+			b.ReportMetric(flops/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			reportPerCPU(b, flops/1e9, "GFLOP/cpu-s", cpu0)
+		})
 	}
-	b.ReportMetric(2*float64(mr*nr*kc)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 }

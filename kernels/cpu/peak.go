@@ -7,17 +7,18 @@ import (
 )
 
 // PeakGFLOPS measures the f32 floating-point rate one goroutine reaches for
-// about d: with the AVX2+FMA gemm micro-kernel (the kernel every matmul's
-// inner loop runs) on L1-resident packed panels, as BenchmarkGemmMicroKernel
-// does; so it is the ceiling of kiln's own gemm on one core, not a
-// datasheet figure. Without the micro-kernel it times a scalar Go loop of
-// independent multiply-adds. It returns GFLOP/s, counting a multiply-add as
-// two.
+// about d: with the gemm micro-kernel that runs the whole tiles of every
+// matmul's inner loop (peakKernel: the AVX-512 one where the CPU has it,
+// else the AVX2+FMA one) on L1-resident packed panels, as
+// BenchmarkGemmMicroKernel does; so it is the ceiling of kiln's own gemm on
+// one core, not a datasheet figure. Without the micro-kernels it times a
+// scalar Go loop of independent multiply-adds. It returns GFLOP/s, counting
+// a multiply-add as two.
 func PeakGFLOPS(d time.Duration) float64 {
 	if !gemmAsm {
 		return peakGo(d)
 	}
-	kern, mr, nr := gemmMicro[float32]()
+	kern, mr, nr := peakKernel()
 	const kc = 256
 	a := make([]float32, mr*kc)
 	b := make([]float32, nr*kc)
@@ -60,4 +61,15 @@ func peakGo(d time.Duration) float64 {
 			return 2 * float64(n) / el.Seconds() / 1e9
 		}
 	}
+}
+
+// peakKernel returns the f32 micro-kernel a gemmWork made now runs for its
+// whole tiles, and its tile, MR×NR: gemmWide's when there is one, else
+// gemmMicro's. It needs gemmAsm.
+func peakKernel() (kern gemmKernel, mr, nr int) {
+	kern, mr, nr = gemmMicro[float32]()
+	if wide, rows := gemmWide[float32](); wide != nil {
+		kern, mr = wide, rows
+	}
+	return kern, mr, nr
 }
