@@ -1,0 +1,205 @@
+package vmath
+
+import (
+	"flag"
+	"math"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/kilnml/kiln/internal/cpufeat"
+)
+
+var exhaustive = flag.Bool("exhaustive", false, "TestULP: measure every float32 input (2^32 per function) and print the maximum ulp error")
+
+// fn32 is one function under test: its vector loops and scalar code, the
+// float64 reference it is measured against and the bound its doc comment
+// states.
+type fn32 struct {
+	name   string
+	vec    vec
+	scalar func(float32) float32
+	ref    func(float64) float64
+	ulps   float64
+}
+
+var fns32 = []fn32{
+	{"Exp32", exp32Vec, exp32, math.Exp, 1},
+	{"Log32", log32Vec, log32, math.Log, 1},
+}
+
+// ulpDist returns how many float32 values lie between got and want (0 when
+// both are NaN, +Inf when only one is). ±0 are the same value.
+func ulpDist(got, want float32) float64 {
+	gn, wn := got != got, want != want
+	if gn || wn {
+		if gn && wn {
+			return 0
+		}
+		return math.Inf(1)
+	}
+	ord := func(f float32) int64 {
+		b := int64(math.Float32bits(f) & 0x7fffffff)
+		if math.Signbit(float64(f)) {
+			return -b
+		}
+		return b
+	}
+	d := ord(got) - ord(want)
+	if d < 0 {
+		d = -d
+	}
+	return float64(d)
+}
+
+// specials are the inputs every test includes.
+var specials = []float32{
+	0, float32(math.Copysign(0, -1)), 1, -1, 0.5, -0.5, 2, -2,
+	float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), math.Float32frombits(0xffc00001), math.Float32frombits(0x7f800001),
+	math.MaxFloat32, -math.MaxFloat32, math.SmallestNonzeroFloat32, -math.SmallestNonzeroFloat32, 0x1p-126, -0x1p-126, 0x1.fffffcp-127,
+	88.72283, 88.72284, 88.7, 89, -87.33654, -103.97, -103.972, -104, -150, 1e-8, -1e-8, 0.625, -0.625, 20, -20,
+}
+
+// sampleInputs returns about 4 million inputs spread evenly over the bit
+// patterns of float32 (every 1031st), and the specials.
+func sampleInputs() []float32 {
+	const stride = 1031
+	in := make([]float32, 0, 1<<32/stride+len(specials))
+	for b := uint64(0); b < 1<<32; b += stride {
+		in = append(in, math.Float32frombits(uint32(b)))
+	}
+	return append(in, specials...)
+}
+
+// impls returns the code paths this machine runs.
+func impls() []impl {
+	p := []impl{implScalar}
+	if cpufeat.AVX2 && runtime.GOARCH == "amd64" {
+		p = append(p, implAVX2)
+	}
+	if cpufeat.AVX512 {
+		p = append(p, implAVX512)
+	}
+	return p
+}
+
+// maxULP returns the largest ulp error of f over in and the input where it
+// occurs, computing with path p.
+func maxULP(f fn32, p impl, in []float32) (float64, float32) {
+	out := make([]float32, len(in))
+	row(p, f.vec, f.scalar, out, in)
+	worst, at := 0.0, float32(0)
+	for i, x := range in {
+		if d := ulpDist(out[i], float32(f.ref(float64(x)))); d > worst {
+			worst, at = d, x
+		}
+	}
+	return worst, at
+}
+
+// TestULP checks each function's maximum ulp error over the sampled inputs
+// against its stated bound, on every path; with -exhaustive it measures
+// all 2^32 inputs and prints the maxima.
+func TestULP(t *testing.T) {
+	if *exhaustive {
+		for _, f := range fns32 {
+			worst, at := exhaustiveULP(f)
+			t.Logf("%s: max %.0f ulp (at %g, %#08x), stated %.0f", f.name, worst, at, math.Float32bits(at), f.ulps)
+			if worst > f.ulps {
+				t.Errorf("%s: %.0f ulp at %g exceeds the stated %.0f", f.name, worst, at, f.ulps)
+			}
+		}
+		return
+	}
+	in := sampleInputs()
+	for _, f := range fns32 {
+		for _, p := range impls() {
+			worst, at := maxULP(f, p, in)
+			if worst > f.ulps {
+				t.Errorf("%s (path %d): %.0f ulp at %g (%#08x), stated %.0f", f.name, p, worst, at, math.Float32bits(at), f.ulps)
+			}
+		}
+	}
+}
+
+// exhaustiveULP measures f over every float32 with the best path, in
+// parallel chunks.
+func exhaustiveULP(f fn32) (float64, float32) {
+	const chunk = 1 << 20
+	workers := runtime.NumCPU()
+	type res struct {
+		ulp float64
+		at  float32
+	}
+	results := make([]res, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			in := make([]float32, chunk)
+			for c := uint64(w); c < 1<<32/chunk; c += uint64(workers) {
+				for i := range in {
+					in[i] = math.Float32frombits(uint32(c*chunk + uint64(i)))
+				}
+				if u, at := maxULP(f, best, in); u > results[w].ulp {
+					results[w] = res{u, at}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	var r res
+	for _, x := range results {
+		if x.ulp > r.ulp {
+			r = x
+		}
+	}
+	return r.ulp, r.at
+}
+
+// TestPathsIdentical checks that AVX-512, AVX2 and the scalar code give
+// bitwise the same results (NaN payloads included) for the sampled inputs,
+// and that splitting a row anywhere changes no element.
+func TestPathsIdentical(t *testing.T) {
+	in := sampleInputs()
+	for _, f := range fns32 {
+		want := make([]float32, len(in))
+		for i, x := range in {
+			want[i] = f.scalar(x)
+		}
+		for _, p := range impls() {
+			got := make([]float32, len(in))
+			row(p, f.vec, f.scalar, got, in)
+			for i := range got {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%s path %d: f(%g) = %#08x, scalar %#08x", f.name, p, in[i], math.Float32bits(got[i]), math.Float32bits(want[i]))
+				}
+			}
+			// Split the first inputs into pieces of every length 1..37.
+			got = make([]float32, 20000)
+			for lo, n := 0, 1; lo < len(got); lo, n = lo+n, n%37+1 {
+				hi := min(lo+n, len(got))
+				row(p, f.vec, f.scalar, got[lo:hi], in[lo:hi])
+			}
+			for i := range got {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%s path %d split: f(%g) = %#08x, whole %#08x", f.name, p, in[i], math.Float32bits(got[i]), math.Float32bits(want[i]))
+				}
+			}
+		}
+	}
+}
+
+// TestInPlace checks that dst may be src.
+func TestInPlace(t *testing.T) {
+	x := []float32{0, 1, 2, -3, 4.5, 100, -100, 1e-3, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17}
+	want := make([]float32, len(x))
+	Exp32(want, x)
+	Exp32(x, x)
+	for i := range x {
+		if x[i] != want[i] {
+			t.Fatalf("in place: element %d = %g, want %g", i, x[i], want[i])
+		}
+	}
+}
