@@ -11,8 +11,8 @@ const (
 	expHi = float32(89)   // exp clamps x to [expLo, expHi]: e^89 overflows,
 	expLo = float32(-104) // e^-104 < 2^-150 rounds to 0
 	log2e = float32(1.44269504088896341)
-	magic = float32(0x1.8p23) // x + magic - magic rounds x to an integer (|x| < 2^22)
-	ln2Hi = float32(0.693359375)     // ln 2 = ln2Hi + ln2Lo; n*ln2Hi is exact for |n| < 2^15
+	magic = float32(0x1.8p23)    // x + magic - magic rounds x to an integer (|x| < 2^22)
+	ln2Hi = float32(0.693359375) // ln 2 = ln2Hi + ln2Lo; n*ln2Hi is exact for |n| < 2^15
 	ln2Lo = float32(-2.12194440e-4)
 	ep0   = float32(1.9875691500e-4) // exp(r) = 1 + r + r^2*(ep5 + ... + ep0*r^5) on |r| <= ln2/2 (Cephes expf)
 	ep1   = float32(1.3981999507e-3)

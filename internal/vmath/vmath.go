@@ -32,34 +32,28 @@ const (
 	implAVX512
 )
 
-// vec is a function's vector loops, by width (nil where there are none).
-type vec [2]func(dst, src *float32, n int, k *[kRows][16]uint32)
-
-// row computes dst[i] = f(src[i]) with the vector loops of path p for
-// whole vectors and scalar for the rest.
-func row(p impl, v vec, f func(float32) float32, dst, src []float32) {
+// exp32Row sets dst = exp(src) with path p: whole vectors by its loops,
+// the rest by the scalar code.
+func exp32Row(p impl, dst, src []float32) {
 	src = src[:len(dst)]
-	n := 0
-	switch {
-	case p == implAVX512 && v[1] != nil:
-		n = len(dst) &^ 15
-	case p >= implAVX2 && v[0] != nil:
-		n = len(dst) &^ 7
-		p = implAVX2
+	for i := vecExp32(p, dst, src); i < len(dst); i++ {
+		dst[i] = exp32(src[i])
 	}
-	if n > 0 {
-		v[p-1](&dst[0], &src[0], n, tab)
-	}
-	for i := n; i < len(dst); i++ {
-		dst[i] = f(src[i])
+}
+
+// log32Row is exp32Row for log.
+func log32Row(p impl, dst, src []float32) {
+	src = src[:len(dst)]
+	for i := vecLog32(p, dst, src); i < len(dst); i++ {
+		dst[i] = log32(src[i])
 	}
 }
 
 // Exp32 sets dst[i] = e^src[i] for every i < len(dst); src must be at
-// least as long, and may be dst itself but must not otherwise overlap it.
-// Maximum error: 1 ulp.
-func Exp32(dst, src []float32) { row(best, exp32Vec, exp32, dst, src) }
+// least as long, and may be dst itself but must not otherwise overlap it
+// (as for every row function of the package). Maximum error: 1 ulp.
+func Exp32(dst, src []float32) { exp32Row(best, dst, src) }
 
-// Log32 sets dst[i] = log(src[i]) (natural) for every i < len(dst), with
-// src as for Exp32. log(±0) = -Inf, log(x < 0) = NaN. Maximum error: 1 ulp.
-func Log32(dst, src []float32) { row(best, log32Vec, log32, dst, src) }
+// Log32 sets dst[i] = log(src[i]) (natural). log(±0) = -Inf, log(x < 0)
+// = NaN. Maximum error: 1 ulp.
+func Log32(dst, src []float32) { log32Row(best, dst, src) }
