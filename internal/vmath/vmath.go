@@ -57,3 +57,10 @@ func Exp32(dst, src []float32) { exp32Row(best, dst, src) }
 // Log32 sets dst[i] = log(src[i]) (natural). log(±0) = -Inf, log(x < 0)
 // = NaN. Maximum error: 1 ulp.
 func Log32(dst, src []float32) { log32Row(best, dst, src) }
+
+// Exp32Scalar returns e^x: one element of Exp32, bitwise the same, for
+// code that computes elements one at a time.
+func Exp32Scalar(x float32) float32 { return exp32(x) }
+
+// Log32Scalar returns log(x): one element of Log32, bitwise the same.
+func Log32Scalar(x float32) float32 { return log32(x) }

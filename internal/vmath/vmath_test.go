@@ -39,6 +39,7 @@ var fns32 = []fn32{
 	{"Tanh32", tanh32, math.Tanh, 2},
 	{"Log1p32", log1p32, math.Log1p, 2},
 	{"Expm1_32", expm132, math.Expm1, 3},
+	{"GeluTanh32", geluTanh32, GeluTanh64, 3},
 	{"Softplus32", func(p impl, dst, src []float32) { softplus32(p, 1, 20, dst, src) }, func(x float64) float64 {
 		if x > 20 {
 			return x
