@@ -22,11 +22,10 @@ type Unary struct {
 // have; err reports an attribute the op does not accept.
 //
 // The f32 functions of exp, log, tanh, sigmoid, silu, softplus, log1p,
-// expm1 and gelu {approximate="tanh"} are the vector ones of this package;
-// the other ops, and every f64 function, compute in float64 with Go's math
-// (f32 rounded once), which floor, ceil, round and reciprocal make exact
-// and where the rest (rsqrt, log2, log10, sin, cos, erf, gelu, elu) are
-// not yet vectorized.
+// expm1, erf and gelu are the ones of this package; the other ops, and
+// every f64 function, compute in float64 with Go's math (f32 rounded
+// once), which floor, ceil, round and reciprocal make exact and where the
+// rest (rsqrt, log2, log10, sin, cos, elu) are not yet vectorized.
 func Lookup(op ir.Op, a ir.Attrs) (u Unary, ok bool, err error) {
 	mk, ok := table[op]
 	if !ok {
@@ -51,14 +50,14 @@ var table = map[ir.Op]func(ir.Attrs) (Unary, error){
 	ir.OpLog10:      fixed(nil, Log10_64),
 	ir.OpSin:        fixed(nil, math.Sin),
 	ir.OpCos:        fixed(nil, math.Cos),
-	ir.OpErf:        fixed(nil, math.Erf),
+	ir.OpErf:        fixed(Erf32, math.Erf),
 	ir.OpFloor:      fixed(nil, math.Floor),
 	ir.OpCeil:       fixed(nil, math.Ceil),
 	ir.OpRound:      fixed(nil, math.RoundToEven),
 	ir.OpGelu: func(a ir.Attrs) (Unary, error) {
 		switch s := a.Str("approximate", "none"); s {
 		case "none":
-			return fixed(nil, GeluExact64)(a)
+			return fixed(GeluExact32, GeluExact64)(a)
 		case "tanh":
 			return fixed(GeluTanh32, GeluTanh64)(a)
 		default:

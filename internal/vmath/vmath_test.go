@@ -40,6 +40,8 @@ var fns32 = []fn32{
 	{"Log1p32", log1p32, math.Log1p, 2},
 	{"Expm1_32", expm132, math.Expm1, 3},
 	{"GeluTanh32", geluTanh32, GeluTanh64, 3},
+	{"Erf32", erf32, math.Erf, 1},
+	{"GeluExact32", geluExact32, GeluExact64, 1},
 	{"Softplus32", func(p impl, dst, src []float32) { softplus32(p, 1, 20, dst, src) }, func(x float64) float64 {
 		if x > 20 {
 			return x
