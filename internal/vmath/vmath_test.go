@@ -3,6 +3,7 @@ package vmath
 import (
 	"flag"
 	"math"
+	"regexp"
 	"runtime"
 	"sync"
 	"testing"
@@ -10,7 +11,10 @@ import (
 	"github.com/kilnml/kiln/internal/cpufeat"
 )
 
-var exhaustive = flag.Bool("exhaustive", false, "TestULP: measure every float32 input (2^32 per function) and print the maximum ulp error")
+var (
+	exhaustive = flag.Bool("exhaustive", false, "TestULP: measure every float32 input (2^32 per function) and print the maximum ulp error")
+	only       = flag.String("funcs", "", "TestULP -exhaustive: measure only the functions whose names match this regular expression")
+)
 
 // fn32 is one function under test: its vector loops and scalar code, the
 // float64 reference it is measured against and the bound its doc comment
@@ -124,7 +128,14 @@ func maxULP(f fn32, p impl, in []float32) (float64, float32) {
 // all 2^32 inputs and prints the maxima.
 func TestULP(t *testing.T) {
 	if *exhaustive {
+		re, err := regexp.Compile(*only)
+		if err != nil {
+			t.Fatalf("-funcs: %v", err)
+		}
 		for _, f := range fns32 {
+			if !re.MatchString(f.name) {
+				continue
+			}
 			worst, at := exhaustiveULP(f)
 			t.Logf("%s: max %.0f ulp (at %g, %#08x), stated %.0f", f.name, worst, at, math.Float32bits(at), f.ulps)
 			if worst > f.ulps {
