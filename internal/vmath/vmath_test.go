@@ -222,15 +222,26 @@ func TestPathsIdentical(t *testing.T) {
 	}
 }
 
-// TestInPlace checks that dst may be src.
+// TestInPlace checks that dst may be src, for every function and path.
 func TestInPlace(t *testing.T) {
-	x := []float32{0, 1, 2, -3, 4.5, 100, -100, 1e-3, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17}
-	want := make([]float32, len(x))
-	Exp32(want, x)
-	Exp32(x, x)
-	for i := range x {
-		if x[i] != want[i] {
-			t.Fatalf("in place: element %d = %g, want %g", i, x[i], want[i])
+	var in []float32
+	for i, x := range sampleInputs() {
+		if i%797 == 0 {
+			in = append(in, x)
+		}
+	}
+	in = append(in, specials...)
+	for _, f := range fns32 {
+		for _, p := range impls() {
+			want := make([]float32, len(in))
+			f.f(p, want, in)
+			x := append([]float32(nil), in...)
+			f.f(p, x, x)
+			for i := range x {
+				if math.Float32bits(x[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%s path %d in place: f(%g) = %g, want %g", f.name, p, in[i], x[i], want[i])
+				}
+			}
 		}
 	}
 }
