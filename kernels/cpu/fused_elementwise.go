@@ -21,7 +21,7 @@ import (
 // fused_reduce, into a scratch row that is added into the sums). So the
 // intermediates stay in cache and each input and the output are touched
 // once. Each instruction is computed by the row code of its op's own kernel
-// (negRow, binaryRow, unaryFloatRow, logicWhereRow, ...), element for
+// (negRow, binaryRow, vmath.Lookup's table, logicWhereRow, ...), element for
 // element, so a fused op's result is bitwise the unfused chain's.
 //
 // Add, sub, mul and div of float rows and scalars, the bulk of most
