@@ -225,7 +225,8 @@ func softplus32(p impl, beta, threshold float32, dst, src []float32) {
 
 // Softplus32 sets dst[i] = log(1 + e^(beta x))/beta, or x where beta x >
 // threshold, x = src[i] (PyTorch's softplus; beta = 1 and threshold = 20
-// by default there). Maximum error: 2 ulp.
+// by default there). Maximum error: 2 ulp (beta = 1; another beta adds
+// the rounding of the division).
 func Softplus32(beta, threshold float32, dst, src []float32) {
 	softplus32(best, beta, threshold, dst, src)
 }
