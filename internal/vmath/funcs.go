@@ -10,9 +10,11 @@ import "math"
 
 const blockLen = 256
 
-// absBits is |x|, -|x| is math.Float32frombits(absBits(x) | signBit).
+// signBit is the sign bit of a float32.
 const signBit = 0x80000000
 
+// abs32 returns |x| and negAbs32 -|x|, by the sign bit (NaN keeps its
+// payload).
 func abs32(x float32) float32 { return math.Float32frombits(math.Float32bits(x) &^ signBit) }
 
 func negAbs32(x float32) float32 { return math.Float32frombits(math.Float32bits(x) | signBit) }
