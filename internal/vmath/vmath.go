@@ -12,12 +12,11 @@
 // constant folded at compile time equals the kernel's result.
 //
 // Each function states its maximum error in ulps (units in the last place
-// of the float32 result) against float32(math.F(float64(x))). A bound
-// marked "all inputs" is the maximum over all 2^32 float32 inputs,
-// measured by go test ./internal/vmath -run TestULP -args -exhaustive
-// [-funcs REGEXP]; the others are the maximum over the sample the tests
-// check (4.2 million inputs spread evenly over the bit patterns, every
-// 1031st, and the specials), which an exhaustive run is to confirm.
+// of the float32 result) against float32(math.F(float64(x))): the maximum
+// over all 2^32 float32 inputs, measured by go test ./internal/vmath -run
+// TestULP -args -exhaustive [-funcs REGEXP]. The tests check the same
+// bounds on a sample (4.2 million inputs spread evenly over the bit
+// patterns, every 1031st, and the specials).
 // Special values (NaN, ±Inf, ±0, overflow, underflow, subnormal arguments
 // and results) give what the float64 functions give.
 //
@@ -54,12 +53,11 @@ func log32Row(p impl, dst, src []float32) {
 
 // Exp32 sets dst[i] = e^src[i] for every i < len(dst); src must be at
 // least as long, and may be dst itself but must not otherwise overlap it
-// (as for every row function of the package). Maximum error: 1 ulp (all
-// inputs).
+// (as for every row function of the package). Maximum error: 1 ulp.
 func Exp32(dst, src []float32) { exp32Row(best, dst, src) }
 
 // Log32 sets dst[i] = log(src[i]) (natural). log(±0) = -Inf, log(x < 0)
-// = NaN. Maximum error: 1 ulp (all inputs).
+// = NaN. Maximum error: 1 ulp.
 func Log32(dst, src []float32) { log32Row(best, dst, src) }
 
 // Exp32Scalar returns e^x: one element of Exp32, bitwise the same, for
