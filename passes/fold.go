@@ -3,6 +3,7 @@ package passes
 import (
 	"math"
 
+	"github.com/kilnml/kiln/internal/vmath"
 	"github.com/kilnml/kiln/ir"
 )
 
@@ -16,6 +17,10 @@ import (
 //     wrapping int32/int64 arithmetic for integers (div is floats only);
 //   - sqrt of floats: the kernel computes T(math.Sqrt(float64(x))), and so
 //     does the fold;
+//   - the unary float ops of vmath's table (exp, log, tanh, sigmoid, gelu,
+//     erf, sin, ...): the fold runs the table's row code, which the
+//     kernels and the fused element-wise interpreter run too, so the
+//     result is the kernel's bit for bit;
 //   - reshape, squeeze, unsqueeze, broadcast_to and transpose, which move
 //     elements without arithmetic.
 //
@@ -26,10 +31,9 @@ import (
 // and the kernel's NaN may carry another sign or payload. An i64 result
 // beyond ±2^53 is not folded, since const values pass through float64.
 //
-// The rest is not folded: transcendental functions (exp, log, tanh, ...)
-// depend on the kernel's implementation and could drift from it, and
-// reductions and matmul on the kernel's summation order, which is the
-// kernel's to choose. Folding them would tie the compiler to one kernel.
+// The rest is not folded: reductions and matmul depend on the kernel's
+// summation order, which is the kernel's to choose. Folding them would tie
+// the compiler to one kernel.
 const foldMaxElems = 1024
 
 // foldConst is a const value's elements as the kernel stores them, widened
@@ -343,10 +347,48 @@ func ruleFold(s *simplifier, id ir.ID) bool {
 			}
 		}
 	default:
-		return false
+		u, ok, err := vmath.Lookup(v.Op, v.Attrs)
+		if !ok || err != nil || len(v.Args) != 1 {
+			return false
+		}
+		a, ok := s.constOf(v.Args[0])
+		if !ok {
+			return false
+		}
+		if vals, ok = foldUnary(u, t.DType, a.vals); !ok {
+			return false
+		}
 	}
 	if len(vals) == 0 {
 		return false
 	}
 	return s.rewrite(id, ir.OpConst, foldAttrs(t.DType, t.Shape, vals))
+}
+
+// foldUnary computes a unary op of vmath's table over the elements of a
+// const of dtype dt with the table's row code; ok is false for another
+// dtype or where an element is NaN (see above).
+func foldUnary(u vmath.Unary, dt ir.DType, x []float64) ([]float64, bool) {
+	r := make([]float64, len(x))
+	switch dt {
+	case ir.F32:
+		x32 := make([]float32, len(x))
+		for i, v := range x {
+			x32[i] = float32(v)
+		}
+		u.F32(x32, x32)
+		for i, v := range x32 {
+			r[i] = float64(v)
+		}
+	case ir.F64:
+		u.F64(r, x)
+	default:
+		return nil, false
+	}
+	for _, v := range r {
+		if math.IsNaN(v) {
+			return nil, false
+		}
+	}
+	return r, true
 }

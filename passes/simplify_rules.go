@@ -3,6 +3,7 @@ package passes
 import (
 	"math"
 
+	"github.com/kilnml/kiln/internal/vmath"
 	"github.com/kilnml/kiln/ir"
 )
 
@@ -66,6 +67,11 @@ var simplifyRules = func() [][]simplifyRule {
 	t := make([][]simplifyRule, len(ir.Ops())+1)
 	for op, rules := range simplifyRuleTable {
 		t[op] = rules
+	}
+	for _, op := range ir.Ops() {
+		if _, ok, _ := vmath.Lookup(op, nil); ok && t[op] == nil {
+			t[op] = []simplifyRule{ruleFoldEntry} // the unary ops of vmath's table
+		}
 	}
 	return t
 }()

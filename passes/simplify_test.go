@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kilnml/kiln/internal/vmath"
 	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/passes"
 )
@@ -229,8 +230,12 @@ func TestFoldArithmetic(t *testing.T) {
 %r = broadcast_to %a {shape=[1000,1000]}`, []float64{2}, true},
 		{"large list not folded", `%a = const {shape=[2,1], value=[1, 2]}
 %r = broadcast_to %a {shape=[2,1000]}`, nil, false},
-		{"exp not folded", `%a = const {value=1.0}
-%r = exp %a`, nil, false},
+		{"exp of f32 by vmath", `%a = const {value=1.0}
+%r = exp %a`, []float64{float64(vmath.Exp32Scalar(1))}, true},
+		{"tanh of an f64 list", `%a = const {dtype="f64", shape=[3], value=[-1, 0.5, 2]}
+%r = tanh %a`, []float64{math.Tanh(-1), math.Tanh(0.5), math.Tanh(2)}, true},
+		{"log NaN not folded", `%a = const {value=-1.0}
+%r = log %a`, nil, false},
 		{"sum not folded", `%a = const {shape=[3], value=1.0}
 %r = sum %a`, nil, false},
 	}

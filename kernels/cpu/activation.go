@@ -4,15 +4,14 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/kilnml/kiln/internal/vmath"
 	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/kernels"
 )
 
 func init() {
-	for _, op := range []ir.Op{ir.OpLeakyRelu, ir.OpElu, ir.OpGelu, ir.OpSilu, ir.OpSoftplus} {
-		register(op, ir.F32, buildActivation[float32])
-		register(op, ir.F64, buildActivation[float64])
-	}
+	register(ir.OpLeakyRelu, ir.F32, buildActivation[float32])
+	register(ir.OpLeakyRelu, ir.F64, buildActivation[float64])
 	register(ir.OpPrelu, ir.F32, buildPrelu[float32])
 	register(ir.OpPrelu, ir.F64, buildPrelu[float64])
 	register(ir.OpGeluGrad, ir.F32, buildGeluGrad[float32])
@@ -28,110 +27,33 @@ const (
 	geluInvSqrt = 0.3989422804014327
 )
 
-// buildActivation builds leaky_relu, elu, gelu, silu or softplus, split
-// across the workers when large (parUnary).
+// buildActivation builds leaky_relu (elu, gelu, silu and softplus are
+// unary_table.go's), split across the workers when large (parUnary).
 func buildActivation[T float](n *kernels.Node) (kernels.Func, error) {
 	f, err := activationRow[T](n.Op, n.Attrs)
 	if err != nil {
 		return nil, err
 	}
-	return parUnary(n.Par, n.Out.Shape.NumElements(), parCostExp, f), nil
+	return parUnary(n.Par, n.Out.Shape.NumElements(), 1, f), nil
 }
 
-// activationRow returns the code of leaky_relu, elu, gelu, silu or softplus,
-// o[i] = f(x[i]), shared by their kernels and the fused elementwise
-// interpreter. The comparisons that pick a branch (x > 0, beta*x >
-// threshold) and the products of leaky_relu are done in T with the
-// attributes rounded to T, as PyTorch does; transcendental parts are
-// computed in float64 and rounded once.
+// activationRow returns the code of leaky_relu, o[i] = f(x[i]), shared by
+// its kernel and the fused elementwise interpreter. The products are done
+// in T with alpha rounded to T, as PyTorch does.
 func activationRow[T float](op ir.Op, a ir.Attrs) (func(o, x []T), error) {
-	var f func(o, x []T)
-	switch op {
-	case ir.OpLeakyRelu:
-		alpha := T(a.Float("alpha", 0.01))
-		f = func(o, x []T) {
-			for i, v := range x {
-				if v > 0 {
-					o[i] = v
-				} else {
-					o[i] = v * alpha
-				}
-			}
-		}
-	case ir.OpElu:
-		// PyTorch computes alpha*(exp(x) - 1); expm1 is the same value
-		// without the cancellation near 0.
-		alpha := a.Float("alpha", 1)
-		f = func(o, x []T) {
-			for i, v := range x {
-				if v > 0 {
-					o[i] = v
-				} else {
-					o[i] = T(alpha * math.Expm1(float64(v)))
-				}
-			}
-		}
-	case ir.OpGelu:
-		approx := a.Str("approximate", "none")
-		switch approx {
-		case "none":
-			f = func(o, x []T) {
-				for i, v := range x {
-					o[i] = T(geluExact(float64(v)))
-				}
-			}
-		case "tanh":
-			f = func(o, x []T) {
-				for i, v := range x {
-					o[i] = T(geluTanh(float64(v)))
-				}
-			}
-		default:
-			return nil, fmt.Errorf(`approximate must be "none" or "tanh", found %q`, approx)
-		}
-	case ir.OpSilu:
-		f = func(o, x []T) {
-			for i, v := range x {
-				o[i] = T(float64(v) * sigmoid(float64(v)))
-			}
-		}
-	case ir.OpSoftplus:
-		beta, thr := T(a.Float("beta", 1)), T(a.Float("threshold", 20))
-		b64 := float64(beta)
-		f = func(o, x []T) {
-			for i, v := range x {
-				z := v * beta
-				if z > thr {
-					o[i] = v
-				} else {
-					o[i] = T(softplus(float64(z)) / b64)
-				}
-			}
-		}
-	default:
-		return nil, fmt.Errorf("%s is not an activation", op)
+	if op != ir.OpLeakyRelu {
+		return nil, fmt.Errorf("%s is not leaky_relu", op)
 	}
-	return f, nil
-}
-
-// softplus returns log(1 + e^z) as max(z, 0) + log1p(e^-|z|), which never
-// overflows and keeps full precision for large negative z.
-func softplus(z float64) float64 {
-	return math.Max(z, 0) + math.Log1p(math.Exp(-math.Abs(z)))
-}
-
-// geluExact returns x*Phi(x). Phi(x) = erfc(-x/sqrt 2)/2 is PyTorch's
-// (1 + erf(x/sqrt 2))/2 without its cancellation for negative x, where
-// PyTorch rounds the tiny result to 0.
-func geluExact(x float64) float64 {
-	return 0.5 * x * math.Erfc(-x*geluSqrt1_2)
-}
-
-// geluTanh returns 0.5*x*(1 + tanh(u)), u = sqrt(2/pi)(x + 0.044715 x^3),
-// as x*sigmoid(2u), the same function without cancellation for negative x.
-func geluTanh(x float64) float64 {
-	u := geluK * (x + geluC*x*x*x)
-	return x * sigmoid(2*u)
+	alpha := T(a.Float("alpha", 0.01))
+	return func(o, x []T) {
+		for i, v := range x {
+			if v > 0 {
+				o[i] = v
+			} else {
+				o[i] = v * alpha
+			}
+		}
+	}, nil
 }
 
 // geluExactGrad returns gelu'(x) = Phi(x) + x*phi(x) (PyTorch's cdf +
@@ -147,7 +69,7 @@ func geluExactGrad(x float64) float64 {
 func geluTanhGrad(x float64) float64 {
 	x2 := x * x
 	u := geluK * (x + geluC*x2*x)
-	s, sn := sigmoid(2*u), sigmoid(-2*u)
+	s, sn := vmath.Sigmoid64(2*u), vmath.Sigmoid64(-2*u)
 	ss := s * sn
 	if ss == 0 {
 		return s // also where du overflows

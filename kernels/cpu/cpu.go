@@ -49,7 +49,7 @@ func init() {
 	register(ir.OpNeg, ir.F64, buildNeg[float64])
 	register(ir.OpNeg, ir.I32, buildNeg[int32])
 	register(ir.OpNeg, ir.I64, buildNeg[int64])
-	for _, op := range []ir.Op{ir.OpExp, ir.OpLog, ir.OpSqrt, ir.OpTanh, ir.OpSigmoid, ir.OpRelu} {
+	for _, op := range []ir.Op{ir.OpSqrt, ir.OpRelu} {
 		register(op, ir.F32, buildUnaryFloat[float32])
 		register(op, ir.F64, buildUnaryFloat[float64])
 	}

@@ -184,7 +184,7 @@ func negRow[T number](o, x []T) {
 	}
 }
 
-// buildUnaryFloat builds exp, log, sqrt, tanh, sigmoid or relu.
+// buildUnaryFloat builds sqrt or relu.
 func buildUnaryFloat[T float](n *kernels.Node) (kernels.Func, error) {
 	f := unaryFloatRow[T](n.Op)
 	if f == nil {
@@ -197,56 +197,22 @@ func buildUnaryFloat[T float](n *kernels.Node) (kernels.Func, error) {
 	return parUnary(n.Par, n.Out.Shape.NumElements(), cost, f), nil
 }
 
-// unaryFloatRow returns the code of exp, log, sqrt, tanh, sigmoid or relu,
-// o[i] = f(x[i]), shared by their kernels and the fused elementwise
-// interpreter; nil for any other op. relu is x <= 0 ? 0 : x, so it keeps
-// NaN (as PyTorch) and maps -0 to 0.
+// unaryFloatRow returns the code of sqrt or relu, o[i] = f(x[i]), shared
+// by their kernels and the fused elementwise interpreter; nil for any
+// other op. relu is x <= 0 ? 0 : x, so it keeps NaN (as PyTorch) and maps
+// -0 to 0.
 func unaryFloatRow[T float](op ir.Op) func(o, x []T) {
 	switch op {
-	case ir.OpExp:
-		return func(o, x []T) {
-			for i, v := range x[:len(o)] {
-				o[i] = T(math.Exp(float64(v)))
-			}
-		}
-	case ir.OpLog:
-		return func(o, x []T) {
-			for i, v := range x[:len(o)] {
-				o[i] = T(logF64(float64(v))) // math.Log is wrong for subnormals
-			}
-		}
 	case ir.OpSqrt:
 		return func(o, x []T) {
 			for i, v := range x[:len(o)] {
 				o[i] = T(math.Sqrt(float64(v)))
 			}
 		}
-	case ir.OpTanh:
-		return func(o, x []T) {
-			for i, v := range x[:len(o)] {
-				o[i] = T(math.Tanh(float64(v)))
-			}
-		}
-	case ir.OpSigmoid:
-		return func(o, x []T) {
-			for i, v := range x[:len(o)] {
-				o[i] = T(sigmoid(float64(v)))
-			}
-		}
 	case ir.OpRelu:
 		return func(o, x []T) { reluGradRow(o, x, x) }
 	}
 	return nil
-}
-
-// sigmoid returns 1/(1+e^-x) in a form that never overflows: e^-|x| is at
-// most 1, so neither branch computes e^t for a large t.
-func sigmoid(x float64) float64 {
-	if x >= 0 {
-		return 1 / (1 + math.Exp(-x))
-	}
-	e := math.Exp(x)
-	return e / (1 + e)
 }
 
 // buildReluGrad builds relu_grad(dy, x): 0 where x <= 0, else dy.

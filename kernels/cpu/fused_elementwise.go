@@ -21,7 +21,7 @@ import (
 // fused_reduce, into a scratch row that is added into the sums). So the
 // intermediates stay in cache and each input and the output are touched
 // once. Each instruction is computed by the row code of its op's own kernel
-// (negRow, binaryRow, unaryFloatRow, logicWhereRow, ...), element for
+// (negRow, binaryRow, vmath.Lookup's table, logicWhereRow, ...), element for
 // element, so a fused op's result is bitwise the unfused chain's.
 //
 // Add, sub, mul and div of float rows and scalars, the bulk of most
@@ -413,20 +413,22 @@ func fuseewStepClosure[T float](mc *fuseewMachine[T], instr ir.EwInstr, t ir.Typ
 		return func(m int) { row(mc.fs[o][:m], mc.fs[x.slot][:m], mc.fs[y.slot][:m], 0, 0, ia, ib) }
 	}
 	op, attrs := instr.Op, instr.Attrs
+	if row, ok, err := tableRow[T](op, attrs); ok {
+		if err != nil {
+			return nil, err
+		}
+		return unary(row), nil
+	}
 	switch op {
 	case ir.OpNeg:
 		return unary(negRow[T]), nil
-	case ir.OpExp, ir.OpLog, ir.OpSqrt, ir.OpTanh, ir.OpSigmoid, ir.OpRelu:
+	case ir.OpSqrt, ir.OpRelu:
 		return unary(unaryFloatRow[T](op)), nil
 	case ir.OpAbs, ir.OpSign, ir.OpSquare:
 		return unary(numericUnaryRow[T](op, true)), nil
-	case ir.OpRsqrt, ir.OpReciprocal, ir.OpLog2, ir.OpLog10, ir.OpLog1p, ir.OpExpm1,
-		ir.OpSin, ir.OpCos, ir.OpErf, ir.OpFloor, ir.OpCeil, ir.OpRound:
-		fn := mathFunc(op)
-		return unary(func(o, x []T) { mathUnaryRow(fn, o, x) }), nil
 	case ir.OpClip:
 		return unary(clipRow[T](attrs)), nil
-	case ir.OpLeakyRelu, ir.OpElu, ir.OpGelu, ir.OpSilu, ir.OpSoftplus:
+	case ir.OpLeakyRelu:
 		row, err := activationRow[T](op, attrs)
 		if err != nil {
 			return nil, err

@@ -8,15 +8,11 @@ import (
 	"github.com/kilnml/kiln/kernels"
 )
 
-// Kernels of the elementwise math family (ir/ops_math.go): unary functions,
-// clip, pow, maximum, minimum, floor_div and mod.
+// Kernels of the elementwise math family (ir/ops_math.go): abs, sign,
+// square, clip, pow, maximum, minimum, floor_div and mod (the unary
+// functions are unary_table.go's).
 
 func init() {
-	for _, op := range []ir.Op{ir.OpRsqrt, ir.OpReciprocal, ir.OpLog2, ir.OpLog10, ir.OpLog1p, ir.OpExpm1,
-		ir.OpSin, ir.OpCos, ir.OpErf, ir.OpFloor, ir.OpCeil, ir.OpRound} {
-		register(op, ir.F32, buildMathUnary[float32])
-		register(op, ir.F64, buildMathUnary[float64])
-	}
 	for _, op := range []ir.Op{ir.OpAbs, ir.OpSign, ir.OpSquare} {
 		register(op, ir.F32, buildNumericUnary[float32])
 		register(op, ir.F64, buildNumericUnary[float64])
@@ -43,61 +39,6 @@ func init() {
 	register(ir.OpMod, ir.F64, buildBinaryMath(ir.OpMod, modFloat[float64]))
 	register(ir.OpMod, ir.I32, buildBinaryMathChecked(ir.OpMod, modInt[int32]))
 	register(ir.OpMod, ir.I64, buildBinaryMathChecked(ir.OpMod, modInt[int64]))
-}
-
-// mathFunc returns the float64 function computing a unary float op. f32
-// kernels compute it in float64 and round once, the package's rule for
-// transcendental functions; floor, ceil and round are exact either way, and
-// 1/x of an f32 value rounded from float64 is the correctly rounded f32.
-func mathFunc(op ir.Op) func(float64) float64 {
-	switch op {
-	case ir.OpRsqrt:
-		return func(x float64) float64 { return 1 / math.Sqrt(x) }
-	case ir.OpReciprocal:
-		return func(x float64) float64 { return 1 / x }
-	case ir.OpLog2:
-		return math.Log2
-	case ir.OpLog10:
-		return log10F64
-	case ir.OpLog1p:
-		return math.Log1p
-	case ir.OpExpm1:
-		return math.Expm1
-	case ir.OpSin:
-		return math.Sin
-	case ir.OpCos:
-		return math.Cos
-	case ir.OpErf:
-		return math.Erf
-	case ir.OpFloor:
-		return math.Floor
-	case ir.OpCeil:
-		return math.Ceil
-	case ir.OpRound:
-		return math.RoundToEven
-	}
-	return nil
-}
-
-// buildMathUnary builds rsqrt, reciprocal, log2, log10, log1p, expm1, sin,
-// cos, erf, floor, ceil or round: out[i] = f(x[i]) in float64, rounded to T,
-// split across the workers when large (parUnary, as every unary kernel).
-// rsqrt(0) and reciprocal(0) are +Inf (-Inf at -0), as in IEEE division.
-func buildMathUnary[T float](n *kernels.Node) (kernels.Func, error) {
-	f := mathFunc(n.Op)
-	if f == nil {
-		return nil, fmt.Errorf("%s is not a unary math op", n.Op)
-	}
-	return parUnary(n.Par, n.Out.Shape.NumElements(), parCostExp, func(o, x []T) { mathUnaryRow(f, o, x) }), nil
-}
-
-// mathUnaryRow computes o[i] = f(x[i]) in float64, rounded to T: the code of
-// the ops of mathFunc, shared by their kernels and the fused elementwise
-// interpreter.
-func mathUnaryRow[T float](f func(float64) float64, o, x []T) {
-	for i, v := range x[:len(o)] {
-		o[i] = T(f(float64(v)))
-	}
 }
 
 // buildNumericUnary builds abs, sign or square for any numeric type.
@@ -262,31 +203,15 @@ func powExpRow[T float](ex float64) func(o, x []T) {
 }
 
 // Go's math.Log on amd64 (and s390x) is wrong for subnormal arguments
-// (golang/go#56600: log(5e-324) gives -709.09, not -744.44), and Log10 and
-// Pow with a fractional exponent go through it. The functions below scale
-// a subnormal argument into the normal range first, exactly, by 2^54. f32
-// values are never subnormal in float64, so only f64 kernels need this.
+// (golang/go#56600), and Pow with a fractional exponent goes through it
+// (vmath.Log64 is the same fix for log). powF64 scales a subnormal base
+// into the normal range first, exactly, by 2^54. f32 values are never
+// subnormal in float64, so only f64 kernels need this.
 
 const (
 	minNormal = 0x1p-1022 // the smallest normal float64
 	subScale  = 0x1p54    // brings every positive subnormal to a normal value
 )
-
-// logF64 is math.Log, correct for subnormal x.
-func logF64(x float64) float64 {
-	if x > 0 && x < minNormal {
-		return math.Log(x*subScale) - 54*math.Ln2
-	}
-	return math.Log(x)
-}
-
-// log10F64 is math.Log10, correct for subnormal x.
-func log10F64(x float64) float64 {
-	if x > 0 && x < minNormal {
-		return math.Log10(x*subScale) - 54*(math.Ln2/math.Ln10)
-	}
-	return math.Log10(x)
-}
 
 // powF64 is math.Pow, correct for a positive subnormal base with a
 // fractional exponent: x^y = (x 2^54)^y 2^(-54y). Where one factor

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/kilnml/kiln/internal/vmath"
 	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/kernels"
 )
@@ -96,8 +97,15 @@ func buildSoftmax[T float](n *kernels.Node) (kernels.Func, error) {
 	}), nil
 }
 
-// exp returns e^x in T.
-func exp[T float](x T) T { return T(math.Exp(float64(x))) }
+// exp returns e^x in T: for float32 vmath's, the exp op's own code (so a
+// fused softmax pattern matches its unfused ops bit for bit), for float64
+// math.Exp.
+func exp[T float](x T) T {
+	if p, ok := any(&x).(*float32); ok {
+		return T(vmath.Exp32Scalar(*p))
+	}
+	return T(math.Exp(float64(x)))
+}
 
 // rowMax returns the largest element of a non-empty row.
 func rowMax[T float](x []T) T {

@@ -1,0 +1,27 @@
+package vmath_test
+
+import (
+	"fmt"
+
+	"github.com/kilnml/kiln/internal/vmath"
+	"github.com/kilnml/kiln/ir"
+)
+
+func ExampleExp32() {
+	x := []float32{0, 1, -1, 88.8, -104}
+	y := make([]float32, len(x))
+	vmath.Exp32(y, x)
+	fmt.Println(y)
+	// Output: [1 2.7182817 0.36787945 +Inf 0]
+}
+
+func ExampleLookup() {
+	u, ok, err := vmath.Lookup(ir.OpGelu, ir.MakeAttrs("approximate", ir.String("tanh")))
+	fmt.Println(ok, err)
+	x := []float32{-1, 0, 1}
+	u.F32(x, x) // in place
+	fmt.Println(x)
+	// Output:
+	// true <nil>
+	// [-0.15880802 0 0.841192]
+}

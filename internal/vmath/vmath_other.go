@@ -1,0 +1,8 @@
+//go:build purego || !amd64
+
+package vmath
+
+func vecExp32(p impl, dst, src []float32) int { return 0 }
+func vecLog32(p impl, dst, src []float32) int { return 0 }
+
+const best = implScalar
