@@ -25,18 +25,16 @@ const (
 	gptHeads, gptHidden        = 8, 1024
 )
 
-// gptCausal says whether bench/gpt.kir's attention is causal. It is the
-// one switch for the mask: the header written below (which
-// bench/compare_pytorch.sh reads to give PyTorch the same mask) follows
-// it. CAUSAL: once frontends.BlockOptions has a Causal field, set
-// gptCausal to true, add `Causal: gptCausal` in gptOptions and run
-// go test ./tests -run TestBenchGPT -update.
-const gptCausal = false
+// gptCausal says whether bench/gpt.kir's attention is causal, as a
+// GPT's is. It is the one switch for the mask: the header written below
+// (which bench/compare_pytorch.sh reads to give PyTorch the same mask)
+// follows it; go test ./tests -run TestBenchGPT -update rewrites the file.
+const gptCausal = true
 
 // gptOptions are the builder's options for bench/gpt.kir.
 func gptOptions() frontends.TransformerOptions {
 	return frontends.TransformerOptions{Vocab: gptVocab, DModel: gptWidth, Blocks: gptBlocks,
-		BlockOptions: frontends.BlockOptions{Heads: gptHeads, Hidden: gptHidden}}
+		BlockOptions: frontends.BlockOptions{Heads: gptHeads, Hidden: gptHidden, Causal: gptCausal}}
 }
 
 // gptHeader is bench/gpt.kir's comment: what the model is, the flags
