@@ -14,9 +14,9 @@ import (
 	"github.com/kilnml/kiln/kernels"
 )
 
-// attnBlock builds loss = sum(TransformerBlock(x) * r) over x [2, T, 8]
-// with 2 heads, causal or not, with a key mask input %keymask [2, T] or
-// not.
+// attnBlock builds loss = sum(y * r) for y = TransformerBlock(x) over x
+// [2, T, 8] with 2 heads, causal or not, with a key mask input %keymask
+// [2, T] or not; y is the second output.
 func attnBlock(t *testing.T, dt ir.DType, n int, causal, keyMask bool) *ir.Graph {
 	t.Helper()
 	b := frontends.NewBuilder("attn")
@@ -25,8 +25,8 @@ func attnBlock(t *testing.T, dt ir.DType, n int, causal, keyMask bool) *ir.Graph
 	if keyMask {
 		o.KeyMask = b.Input("keymask", ir.Bool, 2, n)
 	}
-	y := b.TransformerBlock("blk", x, o)
-	b.Output(b.Sum(b.Mul(y, b.Input("r", dt, 2, n, 8)), nil, false))
+	y := b.Rename(b.TransformerBlock("blk", x, o), "y")
+	b.Output(b.Sum(b.Mul(y, b.Input("r", dt, 2, n, 8)), nil, false), y)
 	g, err := b.Build()
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +90,18 @@ func TestAttentionFusedMatchesO0(t *testing.T) {
 				if dt == ir.F32 {
 					bound = 1e-5
 				}
-				names := []string{g.Value(g.Outputs[0]).Name}
+				// The block's output within bound of its largest
+				// element; the loss, a sum of y*r with cancellation,
+				// within what that bound implies: bound·max|y|·Σ|r|.
+				y := plain.get("y")
+				attnCompare(t, "y", fused.get("y"), y, bound, 0)
+				sumR := 0.0
+				for _, v := range f["r"] {
+					sumR += math.Abs(v)
+				}
+				loss := g.Value(g.Outputs[0]).Name
+				attnCompare(t, loss, fused.get(loss), plain.get(loss), bound, attnMax(y)*sumR)
+				var names []string
 				for _, p := range g.Params() {
 					names = append(names, "grad/"+g.Value(p).Name)
 				}
