@@ -170,6 +170,9 @@ const (
 	OpAttention
 	OpAttentionGrad
 
+	// More activations (ops_activation.go).
+	OpSoftsign
+
 	numOps
 )
 

@@ -33,6 +33,9 @@ func activationOps() []opRow {
 			Doc:   `x*Phi(x) with Phi the standard normal CDF (torch gelu); approximate="tanh": 0.5*x*(1 + tanh(sqrt(2/pi)*(x + 0.044715*x^3))); both without torch's cancellation for x << 0, where torch rounds tiny results to 0`,
 			Attrs: []AttrSpec{{Name: "approximate", Kind: AttrString, Default: defString("none"), Doc: `"none" (exact, with erf) or "tanh"`}},
 			Infer: activationInferGelu, Grad: activationGradGelu}},
+		{OpSoftsign, OpInfo{Name: "softsign", Args: []string{"x"}, Class: ClassElementwise,
+			Doc:   "x/(1 + |x|) (torch softsign)",
+			Infer: inferUnaryFloat, Grad: activationGradSoftsign}},
 		{OpSilu, OpInfo{Name: "silu", Args: []string{"x"}, Class: ClassElementwise,
 			Doc:   "x*sigmoid(x) (torch silu, swish)",
 			Infer: inferUnaryFloat, Grad: activationGradSilu}},
@@ -188,6 +191,16 @@ func activationGradGeluGrad(e *Emitter, y, dy ID) []ID {
 	}
 	attrs := MakeAttrs("approximate", String(approx))
 	return []ID{e.Op(OpGeluGrad, attrs, dy, x), e.mul(e.mul(dy, g), second)}
+}
+
+func activationGradSoftsign(e *Emitter, y, dy ID) []ID {
+	// d/dx x/(1+|x|) = 1/(1+|x|)^2, written as PyTorch's autograd composes
+	// it from x / d with d = 1 + |x|: dy/d - dy*x/(d*d)*sign(x), so that
+	// ±Inf gives NaN as there.
+	x := e.args(y)[0]
+	d := e.add(e.one(y), e.Op(OpAbs, nil, x))
+	viaD := e.Op(OpNeg, nil, e.div(e.mul(dy, x), e.mul(d, d)))
+	return []ID{e.add(e.div(dy, d), e.mul(viaD, e.Op(OpSign, nil, x)))}
 }
 
 func activationGradSilu(e *Emitter, y, dy ID) []ID {

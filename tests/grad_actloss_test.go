@@ -65,6 +65,9 @@ var actlossCases = []gradCase{
 	{name: "softplus", build: func(b *frontends.Builder, dt ir.DType) frontends.Value {
 		return b.Op(ir.OpSoftplus, nil, b.Mul(p(b, "a", dt, 3, 4), b.Scalar(4, dt)))
 	}},
+	{name: "softsign", build: func(b *frontends.Builder, dt ir.DType) frontends.Value {
+		return b.Op(ir.OpSoftsign, nil, b.Mul(p(b, "a", dt, 3, 4), b.Scalar(4, dt)))
+	}},
 	// beta*x spans ±[0.3, 3] around the threshold 1: both branches.
 	{name: "softplus beta threshold", build: func(b *frontends.Builder, dt ir.DType) frontends.Value {
 		return b.Softplus(p(b, "a", dt, 4, 5), 3, 1)

@@ -3,6 +3,7 @@ package vmath
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/kilnml/kiln/ir"
 )
@@ -35,6 +36,17 @@ func Lookup(op ir.Op, a ir.Attrs) (u Unary, ok bool, err error) {
 	return u, true, err
 }
 
+// Ops returns the ops of the table, in op order: the unary float ops whose
+// CPU kernels are built from it.
+func Ops() []ir.Op {
+	ops := make([]ir.Op, 0, len(table))
+	for op := range table {
+		ops = append(ops, op)
+	}
+	slices.Sort(ops)
+	return ops
+}
+
 // table maps each op to the constructor of its row code.
 var table = map[ir.Op]func(ir.Attrs) (Unary, error){
 	ir.OpExp:        fixed(Exp32, math.Exp),
@@ -54,6 +66,7 @@ var table = map[ir.Op]func(ir.Attrs) (Unary, error){
 	ir.OpFloor:      fixed(nil, math.Floor),
 	ir.OpCeil:       fixed(nil, math.Ceil),
 	ir.OpRound:      fixed(nil, math.RoundToEven),
+	ir.OpSoftsign:   fixed(nil, func(x float64) float64 { return x / (1 + math.Abs(x)) }),
 	ir.OpGelu: func(a ir.Attrs) (Unary, error) {
 		switch s := a.Str("approximate", "none"); s {
 		case "none":

@@ -63,6 +63,7 @@ func TestRegisteredDTypes(t *testing.T) {
 		ir.OpCast: allDTypes, ir.OpCumsum: numeric, ir.OpTrilu: allDTypes,
 		// Fused attention (attention.go).
 		ir.OpAttention: floats, ir.OpAttentionGrad: floats,
+		ir.OpSoftsign: floats,
 	}
 	for _, op := range ir.Ops() {
 		for _, dt := range allDTypes {

@@ -14,10 +14,7 @@ import (
 // folding does, so the three give the same bits.
 
 func init() {
-	for _, op := range []ir.Op{ir.OpExp, ir.OpLog, ir.OpTanh, ir.OpSigmoid,
-		ir.OpRsqrt, ir.OpReciprocal, ir.OpLog2, ir.OpLog10, ir.OpLog1p, ir.OpExpm1,
-		ir.OpSin, ir.OpCos, ir.OpErf, ir.OpFloor, ir.OpCeil, ir.OpRound,
-		ir.OpElu, ir.OpGelu, ir.OpSilu, ir.OpSoftplus} {
+	for _, op := range vmath.Ops() {
 		register(op, ir.F32, buildTableUnary[float32])
 		register(op, ir.F64, buildTableUnary[float64])
 	}

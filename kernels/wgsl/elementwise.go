@@ -117,7 +117,8 @@ var ewRules = map[ir.Op]ewRule{
 		}
 		return fmt.Sprintf("(%s * k_gelu_grad(%s))", a[0], a[1])
 	}, helpers: []string{"k_gelu_grad", "k_gelu_tanh_grad"}},
-	ir.OpSilu: {expr: func(a []string, _ ir.Attrs) string { return fmt.Sprintf("(%s * k_sigmoid(%s))", a[0], a[0]) }, helpers: []string{"k_sigmoid"}},
+	ir.OpSilu:     {expr: func(a []string, _ ir.Attrs) string { return fmt.Sprintf("(%s * k_sigmoid(%s))", a[0], a[0]) }, helpers: []string{"k_sigmoid"}},
+	ir.OpSoftsign: {expr: func(a []string, _ ir.Attrs) string { return fmt.Sprintf("(%s / (1.0 + abs(%s)))", a[0], a[0]) }},
 	ir.OpSoftplus: {expr: func(a []string, at ir.Attrs) string {
 		return fmt.Sprintf("k_softplus(%s, %s, %s)", a[0], F32(at.Float("beta", 1)), F32(at.Float("threshold", 20)))
 	}, helpers: []string{"k_softplus"}},

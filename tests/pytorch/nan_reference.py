@@ -140,7 +140,7 @@ for op, fn in [
     ("rsqrt", torch.rsqrt), ("square", torch.square), ("reciprocal", torch.reciprocal), ("log2", torch.log2),
     ("log10", torch.log10), ("log1p", torch.log1p), ("expm1", torch.expm1), ("sin", torch.sin),
     ("cos", torch.cos), ("erf", torch.erf), ("floor", torch.floor), ("ceil", torch.ceil), ("round", torch.round),
-    ("silu", F.silu),
+    ("silu", F.silu), ("softsign", F.softsign),
 ]:
     case(op, "%%y = %s %%x" % op, {"x": u}, fn)
 case("clip", "%y = clip %x {min=-1.0, max=1.0}", {"x": u}, lambda x: torch.clamp(x, -1.0, 1.0))

@@ -48,7 +48,7 @@ func core() []Case {
 	var cases []Case
 	// Every elementwise op, on odd shapes with broadcasting.
 	unary := []string{"neg", "exp", "tanh", "sigmoid", "relu", "abs", "sign", "square", "sin", "cos", "erf", "floor", "ceil", "round", "expm1",
-		"leaky_relu", "elu", "gelu", "silu", "softplus", "clip %a {min=-1.0, max=0.5}", "gelu %a {approximate=\"tanh\"}", "pow %a {exponent=3.0}"}
+		"leaky_relu", "elu", "gelu", "silu", "softsign", "softplus", "clip %a {min=-1.0, max=0.5}", "gelu %a {approximate=\"tanh\"}", "pow %a {exponent=3.0}"}
 	for _, op := range unary {
 		if !strings.Contains(op, "%a") {
 			op += " %a"
