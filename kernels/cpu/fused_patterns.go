@@ -323,7 +323,7 @@ func fusepatFill[T float](out []T, v T) {
 
 // fusepatBuildSoftmaxCEGrad builds softmax_ce_grad(logits [N,C], target,
 // dy) {reduction}: per row, softmax(logits) by the softmax kernel's two
-// passes (softmaxStats, then softmaxNorm's arithmetic), finished in the
+// passes (softmaxStats, then softmaxNorm's division), finished in the
 // second pass into (p - onehot)*scale for integer labels or (p*sum(target)
 // - target)*scale for probabilities, scale = dy*(1/N) (mean), dy (sum) or
 // dy[n] (none); without dy the scale is 1, and x*1 is x, so the result is
@@ -395,15 +395,9 @@ func fusepatSoftmaxCELabels[T float, L integer](classes int, scale func([]T, int
 			}
 			sc := scale(dy, r)
 			or, xr := o[r*classes:(r+1)*classes], x[r*classes:(r+1)*classes]
-			m, s := softmaxStats(or, xr, true)
-			run := xr[0]
-			g := exp(run - m)
-			for c, v := range xr {
-				if v > run {
-					run = v
-					g = exp(run - m)
-				}
-				p := T(or[c]*g) / s
+			_, s := softmaxStats(or, xr)
+			for c := range xr {
+				p := or[c] / s
 				if c == int(l) {
 					p -= 1
 				}
@@ -433,15 +427,9 @@ func fusepatSoftmaxCEProbs[T float](classes int, scale func([]T, int) T) parRows
 			for _, v := range tr {
 				st += v
 			}
-			m, s := softmaxStats(or, xr, true)
-			run := xr[0]
-			g := exp(run - m)
-			for c, v := range xr {
-				if v > run {
-					run = v
-					g = exp(run - m)
-				}
-				p := T(or[c]*g) / s
+			_, s := softmaxStats(or, xr)
+			for c := range xr {
+				p := or[c] / s
 				or[c] = (T(p*st) - tr[c]) * sc
 			}
 		}

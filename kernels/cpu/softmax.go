@@ -11,31 +11,19 @@ import (
 
 // buildSoftmax builds softmax or log_softmax {axis}. The input is viewed as
 // [outer, n, inner] with n the normalized axis, and each of the outer×inner
-// slices is normalized in two passes (online softmax):
+// slices is normalized in two passes: the maximum m, then exp(x - m) and
+// its sum s in index order (softmaxStats), then softmax is exp(x - m) / s
+// and log_softmax x - m - log(s). No exp overflows (every argument is <=
+// 0), so rows of ±1000 stay finite; a NaN, a +inf or a slice of only -inf
+// makes the slice NaN, as PyTorch's.
 //
-//  1. one pass keeps the running maximum m and the running sum s of
-//     exp(x - m): an element above m rescales s by exp(m_old - x) and adds
-//     1, any other adds exp(x - m). softmax also stores each exp(x_i - m_i),
-//     taken against the maximum m_i current at element i.
-//  2. one normalizing pass: softmax is e_i * exp(m_i - m) / s, where the
-//     factor exp(m_i - m) changes only where the running maximum did (the
-//     pass follows the maximum again from x), and is exactly 1 from the
-//     slice's maximum on; log_softmax is x - m - log(s).
-//
-// No exp overflows (every argument is <= 0), so rows of ±1000 stay finite;
-// every slice is summed in index order in T, so results are deterministic.
-// -inf elements get 0 (leading ones too: softmaxShift); a NaN makes its
-// whole slice NaN, as do a slice of only -inf and one with a +inf (the
-// textbook formula, and PyTorch, compute exp(+inf - +inf) there: each new
-// maximum v adds softmaxOne(v) to the sum, 1 for a finite v and NaN for
-// +inf).
-//
-// For the last axis (inner = 1) the slices are contiguous rows. Otherwise
-// the Func sweeps the axis with all inner columns at once, keeping the
-// per-column state in scratch made here, so that memory is read in order;
-// both paths do the same arithmetic in the same order. Large inputs split
-// their slices across the workers by outer index (par.go), which changes
-// no slice's arithmetic.
+// For the last axis (inner = 1) the slices are contiguous rows, whose
+// exponentials are one vector call for f32. Otherwise the Func sweeps the
+// axis with all inner columns at once, keeping the per-column state in
+// scratch made here, so that memory is read in order; both paths do the
+// same arithmetic in the same order. Large inputs split their slices
+// across the workers by outer index (par.go), which changes no slice's
+// arithmetic.
 func buildSoftmax[T float](n *kernels.Node) (kernels.Func, error) {
 	logOut := false
 	switch n.Op {
@@ -78,7 +66,7 @@ func buildSoftmax[T float](n *kernels.Node) (kernels.Func, error) {
 		for r := lo; r < hi; r++ {
 			xb := x[r*dim*inner : (r+1)*dim*inner]
 			ob := o[r*dim*inner : (r+1)*dim*inner]
-			st.stats(ob, xb, dim, !logOut)
+			st.stats(ob, xb, dim)
 			if logOut {
 				for j, s := range st.sum {
 					st.sum[j] = T(math.Log(float64(s)))
@@ -91,7 +79,7 @@ func buildSoftmax[T float](n *kernels.Node) (kernels.Func, error) {
 				}
 				continue
 			}
-			st.normalize(ob, xb, dim)
+			st.normalize(ob, dim)
 		}
 		return nil
 	}), nil
@@ -118,79 +106,51 @@ func rowMax[T float](x []T) T {
 	return m
 }
 
-// softmaxStats is pass 1 of the online softmax over the non-empty row x:
-// it returns the maximum m and the sum s of exp(x - m), kept as a running
-// maximum and a rescaled running sum. With store, out[i] receives
-// exp(x[i] - m_i) for the running maximum m_i at i, which softmaxNorm
-// rescales.
-func softmaxStats[T float](out, x []T, store bool) (m, s T) {
-	m, s = x[0], softmaxOne(x[0])
-	if store {
-		out[0] = s
+// softmaxStats is pass 1 of the softmax over the non-empty row x: it
+// returns the maximum m (NaN when x[0] is) and the sum s of exp(x - m),
+// added in index order, and leaves exp(x[i] - m) in out[i], which
+// softmaxNorm divides by s (log_softmax only reads m and s). The
+// exponentials of an f32 row are one vector call of vmath's exp, bitwise
+// the exp op's own code. A NaN, a +inf (inf - inf) or a row of only -inf
+// (-inf - -inf) makes s, and so the whole row, NaN, as the textbook
+// formula and PyTorch give; a -inf element below a finite maximum gets 0.
+func softmaxStats[T float](out, x []T) (m, s T) {
+	m = rowMax(x)
+	out = out[:len(x)]
+	for i, v := range x {
+		out[i] = v - m
 	}
-	for i := 1; i < len(x); i++ {
-		v := x[i]
-		if v > m {
-			one := softmaxOne(v)
-			s = T(s*exp(m-v)) + one
-			m = v
-			if store {
-				out[i] = one
-			}
-			continue
-		}
-		e := exp(softmaxShift(v, m))
+	expRow(out)
+	for _, e := range out {
 		s += e
-		if store {
-			out[i] = e
-		}
 	}
 	return m, s
 }
 
-// softmaxOne returns exp(v - v), what a new running maximum v adds to the
-// sum: 1, and NaN for +inf (+inf - +inf), which makes the slice NaN as the
-// textbook formula and PyTorch do.
-func softmaxOne[T float](v T) T {
-	if v == T(math.Inf(1)) {
-		return v - v
+// expRow sets x[i] = e^x[i]: vmath's vector exp for float32 (bitwise its
+// scalar exp, as the exp op computes it), math.Exp for float64.
+func expRow[T float](x []T) {
+	if f, ok := any(x).([]float32); ok {
+		vmath.Exp32(f, f)
+		return
 	}
-	return 1
-}
-
-// softmaxShift returns v - m for an element v not above the running
-// maximum m, except that -inf against a running maximum of -inf gives 0: a
-// tie, which a larger element later rescales to exactly 0 (and a row of
-// only -inf ends NaN in the normalizing pass, as the textbook formula
-// gives). +inf against +inf stays NaN, as in the textbook formula.
-func softmaxShift[T float](v, m T) T {
-	d := v - m
-	if d != d && v == m && v < 0 {
-		return 0
-	}
-	return d
-}
-
-// softmaxNorm is pass 2 of the online softmax: it turns the values
-// softmaxStats stored in out into softmax(x), given the row's maximum m and
-// sum s. Element i becomes out[i]*exp(m_i - m)/s, following the running
-// maximum m_i along x again; the factor is exactly 1 from the maximum on.
-func softmaxNorm[T float](out, x []T, m, s T) {
-	r := x[0]
-	g := exp(r - m)
 	for i, v := range x {
-		if v > r {
-			r = v
-			g = exp(r - m)
-		}
-		out[i] = T(out[i]*g) / s
+		x[i] = exp(v)
+	}
+}
+
+// softmaxNorm is pass 2: it divides the exponentials softmaxStats left in
+// out by their sum s.
+func softmaxNorm[T float](out []T, s T) {
+	for i, e := range out {
+		out[i] = e / s
 	}
 }
 
 // softmaxRow writes softmax (or log_softmax) of the non-empty row x to out
 // in two passes: softmaxStats, then softmaxNorm (or x - m - log(s)).
 func softmaxRow[T float](out, x []T, logOut bool) {
-	m, s := softmaxStats(out, x, !logOut)
+	m, s := softmaxStats(out, x)
 	if logOut {
 		ls := T(math.Log(float64(s)))
 		for i, v := range x {
@@ -198,67 +158,50 @@ func softmaxRow[T float](out, x []T, logOut bool) {
 		}
 		return
 	}
-	softmaxNorm(out, x, m, s)
+	softmaxNorm(out[:len(x)], s)
 }
 
-// softmaxCols is the per-column state of the online softmax along a
-// non-last axis: the slices are the columns of a [dim, inner] block, swept
-// row by row. Its arithmetic per column is softmaxStats' and softmaxNorm's.
+// softmaxCols is the per-column state of the softmax along a non-last
+// axis: the slices are the columns of a [dim, inner] block, swept row by
+// row. Its arithmetic per column is softmaxStats' and softmaxNorm's, in the
+// same order (the scalar exp is bitwise the vector one).
 type softmaxCols[T float] struct {
-	max, sum, run, fac []T
+	max, sum []T
 }
 
 func newSoftmaxCols[T float](inner int) *softmaxCols[T] {
-	return &softmaxCols[T]{make([]T, inner), make([]T, inner), make([]T, inner), make([]T, inner)}
+	return &softmaxCols[T]{make([]T, inner), make([]T, inner)}
 }
 
 // stats is softmaxStats for every column of the [dim, inner] block x.
-func (c *softmaxCols[T]) stats(out, x []T, dim int, store bool) {
+func (c *softmaxCols[T]) stats(out, x []T, dim int) {
 	inner := len(c.max)
 	copy(c.max, x[:inner])
-	for j, v := range x[:inner] {
-		c.sum[j] = softmaxOne(v)
-	}
-	if store {
-		copy(out[:inner], c.sum)
-	}
 	for k := 1; k < dim; k++ {
+		for j, v := range x[k*inner : (k+1)*inner] {
+			if v > c.max[j] {
+				c.max[j] = v
+			}
+		}
+	}
+	clear(c.sum)
+	for k := range dim {
 		xr, or := x[k*inner:(k+1)*inner], out[k*inner:(k+1)*inner]
 		for j, v := range xr {
-			m := c.max[j]
-			if v > m {
-				one := softmaxOne(v)
-				c.sum[j] = T(c.sum[j]*exp(m-v)) + one
-				c.max[j] = v
-				if store {
-					or[j] = one
-				}
-				continue
-			}
-			e := exp(softmaxShift(v, m))
+			e := exp(v - c.max[j])
+			or[j] = e
 			c.sum[j] += e
-			if store {
-				or[j] = e
-			}
 		}
 	}
 }
 
 // normalize is softmaxNorm for every column of the [dim, inner] block.
-func (c *softmaxCols[T]) normalize(out, x []T, dim int) {
+func (c *softmaxCols[T]) normalize(out []T, dim int) {
 	inner := len(c.max)
-	for j := range inner {
-		c.run[j] = x[j]
-		c.fac[j] = exp(x[j] - c.max[j])
-	}
 	for k := range dim {
-		xr, or := x[k*inner:(k+1)*inner], out[k*inner:(k+1)*inner]
-		for j, v := range xr {
-			if v > c.run[j] {
-				c.run[j] = v
-				c.fac[j] = exp(v - c.max[j])
-			}
-			or[j] = T(or[j]*c.fac[j]) / c.sum[j]
+		or := out[k*inner : (k+1)*inner]
+		for j, e := range or {
+			or[j] = e / c.sum[j]
 		}
 	}
 }

@@ -261,11 +261,10 @@ func mseRandom[T float](t *testing.T, as, bs ir.Shape) {
 	checkNear(t, out.Type.String(), kernels.View[T](out), []float64{want}, rel[T](), 0)
 }
 
-// TestSoftmaxOnlineLongRows checks the online softmax on rows long enough
-// for the running sum to be rescaled many times: random rows, increasing
-// rows (the maximum changes at every element) and decreasing ones (it never
-// changes), against the float64 reference (rel 1e-5 for f32, whose running
-// sum over 1000 terms rounds more than a 7-element row's; 1e-12 for f64).
+// TestSoftmaxOnlineLongRows checks the softmax on long rows: random rows,
+// increasing rows (the maximum at the end) and decreasing ones (at the
+// start), against the float64 reference (rel 1e-5 for f32, whose sum over
+// 1000 terms rounds more than a 7-element row's; 1e-12 for f64).
 // Softmax along axis 0 of the transposed data, the column path, must give
 // the same bits as the row path.
 func TestSoftmaxOnlineLongRows(t *testing.T) {
