@@ -196,10 +196,12 @@ func attnForwardTile[T float](d *attnDims[T], w *attnWork[T], out, q, k, v, mask
 				clear(sr)
 				continue
 			}
-			var sum T
 			for j, x := range sr {
-				e := exp(x - mx)
-				sr[j] = e
+				sr[j] = x - mx
+			}
+			expRow(sr) // bitwise exp(x - mx) element by element
+			var sum T
+			for _, e := range sr {
 				sum += e
 			}
 			if m[i] != mx {
@@ -308,10 +310,12 @@ func attnBackwardHead[T float](d *attnDims[T], w *attnWork[T], dq, dk, dv, q, k,
 				clear(pr)
 				continue
 			}
-			var l T
 			for j, x := range pr {
-				e := exp(x - m)
-				pr[j] = e
+				pr[j] = x - m
+			}
+			expRow(pr) // bitwise exp(x - m) element by element
+			var l T
+			for _, e := range pr {
 				l += e
 			}
 			for j := range pr {
