@@ -189,9 +189,14 @@ func fusepatSoftmaxGradRow[T float](out, dy, y []T, s T) {
 // fusepatLogSoftmaxGradRow writes dy - exp(y) * s for one row whose sum of
 // dy is s.
 func fusepatLogSoftmaxGradRow[T float](out, dy, y []T, s T) {
-	y, out = y[:len(dy)], out[:len(dy)]
-	for i, d := range dy {
-		out[i] = d - T(exp(y[i])*s)
+	var buf [expBlock]T // exp(y), a vector call a block (out may be dy's memory)
+	for i := 0; i < len(dy); i += expBlock {
+		b := buf[:min(expBlock, len(dy)-i)]
+		copy(b, y[i:])
+		expRow(b)
+		for j, e := range b {
+			out[i+j] = dy[i+j] - T(e*s)
+		}
 	}
 }
 

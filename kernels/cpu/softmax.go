@@ -139,6 +139,29 @@ func expRow[T float](x []T) {
 	}
 }
 
+// expBlock is the length of the stack buffer through which expSum and
+// fusepatLogSoftmaxGradRow take their exponentials as vector calls.
+const expBlock = 64
+
+// expSum returns the sum of exp(v - m) over row, added in index order,
+// each exponential bitwise exp's, computed expBlock at a time by one
+// vector call.
+func expSum[T float](row []T, m T) T {
+	var buf [expBlock]T
+	var s T
+	for i := 0; i < len(row); i += expBlock {
+		b := buf[:min(expBlock, len(row)-i)]
+		for j := range b {
+			b[j] = row[i+j] - m
+		}
+		expRow(b)
+		for _, e := range b {
+			s += e
+		}
+	}
+	return s
+}
+
 // softmaxNorm is pass 2: it divides the exponentials softmaxStats left in
 // out by their sum s.
 func softmaxNorm[T float](out []T, s T) {
