@@ -88,6 +88,7 @@ func TestParseErrors(t *testing.T) {
 		{"empty", "# nothing\n", "t.kir: expected a 'graph NAME' line, found no statements"},
 		{"unknown op", head + "%y = matmull %x, %x\n", `t.kir:3:6: unknown op "matmull"; did you mean "matmul"?`},
 		{"unknown op far", head + "%y = zzzzzzzzzz %x\n", `t.kir:3:6: unknown op "zzzzzzzzzz"`},
+		{"declaration as op", head + "%y = param f32[2]\n", `t.kir:3:6: param is a declaration, not an op: write it as param %y: TYPE on a line of its own`},
 		{"arity", head + "%y = add %x\n", "t.kir:3:6: add takes 2 argument(s) (a, b), found 1"},
 		{"shapes", head + "input %z: f32[4]\n%y = add %x, %z\n", "t.kir:4:6: add: incompatible shapes f32[2,3] and f32[4] (they do not broadcast)"},
 		{"matmul shapes", head + "%y = matmul %x, %x\n", "t.kir:3:6: matmul: inner dimensions differ: [2,3] and [2,3] (3 vs 2)"},

@@ -369,7 +369,11 @@ func (p *parser) opStatement() {
 		p.failAt(opTok.col, "expected an op name, found %s", opTok.describe())
 	}
 	op, ok := LookupOp(opTok.text)
-	if !ok || op.IsLeaf() {
+	if ok && op.IsLeaf() {
+		// input, param and state are declarations, not ops to apply.
+		p.failAt(opTok.col, "%s is a declaration, not an op: write it as %s %%%s: TYPE on a line of its own", opTok.text, opTok.text, Excerpt(name.text))
+	}
+	if !ok {
 		msg := fmt.Sprintf("unknown op %q", Excerpt(opTok.text))
 		if n := NearestOp(opTok.text); n != "" {
 			msg += fmt.Sprintf("; did you mean %q?", n)
