@@ -123,22 +123,7 @@ func TestONNXConformance(t *testing.T) {
 			t.Errorf("suite %s: %d tests pass, fewer than the %d that passed before", s, n, conformanceFloors[s])
 		}
 	}
-	want := conformanceReport(results, counts)
-	got, err := os.ReadFile(conformanceDoc)
-	if golden.Update() {
-		if err != nil || string(got) != want {
-			if err := os.WriteFile(conformanceDoc, []byte(want), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(got) != want {
-		t.Errorf("%s is stale; run go test ./frontends/onnx -run TestONNXConformance -update", conformanceDoc)
-	}
+	golden.Check(t, conformanceDoc, []byte(conformanceReport(results, counts)))
 }
 
 // runConformance runs one backend test; a panic is a crashed result.

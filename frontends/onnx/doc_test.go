@@ -3,7 +3,6 @@ package onnx
 import (
 	"fmt"
 	"github.com/kilnml/kiln/internal/golden"
-	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -33,23 +32,5 @@ func opTable() string {
 // TestOpTableDoc keeps the op table of docs/ONNX.md equal to the table
 // Ops; -update rewrites it.
 func TestOpTableDoc(t *testing.T) {
-	data, err := os.ReadFile(docPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := string(data)
-	i, j := strings.Index(doc, docBegin), strings.Index(doc, docEnd)
-	if i < 0 || j < i {
-		t.Fatalf("%s lacks the markers %q and %q", docPath, docBegin, docEnd)
-	}
-	want := opTable()
-	if got := doc[i+len(docBegin) : j]; got != want {
-		if golden.Update() {
-			if err := os.WriteFile(docPath, []byte(doc[:i+len(docBegin)]+want+doc[j:]), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			return
-		}
-		t.Errorf("the op table of %s is stale; run go test ./frontends/onnx -run TestOpTableDoc -update", docPath)
-	}
+	golden.CheckSection(t, docPath, docBegin, docEnd, opTable())
 }

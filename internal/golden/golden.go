@@ -7,6 +7,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -37,4 +38,30 @@ func Check(t testing.TB, path string, got []byte) {
 	if d := cmp.Diff(string(want), string(got)); d != "" {
 		t.Errorf("%s differs (-want +got; go test -run '%s' -args -update rewrites it):\n%s", path, t.Name(), d)
 	}
+}
+
+// CheckSection is Check for the part of the file at path between the
+// markers begin and end (a generated table inside a hand-written doc):
+// with -update it rewrites that part alone.
+func CheckSection(t testing.TB, path, begin, end, got string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(data)
+	i, j := strings.Index(doc, begin), strings.Index(doc, end)
+	if i < 0 || j < i {
+		t.Fatalf("%s lacks the markers %q and %q", path, begin, end)
+	}
+	if have := doc[i+len(begin) : j]; have == got {
+		return
+	}
+	if *update {
+		if err := os.WriteFile(path, []byte(doc[:i+len(begin)]+got+doc[j:]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Errorf("the part of %s between %q and %q is stale; go test -run '%s' -args -update rewrites it", path, begin, end, t.Name())
 }
