@@ -272,7 +272,7 @@ func buildSoftmaxCE[T float](n *kernels.Node) (kernels.Func, error) {
 // the sum of exp(row - max).
 func softmaxLogSum[T float](row []T) (m, ls T) {
 	m = rowMax(row)
-	return m, T(math.Log(float64(expSum(row, m))))
+	return m, T(math.Log(float64(expSum(0, row, m))))
 }
 
 // softmaxCE returns the cross-entropy's per-row losses of rows [lo, hi)

@@ -26,8 +26,10 @@ import (
 // that waking a worker (microseconds) never costs more than it saves.
 var parMinWork = 1 << 15 // a variable for the tests
 
-// parCostExp is the work of one transcendental function (exp, tanh, erf:
-// computed in float64 by the math package) in units of parMinWork.
+// parCostExp is the work of one transcendental function in units of an
+// add: about that of the float64 route through the math package (f64,
+// erf, the exact gelu); vmath's f32 exp costs a few adds, so for it the
+// estimate errs towards splitting.
 const parCostExp = 16
 
 // parAlign is the number of elements the bounds of an elementwise split

@@ -208,11 +208,7 @@ func reduceBuildLogSumExp[T float](n *kernels.Node) (kernels.Func, error) {
 		w.each(func(xo, oo, _ int) {
 			row := x[xo : xo+inner]
 			if ia == 0 {
-				s, mv := o[oo], m[oo]
-				for _, v := range row {
-					s += exp(v - mv)
-				}
-				o[oo] = s
+				o[oo] = expSum(o[oo], row, m[oo])
 				return
 			}
 			dst, mr := o[oo:oo+inner], m[oo:oo+inner]

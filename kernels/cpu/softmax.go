@@ -143,12 +143,11 @@ func expRow[T float](x []T) {
 // fusepatLogSoftmaxGradRow take their exponentials as vector calls.
 const expBlock = 64
 
-// expSum returns the sum of exp(v - m) over row, added in index order,
-// each exponential bitwise exp's, computed expBlock at a time by one
-// vector call.
-func expSum[T float](row []T, m T) T {
+// expSum returns s plus exp(v - m) for each v of row, added in index
+// order, each exponential bitwise exp's, computed expBlock at a time by
+// one vector call.
+func expSum[T float](s T, row []T, m T) T {
 	var buf [expBlock]T
-	var s T
 	for i := 0; i < len(row); i += expBlock {
 		b := buf[:min(expBlock, len(row)-i)]
 		for j := range b {
