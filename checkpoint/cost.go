@@ -8,6 +8,9 @@ import "github.com/kilnml/kiln/ir"
 // kiln bench sums it over a plan's steps for the FLOPs per step.
 func FLOPs(g *ir.Graph, id ir.ID) float64 {
 	v := &g.Values[id]
+	if v.Op.IsLeaf() {
+		return 0
+	}
 	args := make([]ir.Type, len(v.Args))
 	for i, a := range v.Args {
 		args[i] = g.Type(a)
