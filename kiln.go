@@ -12,6 +12,7 @@ import (
 	"regexp"
 
 	"github.com/kilnml/kiln/checkpoint"
+	"github.com/kilnml/kiln/dist"
 	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/passes"
 	"github.com/kilnml/kiln/planner"
@@ -69,6 +70,18 @@ type Options struct {
 	MemoryBudget int64
 	// OnCheckpoint, when set, receives the report of the remat pass.
 	OnCheckpoint func(*checkpoint.Report)
+
+	// Ranks, when above 1, compiles the training step for data-parallel
+	// training on that many processes (the dataparallel pass): every
+	// gradient becomes its mean over the ranks, reduced in buckets of up
+	// to BucketBytes (0: passes.DefaultBucketBytes).
+	Ranks       int
+	BucketBytes int64
+	// Comm is the communicator of the data-parallel job this process is a
+	// rank of (dist.NewComm on an MPI transport, or dist.Local in one
+	// process). NewTrainer compiles for its size when Ranks is 0, and its
+	// executors run the collectives on it. Compile does not read it.
+	Comm *dist.Comm
 }
 
 // checkpointPolicy resolves opts' recomputation policy for g (see
@@ -131,7 +144,7 @@ func Transform(g *ir.Graph, opts Options) (*ir.Graph, error) {
 		}
 	}
 	ps := passes.Pipeline(passes.Options{Grad: opts.Grad, Optimizer: opts.Optimizer, Inference: opts.Inference, O0: opts.O0,
-		Checkpoint: cfg, CheckpointReport: opts.OnCheckpoint})
+		Checkpoint: cfg, CheckpointReport: opts.OnCheckpoint, Ranks: opts.Ranks, BucketBytes: opts.BucketBytes})
 	if err := passes.Run(out, ps, opts.Debug, opts.After); err != nil {
 		return nil, fmt.Errorf("%s: %w", where(g), err)
 	}

@@ -49,9 +49,12 @@ func NewTrainer(g *ir.Graph, opt passes.OptimizerConfig, seed uint64, opts Optio
 		}
 		opts.Plan.ChunkBytes = c
 	}
+	if opts.Comm != nil && opts.Ranks == 0 {
+		opts.Ranks = opts.Comm.Size()
+	}
 	train, eval := opts, opts
 	train.Optimizer, train.Grad, train.Inference = &opt, true, false
-	eval.Optimizer, eval.Grad, eval.Inference = nil, false, true
+	eval.Optimizer, eval.Grad, eval.Inference, eval.Ranks = nil, false, true, 0
 	tp, err := Compile(g, train)
 	if err != nil {
 		return nil, err
@@ -60,7 +63,7 @@ func NewTrainer(g *ir.Graph, opt passes.OptimizerConfig, seed uint64, opts Optio
 	if err != nil {
 		return nil, err
 	}
-	return NewTrainerFromPlans(tp, ep, ExecOptions{Device: opts.Device, Seed: seed, CheckNaN: opts.Debug.NaN, Workers: opts.Workers})
+	return NewTrainerFromPlans(tp, ep, ExecOptions{Device: opts.Device, Seed: seed, CheckNaN: opts.Debug.NaN, Workers: opts.Workers, Comm: opts.Comm})
 }
 
 // NewTrainerFromPlans builds a trainer from compiled plans without the

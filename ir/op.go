@@ -173,6 +173,9 @@ const (
 	// More activations (ops_activation.go).
 	OpSoftsign
 
+	// Collectives of data-parallel training (ops_dist.go).
+	OpAllReduce
+
 	numOps
 )
 
@@ -477,7 +480,7 @@ type opRow struct {
 }
 
 func init() {
-	families := [][]opRow{coreOps(), mathOps(), activationOps(), lossOps(), reduceOps(), movementOps(), nnOps(), kanOps(), fusedPatternOps(), fusedElementwiseOps(), arrayOps(), attentionOps()}
+	families := [][]opRow{coreOps(), mathOps(), activationOps(), lossOps(), reduceOps(), movementOps(), nnOps(), kanOps(), fusedPatternOps(), fusedElementwiseOps(), arrayOps(), attentionOps(), distOps()}
 	for _, rows := range families {
 		for _, r := range rows {
 			if opTable[r.op].Name != "" {

@@ -81,6 +81,37 @@ type Node struct {
 	// calling goroutine. Kernels read Par.Workers() once, in the builder,
 	// to fix their parts and the state each part needs.
 	Par Parallel
+
+	// Comm, when set, is the data-parallel job's communicator, which the
+	// collectives (ir.Op.IsCollective) run on; a collective's builder
+	// refuses a nil Comm or one of another size than its "ranks".
+	Comm Collective
+}
+
+// Collective is a data-parallel job's communicator as a kernel sees it
+// (dist.Comm): sums over the ranks in rank order, the same bits on every
+// rank.
+type Collective interface {
+	// Rank is this process's rank, 0 to Size()-1.
+	Rank() int
+	// Size is the number of ranks.
+	Size() int
+	// AllreduceSum replaces data, elements of dt, by their sum over the
+	// ranks in rank order.
+	AllreduceSum(data []byte, dt ir.DType) error
+}
+
+// CheckCollective reports an error when a collective compiled for the
+// ranks in attrs cannot run on c.
+func CheckCollective(c Collective, op ir.Op, attrs ir.Attrs) error {
+	ranks := attrs.Int("ranks", 0)
+	if c == nil {
+		return fmt.Errorf("the plan is compiled for data-parallel training on %d ranks (%s), but this process is not part of such a job: launch it under mpirun with -dist mpi", ranks, op)
+	}
+	if c.Size() != int(ranks) {
+		return fmt.Errorf("the plan is compiled for %d ranks, but this job has %d", ranks, c.Size())
+	}
+	return nil
 }
 
 // Parallel is an executor's pool as a kernel sees it: a way to split one

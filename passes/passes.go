@@ -57,6 +57,12 @@ var Passes = []PassInfo{
 		Enabled: optimizing, Make: always(Canonicalize)},
 	{Name: "autodiff", Doc: "append the backward graph: the gradient of the first output (the loss) for every param",
 		Enabled: func(o Options) bool { return o.Grad || o.Optimizer != nil }, Make: always(Autodiff), Required: true},
+	{Name: "dataparallel", Doc: "data-parallel training: replace every gradient by its mean over the ranks, reduced in buckets by chained allreduce collectives (Options.Ranks)",
+		Enabled: func(o Options) bool { return o.Ranks > 1 }, Required: true,
+		Make: func(o Options) func(*ir.Graph) error {
+			ranks, bucket := o.Ranks, o.BucketBytes
+			return func(g *ir.Graph) error { return DataParallel(g, ranks, bucket) }
+		}},
 	{Name: "optimizer", Doc: "append the optimizer update of every param (SGD, Adam, AdamW, RMSprop; schedules, clipping, accumulation)",
 		Enabled: func(o Options) bool { return o.Optimizer != nil }, Required: true,
 		Make: func(o Options) func(*ir.Graph) error {
@@ -94,6 +100,8 @@ var Constraints = []Constraint{
 	{"shapes", "canonicalize", "the rewrites read inferred types (ranks, axes, dtypes)"},
 	{"canonicalize", "autodiff", "autodiff must differentiate the canonical form, whose backward (softmax_cross_entropy's) is the one fuse turns into a single kernel"},
 	{"autodiff", "optimizer", "the optimizer update reads the gradients"},
+	{"autodiff", "dataparallel", "the gradients to reduce over the ranks are the backward graph's"},
+	{"dataparallel", "optimizer", "every rank must update from the same, reduced gradients"},
 	{"autodiff", "dce", "autodiff leaves gradients of non-params that only DCE removes"},
 	{"optimizer", "dce", "the update decides which gradients stay live"},
 	{"optimizer", "simplify", "the update's arithmetic is simplified with the rest"},
@@ -177,6 +185,12 @@ type Options struct {
 	Checkpoint checkpoint.Config
 	// CheckpointReport, when set, receives the remat pass's report.
 	CheckpointReport func(*checkpoint.Report)
+	// Ranks, when above 1, compiles the training step for data-parallel
+	// training on that many processes (the dataparallel pass), reducing
+	// the gradients in buckets of up to BucketBytes (0:
+	// DefaultBucketBytes).
+	Ranks       int
+	BucketBytes int64
 }
 
 // Pipeline returns the passes of the table that opts enables, in order.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/kilnml/kiln/dist"
 	"github.com/kilnml/kiln/exec/cpu"
 	"github.com/kilnml/kiln/kernels"
 	"github.com/kilnml/kiln/planner"
@@ -45,6 +46,10 @@ type ExecOptions struct {
 	// Workers is the number of goroutines of the CPU executor (0:
 	// runtime.NumCPU()).
 	Workers int
+	// Comm, when set, is the communicator of the data-parallel job this
+	// process is a rank of: the plan's collectives run on it, and a
+	// Trainer splits the data and reduces its tallies over the ranks.
+	Comm *dist.Comm
 }
 
 // ChunkBytes returns the arena chunk size (planner.Options.ChunkBytes) a
@@ -64,12 +69,16 @@ func ChunkBytes(device string) (int64, error) {
 func NewExecutor(p *planner.Plan, opts ExecOptions) (Executor, error) {
 	switch opts.Device {
 	case "", "cpu":
-		return cpu.New(p, cpu.Options{Seed: opts.Seed, CheckNaN: opts.CheckNaN, Workers: opts.Workers})
+		co := cpu.Options{Seed: opts.Seed, CheckNaN: opts.CheckNaN, Workers: opts.Workers}
+		if opts.Comm != nil {
+			co.Comm = opts.Comm
+		}
+		return cpu.New(p, co)
 	case "gpu":
 		if opts.CheckNaN {
 			return nil, fmt.Errorf("the NaN check (KILN_DEBUG=nan) runs on the CPU only; drop it or use -device cpu")
 		}
-		return newGPU(p, opts.Seed)
+		return newGPU(p, opts.Seed, opts.Comm)
 	}
 	return nil, fmt.Errorf("unknown device %q (expected cpu or gpu)", opts.Device)
 }

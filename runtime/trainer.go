@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/kilnml/kiln/dist"
 	"github.com/kilnml/kiln/frontends/dataset"
 	"github.com/kilnml/kiln/internal/sysmem"
 	"github.com/kilnml/kiln/ir"
@@ -41,6 +42,8 @@ type Trainer struct {
 
 	sig         Signature
 	accum       int // batches an update (the period of the plan's accumulation counter)
+	comm        *dist.Comm
+	ranks       int // processes training together (1 without comm)
 	train, eval Executor
 	xt, yt      kernels.Tensor // the batch fed to the executors (Set copies it in)
 	x           []float64      // a batch of features
@@ -181,6 +184,10 @@ func NewTrainerFromPlans(train, eval *planner.Plan, x ExecOptions) (*Trainer, er
 	if t.accum, err = accumPeriod(train); err != nil {
 		return nil, fmt.Errorf("plan %s: %w", train.Graph.Name, err)
 	}
+	if t.ranks, err = checkRanks(train, x.Comm); err != nil {
+		return nil, fmt.Errorf("plan %s: %w", train.Graph.Name, err)
+	}
+	t.comm = x.Comm
 	if err := sameSignature(train, eval); err != nil {
 		return nil, err
 	}
@@ -430,45 +437,78 @@ func (a *Tally) AddRegression(r, p []float64, rows, k int) {
 
 // Epoch runs one pass over d's full batches in d's order and returns the
 // mean loss and the training metric (NaN without one; see Tally.Result).
-// With accumulation it runs the most batches that make whole updates
-// (UpdateBatches).
+// With accumulation it runs the most batches that make whole updates, and
+// with several ranks its share of them (EpochSteps); the result is the
+// tally of every rank's batches.
 func (t *Trainer) Epoch(ctx context.Context, d *dataset.Dataset) (loss, metric float64, err error) {
 	if err := t.check(d, false); err != nil {
 		return 0, 0, err
 	}
 	var a Tally
-	for i := range t.UpdateBatches(d.NumBatches(t.sig.Batch)) {
+	for i := range t.EpochSteps(d.NumBatches(t.sig.Batch)) {
 		if err := t.TrainBatch(ctx, d, i, &a); err != nil {
 			return 0, 0, err
 		}
+	}
+	if a, err = t.ReduceTally(a); err != nil {
+		return 0, 0, err
 	}
 	loss, metric = a.Result()
 	return loss, metric, nil
 }
 
-// UpdateBatches returns the batches of an epoch of n batches that make
-// whole updates: n less its remainder modulo Accum, which is dropped.
-func (t *Trainer) UpdateBatches(n int) int { return n - n%t.accum }
+// EpochSteps returns the training steps of an epoch of n batches: each
+// step trains one batch on every rank, and the steps make whole updates
+// of Accum steps; the batches left over are dropped, so that every rank
+// runs the same steps.
+func (t *Trainer) EpochSteps(n int) int {
+	n /= t.ranks
+	return n - n%t.accum
+}
 
-// TrainBatch runs one training step on d's batch i (rows i*B to (i+1)*B)
-// and adds its loss and metric to a.
+// TrainBatch runs training step i of an epoch on d: on batch i (rows i*B
+// to (i+1)*B), or with N ranks on batch i*N + Rank(), and adds its loss and
+// metric to a.
 func (t *Trainer) TrainBatch(ctx context.Context, d *dataset.Dataset, i int, a *Tally) error {
 	if err := t.check(d, false); err != nil {
 		return err
 	}
-	if nb := d.NumBatches(t.sig.Batch); i < 0 || i >= nb {
-		return fmt.Errorf("batch %d is not one of the data's %d full batches", i, nb)
+	b := i*t.ranks + t.Rank()
+	if nb := d.NumBatches(t.sig.Batch); i < 0 || b >= nb {
+		return fmt.Errorf("batch %d is not one of the data's %d full batches", b, nb)
 	}
 	for r := range t.sig.Batch {
-		d.CopyRow(r, i*t.sig.Batch+r, t.x, t.y, t.r)
+		d.CopyRow(r, b*t.sig.Batch+r, t.x, t.y, t.r)
 	}
 	if err := t.feed(t.train); err != nil {
 		return err
 	}
-	if err := t.train.Step(ctx); err != nil {
+	if err := t.trainStep(ctx); err != nil {
 		return err
 	}
 	return t.readout(t.train, t.sig.Batch, a)
+}
+
+// trainStep runs the training step. With N ranks the executor counts this
+// rank's steps, but its kernels see the step's place among all the
+// batches trained (step*N + rank), so that dropout draws the mask one
+// process training every batch in turn would.
+func (t *Trainer) trainStep(ctx context.Context) error {
+	if t.ranks == 1 {
+		return t.train.Step(ctx)
+	}
+	local := t.train.StepCount()
+	if err := t.train.SetStepCount(local*int64(t.ranks) + int64(t.Rank())); err != nil {
+		return err
+	}
+	err := t.train.Step(ctx)
+	if err == nil {
+		local++
+	}
+	if serr := t.train.SetStepCount(local); err == nil {
+		err = serr
+	}
+	return err
 }
 
 // Step runs one training step of a graph with no inputs and adds its loss
@@ -477,7 +517,7 @@ func (t *Trainer) Step(ctx context.Context, a *Tally) error {
 	if err := t.check(nil, false); err != nil {
 		return err
 	}
-	if err := t.train.Step(ctx); err != nil {
+	if err := t.trainStep(ctx); err != nil {
 		return err
 	}
 	return t.readout(t.train, 0, a)
@@ -563,8 +603,11 @@ func (t *Trainer) Evaluate(ctx context.Context, d *dataset.Dataset) (loss, metri
 		loss, metric = a.Result()
 		return loss, metric, nil
 	}
-	err = t.evalBatches(ctx, d, func(rows int) error { return t.readout(t.eval, rows, &a) })
+	err = t.evalBatches(ctx, d, t.ranks, func(rows int) error { return t.readout(t.eval, rows, &a) })
 	if err != nil {
+		return 0, 0, err
+	}
+	if a, err = t.ReduceTally(a); err != nil {
 		return 0, 0, err
 	}
 	loss, metric = a.Result()
@@ -573,10 +616,14 @@ func (t *Trainer) Evaluate(ctx context.Context, d *dataset.Dataset) (loss, metri
 
 // evalBatches runs the evaluation graph over every row of d in batches,
 // the last padded with d's first rows, and calls f after each with the
-// number of rows of d the batch holds.
-func (t *Trainer) evalBatches(ctx context.Context, d *dataset.Dataset, f func(rows int) error) error {
-	b := t.sig.Batch
-	for start := 0; start < d.N; start += b {
+// number of rows of d the batch holds. With ranks above 1 it runs this
+// rank's share: batches Rank(), Rank()+ranks, ...
+func (t *Trainer) evalBatches(ctx context.Context, d *dataset.Dataset, ranks int, f func(rows int) error) error {
+	b, first := t.sig.Batch, 0
+	if ranks > 1 {
+		first = t.Rank()
+	}
+	for start := first * b; start < d.N; start += b * ranks {
 		rows := min(b, d.N-start)
 		for r := range b {
 			src := start + r
@@ -615,7 +662,7 @@ func (t *Trainer) Predict(ctx context.Context, d *dataset.Dataset) ([]float64, e
 		return nil, err
 	}
 	var out []float64
-	err := t.evalBatches(ctx, d, func(rows int) error {
+	err := t.evalBatches(ctx, d, 1, func(rows int) error {
 		v, err := t.eval.Get(t.sig.Output)
 		if err != nil {
 			return err

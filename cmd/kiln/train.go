@@ -235,7 +235,7 @@ func (l *loopFlags) train(stdout io.Writer, t *kiln.Trainer, model, optDesc stri
 	}
 	// With -accum K, an epoch runs the batches that make whole updates.
 	if k := t.Accum(); k > 1 {
-		if nb = t.UpdateBatches(nb); nb == 0 {
+		if nb = t.EpochSteps(nb); nb == 0 {
 			return fmt.Errorf("training on %s: the data has %d training rows, fewer than one update of %d batches of %d", dataName, trainSet.N, k, t.BatchSize())
 		}
 		fmt.Fprintf(stdout, "accumulating %d batches an update: %d updates an epoch\n", k, nb/k)

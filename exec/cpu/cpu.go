@@ -35,6 +35,10 @@ type Options struct {
 	// calling goroutine (the reference); with more, New starts a pool that
 	// Close stops.
 	Workers int
+	// Comm is the communicator of a data-parallel job, which the plan's
+	// collectives run on; a plan with collectives needs one of the size it
+	// was compiled for.
+	Comm kernels.Collective
 }
 
 // Executor runs one plan. It is not safe for concurrent use. With more
@@ -109,7 +113,7 @@ func New(p *planner.Plan, opts Options) (*Executor, error) {
 		if st.Kind == planner.Copy {
 			continue
 		}
-		f, err := kcpu.Kernels.Build(&kernels.Node{Op: st.Op, Attrs: st.Attrs, Args: types, Out: p.Buffers[st.Out].Type, Step: x.step, Par: pool})
+		f, err := kcpu.Kernels.Build(&kernels.Node{Op: st.Op, Attrs: st.Attrs, Args: types, Out: p.Buffers[st.Out].Type, Step: x.step, Par: pool, Comm: opts.Comm})
 		if err != nil {
 			return nil, fmt.Errorf("step %d (%s): %v", s, x.describe(s), err)
 		}

@@ -21,6 +21,11 @@ import (
 type Options struct {
 	// Seed selects the initial values of the params (see exec.InitialValues).
 	Seed uint64
+	// Comm is the communicator of a data-parallel job, which the plan's
+	// collectives run on. The GPU has no collectives of its own: the
+	// executor reads a collective's argument back to the host, reduces it
+	// there and uploads the result, between two command buffers.
+	Comm kernels.Collective
 }
 
 // statusSlot is the bytes of one step's status words in the status buffer:
@@ -52,12 +57,14 @@ type Executor struct {
 	initial  []byte                 // the status buffer's contents before a step
 	stepNo   int64
 	closed   bool
+	comm     kernels.Collective
 }
 
 type gpuStep struct {
 	dispatches []recorded
 	checks     []wgsl.Check
-	slot       int // status slot, or -1
+	slot       int  // status slot, or -1
+	host       bool // a collective, run on the host (runCollective)
 }
 
 type recorded struct {
@@ -93,6 +100,9 @@ func New(p *planner.Plan, opts Options) (*Executor, error) {
 		return nil, err
 	}
 	x := &Executor{plan: p, d: d, names: exec.NewNames(p), host: map[int]kernels.Tensor{}}
+	if opts.Comm != nil {
+		x.comm = opts.Comm
+	}
 	if err := x.allocate(); err != nil {
 		return nil, err
 	}
@@ -205,9 +215,16 @@ func (x *Executor) build() error {
 	x.steps = make([]gpuStep, len(p.Steps))
 	for s, st := range p.Steps {
 		var k *wgsl.Kernel
-		if st.Kind == planner.Copy {
+		switch {
+		case st.Kind == planner.Copy:
 			k = wgsl.Copy(p.Buffers[st.Out].Type)
-		} else {
+		case st.Op.IsCollective():
+			if err := kernels.CheckCollective(x.comm, st.Op, st.Attrs); err != nil {
+				return fmt.Errorf("step %d (%s): %v", s, x.describe(s), err)
+			}
+			k = &wgsl.Kernel{}
+			x.steps[s].host = true
+		default:
 			types := make([]ir.Type, len(st.Args))
 			for j, a := range st.Args {
 				types[j] = p.Buffers[a].Type
@@ -554,22 +571,55 @@ func (x *Executor) Step(ctx context.Context) error {
 			return fmt.Errorf("the GPU refused the step count (device lost?): %v", firstLine(err))
 		}
 	}
-	enc, err := x.d.dev.CreateCommandEncoder(nil)
-	if err != nil {
-		return fmt.Errorf("the GPU refused a command encoder (device lost?): %v", firstLine(err))
+	// Everything recorded is released after the work is done (see cb
+	// below).
+	var release []func()
+	defer func() {
+		for _, f := range release {
+			f()
+		}
+	}()
+	begin := func() (*wgpu.CommandEncoder, *wgpu.ComputePassEncoder, error) {
+		enc, err := x.d.dev.CreateCommandEncoder(nil)
+		if err != nil {
+			return nil, nil, fmt.Errorf("the GPU refused a command encoder (device lost?): %v", firstLine(err))
+		}
+		pass := enc.BeginComputePass(nil)
+		release = append(release, enc.Release, pass.Release)
+		return enc, pass, nil
 	}
-	defer enc.Release()
-	pass := enc.BeginComputePass(nil)
-	for _, st := range x.steps {
+	enc, pass, err := begin()
+	if err != nil {
+		return err
+	}
+	for s, st := range x.steps {
+		if st.host {
+			// Submit what precedes the collective, reduce on the host,
+			// and record what follows in a new command buffer.
+			if err := pass.End(); err != nil {
+				return fmt.Errorf("recording the step: %v", firstLine(err))
+			}
+			cb, err := enc.Finish(nil)
+			if err != nil {
+				return fmt.Errorf("recording the step: %v", firstLine(err))
+			}
+			x.d.queue.Submit(cb)
+			release = append(release, cb.Release)
+			if err := x.runCollective(s); err != nil {
+				return err
+			}
+			if enc, pass, err = begin(); err != nil {
+				return err
+			}
+			continue
+		}
 		for _, r := range st.dispatches {
 			pass.SetPipeline(r.pipe)
 			pass.SetBindGroup(0, r.group, nil)
 			pass.DispatchWorkgroups(r.groups[0], r.groups[1], r.groups[2])
 		}
 	}
-	err = pass.End()
-	defer pass.Release() // after the work is done, as the command buffer
-	if err != nil {
+	if err := pass.End(); err != nil {
 		return fmt.Errorf("recording the step: %v", firstLine(err))
 	}
 	for _, o := range x.outs {
@@ -635,6 +685,22 @@ func (x *Executor) Step(ctx context.Context) error {
 	}
 	x.stepNo++
 	return nil
+}
+
+// runCollective runs step s, a collective, on the host: it reads the
+// argument back once the work submitted before it is done, reduces it over
+// the ranks and uploads the result, which the work submitted after it
+// reads.
+func (x *Executor) runCollective(s int) error {
+	st := x.plan.Steps[s]
+	t := kernels.New(x.plan.Buffers[st.Out].Type)
+	if err := x.read(st.Args[0], t); err != nil {
+		return fmt.Errorf("step %d (%s): %v", s, x.describe(s), err)
+	}
+	if err := x.comm.AllreduceSum(t.Data, t.Type.DType); err != nil {
+		return fmt.Errorf("step %d (%s): %v", s, x.describe(s), err)
+	}
+	return x.upload(st.Out, t.Data)
 }
 
 func le32(b []byte) uint32 {

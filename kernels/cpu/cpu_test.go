@@ -64,6 +64,8 @@ func TestRegisteredDTypes(t *testing.T) {
 		// Fused attention (attention.go).
 		ir.OpAttention: floats, ir.OpAttentionGrad: floats,
 		ir.OpSoftsign: floats,
+		// Collectives (dist.go).
+		ir.OpAllReduce: floats,
 	}
 	for _, op := range ir.Ops() {
 		for _, dt := range allDTypes {
