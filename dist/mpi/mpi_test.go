@@ -142,18 +142,20 @@ func testAllreduceSum[T float32 | float64](t *testing.T, dt ir.DType) {
 	w := testWorld(t)
 	c := dist.NewComm(w)
 	for _, n := range lengths {
+		// The references first, so that the ranks reach the collective
+		// together rather than wait in it for each other's arithmetic.
 		xs := allRankData[T](w.Size(), n)
+		want := rankOrderSum(xs)
+		local, err := localAllreduce(xs, dt)
+		if err != nil {
+			t.Fatal(err)
+		}
 		x := slices.Clone(xs[w.Rank()])
 		if err := c.AllreduceSum(asBytes(x), dt); err != nil {
 			t.Fatal(err)
 		}
-		want := rankOrderSum(xs)
 		if i, ok := sameBits(x, want); !ok {
 			t.Errorf("rank %d of %d, %d elements: element %d = %v, want the rank-order sum %v", w.Rank(), w.Size(), n, i, x[i], want[i])
-		}
-		local, err := localAllreduce(xs, dt)
-		if err != nil {
-			t.Fatal(err)
 		}
 		if i, ok := sameBits(x, local); !ok {
 			t.Errorf("rank %d of %d, %d elements: element %d = %v, dist.Local gives %v", w.Rank(), w.Size(), n, i, x[i], local[i])
