@@ -188,6 +188,9 @@ func NewTrainerFromPlans(train, eval *planner.Plan, x ExecOptions) (*Trainer, er
 		return nil, fmt.Errorf("plan %s: %w", train.Graph.Name, err)
 	}
 	t.comm = x.Comm
+	if t.ranks > 1 && sig.Kind == NoData {
+		return nil, fmt.Errorf("plan %s: the graph takes no inputs, and data-parallel training splits batches of data over the ranks: there is nothing to split", train.Graph.Name)
+	}
 	if err := sameSignature(train, eval); err != nil {
 		return nil, err
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/kilnml/kiln"
 	"github.com/kilnml/kiln/checkpoint"
+	"github.com/kilnml/kiln/dist"
 	"github.com/kilnml/kiln/examples"
 	"github.com/kilnml/kiln/frontends/dataset"
 	"github.com/kilnml/kiln/frontends/onnx"
@@ -194,6 +195,10 @@ func (l *loopFlags) generated() bool { return l.dataPath == kan2dData || l.dataP
 // command knows (see trainSettings); a checkpoint records them with the
 // loop's own, and -resume refuses a run whose settings differ.
 func (l *loopFlags) train(stdout io.Writer, t *kiln.Trainer, model, optDesc string, settings map[string]string, data *dataset.Dataset, dataName string) error {
+	if t.Rank() != 0 {
+		// Rank 0 alone writes; every rank still computes what it writes.
+		l.savePath, l.saveONNX, l.plotPath, l.saveBest = "", "", "", ""
+	}
 	if l.initPath != "" {
 		if err := t.LoadParams(l.initPath); err != nil {
 			return err
@@ -233,12 +238,18 @@ func (l *loopFlags) train(stdout io.Writer, t *kiln.Trainer, model, optDesc stri
 	if nb == 0 {
 		return fmt.Errorf("training on %s: the data has %d training rows, fewer than one batch of %d", dataName, trainSet.N, t.BatchSize())
 	}
-	// With -accum K, an epoch runs the batches that make whole updates.
-	if k := t.Accum(); k > 1 {
+	// With -accum K, an epoch runs the batches that make whole updates;
+	// with N ranks, each step trains N batches, one on each.
+	if k, n := t.Accum(), t.Ranks(); k > 1 || n > 1 {
 		if nb = t.EpochSteps(nb); nb == 0 {
-			return fmt.Errorf("training on %s: the data has %d training rows, fewer than one update of %d batches of %d", dataName, trainSet.N, k, t.BatchSize())
+			return fmt.Errorf("training on %s: the data has %d training rows, fewer than one update of %d batches of %d", dataName, trainSet.N, k*n, t.BatchSize())
 		}
-		fmt.Fprintf(stdout, "accumulating %d batches an update: %d updates an epoch\n", k, nb/k)
+		if n > 1 {
+			fmt.Fprintf(stdout, "data-parallel on %d ranks: %d batches a step, one on each rank; %d steps an epoch\n", n, n, nb)
+		}
+		if k > 1 {
+			fmt.Fprintf(stdout, "accumulating %d batches an update: %d updates an epoch\n", k, nb/k)
+		}
 	}
 	st := kiln.TrainState{Epoch: 1, Config: cfg}
 	ev := &evaluator{l, t, model, heldOut}
@@ -253,6 +264,9 @@ func (l *loopFlags) train(stdout io.Writer, t *kiln.Trainer, model, optDesc stri
 		}
 	}
 	if err := scheduled(); err != nil {
+		return err
+	}
+	if err := t.Broadcast(); err != nil {
 		return err
 	}
 	short, long := metricNames(sig)
@@ -285,7 +299,7 @@ func (l *loopFlags) train(stdout io.Writer, t *kiln.Trainer, model, optDesc stri
 				return err
 			}
 			if l.saveEvery > 0 && st.Step%int64(l.saveEvery) == 0 {
-				if err := t.SaveCheckpoint(l.ckptDir, st); err != nil {
+				if err := saveCheckpoint(t, l.ckptDir, st); err != nil {
 					bar.clear()
 					return err
 				}
@@ -299,12 +313,16 @@ func (l *loopFlags) train(stdout io.Writer, t *kiln.Trainer, model, optDesc stri
 		// Save at the end of each epoch without -save-every, and at the end
 		// of the run with it.
 		if l.ckptDir != "" && (l.saveEvery == 0 || (e == l.epochs && st.Step%int64(l.saveEvery) != 0)) {
-			if err := t.SaveCheckpoint(l.ckptDir, st); err != nil {
+			if err := saveCheckpoint(t, l.ckptDir, st); err != nil {
 				bar.clear()
 				return err
 			}
 		}
-		loss, m := st.Tally.Result()
+		epoch, err := t.ReduceTally(st.Tally)
+		if err != nil {
+			return err
+		}
+		loss, m := epoch.Result()
 		hl, hm, err := t.Evaluate(ctx, heldOut)
 		bar.clear()
 		if err != nil {
@@ -496,6 +514,9 @@ func (l *loopFlags) restore(stdout io.Writer, t *kiln.Trainer, cfg map[string]st
 	if err != nil {
 		return st, err
 	}
+	if t.Rank() != 0 {
+		st.Tally = kiln.Tally{} // the checkpoint's is every rank's, kept by rank 0
+	}
 	st.Config = cfg
 	if hasBest {
 		cfg[bestKey] = best
@@ -598,7 +619,7 @@ func (l *loopFlags) trainSteps(stdout io.Writer, t *kiln.Trainer, model, optDesc
 			st.Tally, start = kiln.Tally{}, time.Now()
 		}
 		if (l.saveEvery > 0 && st.Step%int64(l.saveEvery) == 0) || (l.ckptDir != "" && st.Step == steps) {
-			if err := t.SaveCheckpoint(l.ckptDir, st); err != nil {
+			if err := saveCheckpoint(t, l.ckptDir, st); err != nil {
 				bar.clear()
 				return err
 			}
@@ -639,6 +660,11 @@ func (l *loopFlags) finish(stdout io.Writer, t *kiln.Trainer, model, x, metricNa
 func (l *loopFlags) interrupted(t *kiln.Trainer, st kiln.TrainState) error {
 	if l.ckptDir == "" {
 		return fmt.Errorf("interrupted at step %d; nothing saved (-checkpoint DIR saves the run for -resume)", st.Step)
+	}
+	if t.Ranks() > 1 {
+		// The ranks see the signal at different steps: a checkpoint would
+		// wait for the others in a collective.
+		return fmt.Errorf("interrupted at step %d; nothing saved (with -dist, -checkpoint saves at the end of each epoch or every -save-every steps)", st.Step)
 	}
 	if err := t.SaveCheckpoint(l.ckptDir, st); err != nil {
 		return fmt.Errorf("interrupted at step %d; saving the checkpoint: %v", st.Step, err)
@@ -725,6 +751,7 @@ func runTrain(args []string, stdout io.Writer) error {
 	fs.StringVar(&lf.saveONNX, "save-onnx", "", "write the ONNX model trained (MODEL.onnx) with its initializers replaced by the trained params to this file")
 	workers := addWorkersFlag(fs)
 	device := addDeviceFlag(fs)
+	df := addDistFlags(fs)
 	pos, err := parseFlags(fs, args, stdout)
 	if err != nil {
 		return err
@@ -733,6 +760,9 @@ func runTrain(args []string, stdout io.Writer) error {
 		return err
 	}
 	if err := checkRun(*workers, *device); err != nil {
+		return err
+	}
+	if err := df.check(); err != nil {
 		return err
 	}
 	opt, err := cflags.optimizer()
@@ -784,35 +814,43 @@ func runTrain(args []string, stdout io.Writer) error {
 	default:
 		return usagef("expected at most one MODEL.kir, found %d arguments", len(pos))
 	}
-	opts := kiln.Options{Debug: dbg, O0: *cflags.o0, Workers: *workers, Device: *device}
-	if err := cflags.ckpt.apply(&opts); err != nil {
-		return err
-	}
-	var report *checkpoint.Report
-	opts.OnCheckpoint = func(r *checkpoint.Report) {
-		if report == nil {
-			report = r // the training step's; the evaluation graph has no backward
+	bucket, _ := df.bucketBytes() // checked
+	return df.run(stdout, func(stdout io.Writer, comm *dist.Comm) error {
+		opts := kiln.Options{Debug: dbg, O0: *cflags.o0, Workers: *workers, Device: *device, Comm: comm, BucketBytes: bucket}
+		if err := cflags.ckpt.apply(&opts); err != nil {
+			return err
 		}
-	}
-	t, err := kiln.NewTrainer(g, *opt, lf.seed, opts)
-	if err != nil {
-		return err
-	}
-	defer t.Close()
-	if err := setModelParams(t, params); err != nil {
-		return err
-	}
-	data, dataName, err := lf.data(t, len(pos) == 0)
-	if err != nil {
-		return err
-	}
-	if len(pos) == 0 {
-		fmt.Fprintf(stdout, "training the built-in example %s on the digits data (%d rows; UCI, CC BY 4.0)\n", examples.DigitsMLPFile, data.N)
-	}
-	if report != nil && cflags.ckpt.active() {
-		fmt.Fprint(stdout, report)
-	}
-	return lf.train(stdout, t, g.Name, fmt.Sprintf("%s lr %g", opt.Kind, opt.LR), trainSettings(g, cflags.model, *opt, *cflags.o0, *device), data, dataName)
+		var report *checkpoint.Report
+		opts.OnCheckpoint = func(r *checkpoint.Report) {
+			if report == nil {
+				report = r // the training step's; the evaluation graph has no backward
+			}
+		}
+		t, err := kiln.NewTrainer(g, *opt, lf.seed, opts)
+		if err != nil {
+			return err
+		}
+		defer t.Close()
+		if err := setModelParams(t, params); err != nil {
+			return err
+		}
+		l := *lf // each rank's own
+		data, dataName, err := l.data(t, len(pos) == 0)
+		if err != nil {
+			return err
+		}
+		if len(pos) == 0 {
+			fmt.Fprintf(stdout, "training the built-in example %s on the digits data (%d rows; UCI, CC BY 4.0)\n", examples.DigitsMLPFile, data.N)
+		}
+		if report != nil && cflags.ckpt.active() {
+			fmt.Fprint(stdout, report)
+		}
+		settings := trainSettings(g, cflags.model, *opt, *cflags.o0, *device)
+		if n := t.Ranks(); n > 1 {
+			settings["-dist ranks"] = strconv.Itoa(n)
+		}
+		return l.train(stdout, t, g.Name, fmt.Sprintf("%s lr %g", opt.Kind, opt.LR), settings, data, dataName)
+	})
 }
 
 func pct(v float64) string {

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/kilnml/kiln"
+	"github.com/kilnml/kiln/checkpoint"
+	"github.com/kilnml/kiln/dist"
+	"github.com/kilnml/kiln/dist/mpi"
+)
+
+// distFlags are -dist and -dist-bucket, taken by the commands that train
+// (train, step, run): how this process joins a data-parallel job.
+type distFlags struct {
+	mode, bucket string
+}
+
+func addDistFlags(fs *flag.FlagSet) *distFlags {
+	d := &distFlags{}
+	fs.StringVar(&d.mode, "dist", "", "train data-parallel: mpi (this process is one rank of an mpirun job; kiln built with -tags mpi or -tags mpich) or local:N (N ranks in this process, to try a recipe without MPI)")
+	fs.StringVar(&d.bucket, "dist-bucket", "25MB", "with -dist, reduce the gradients over the ranks in buckets of up to this size (1MB, 25MB)")
+	return d
+}
+
+// bucketBytes returns -dist-bucket in bytes; a bad value is a usage error.
+func (d *distFlags) bucketBytes() (int64, error) {
+	n, err := checkpoint.ParseBytes(d.bucket)
+	if err != nil || n <= 0 {
+		return 0, usagef("-dist-bucket: expected a positive size such as 25MB, found %q", d.bucket)
+	}
+	return n, nil
+}
+
+// localRanks returns N of -dist local:N, 0 for another mode; a bad N is a
+// usage error.
+func (d *distFlags) localRanks() (int, error) {
+	s, ok := strings.CutPrefix(d.mode, "local:")
+	if !ok {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > 1024 {
+		return 0, usagef("-dist local:N: expected N from 1 to 1024, found %q", s)
+	}
+	return n, nil
+}
+
+// check reports a bad -dist or -dist-bucket as a usage error.
+func (d *distFlags) check() error {
+	switch {
+	case d.mode == "", d.mode == "mpi":
+	case strings.HasPrefix(d.mode, "local:"):
+		if _, err := d.localRanks(); err != nil {
+			return err
+		}
+	default:
+		return usagef("-dist: expected mpi or local:N, found %q", d.mode)
+	}
+	_, err := d.bucketBytes()
+	return err
+}
+
+// run runs body as this process's part of the job -dist names, with the
+// job's communicator (nil without -dist) and the writer for its output:
+// stdout on rank 0, discarded on the others, so that rank 0 alone prints.
+//
+// Without -dist, a process that the environment says is one of several
+// ranks (mpirun, srun) is refused: the copies would train unsynchronised.
+// With -dist mpi, an error or a panic on any rank ends the whole job
+// (MPI_Abort) with that rank's message, rather than leaving the others
+// waiting in a collective. With -dist local:N the N ranks are goroutines,
+// and the first rank's error that stopped the job is returned.
+func (d *distFlags) run(stdout io.Writer, body func(stdout io.Writer, comm *dist.Comm) error) error {
+	n, err := d.localRanks()
+	if err != nil {
+		return err
+	}
+	switch {
+	case n > 0:
+		return runLocal(n, stdout, body)
+	case d.mode == "mpi":
+		t, err := mpi.Open()
+		if err != nil {
+			return fmt.Errorf("-dist mpi: %v", err)
+		}
+		comm := dist.NewComm(t)
+		if comm.Rank() != 0 {
+			stdout = io.Discard
+		} else if w := mpi.BindingWarning(); w != "" {
+			fmt.Fprintln(os.Stderr, w)
+		}
+		if err := guard(func() error { return body(stdout, comm) }); err != nil {
+			if comm.Size() > 1 {
+				t.Abort(1, fmt.Sprintf("kiln: rank %d of %d: %v", comm.Rank(), comm.Size(), err))
+			}
+			t.Close()
+			return err
+		}
+		return t.Close()
+	}
+	if r := dist.LaunchedRanks(); r > 1 {
+		return fmt.Errorf("this process is one of %d ranks of a parallel job, but -dist mpi is not given: each rank would train alone, unsynchronised", r)
+	}
+	return body(stdout, nil)
+}
+
+// runLocal runs body on n ranks that are goroutines of this process.
+func runLocal(n int, stdout io.Writer, body func(stdout io.Writer, comm *dist.Comm) error) error {
+	errs := make([]error, n)
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first = -1 // the rank whose failure stopped the job
+	)
+	for r, t := range dist.Local(n) {
+		out := stdout
+		if r != 0 {
+			out = io.Discard
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := guard(func() error { return body(out, dist.NewComm(t)) })
+			if err == nil {
+				return
+			}
+			mu.Lock()
+			errs[r] = err
+			if first < 0 {
+				first = r
+			}
+			mu.Unlock()
+			if n > 1 {
+				t.Abort(1, fmt.Sprintf("kiln: rank %d of %d: %v", r, n, err))
+			}
+		}()
+	}
+	wg.Wait()
+	if first < 0 {
+		return nil
+	}
+	if n == 1 {
+		return errs[first]
+	}
+	return fmt.Errorf("rank %d of %d: %w", first, n, errs[first])
+}
+
+// guard runs f, turning a panic into an error, so that a rank that panics
+// still ends the job.
+func guard(f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			msg, _, _ := strings.Cut(fmt.Sprint(r), "\n")
+			err = fmt.Errorf("internal error (a bug in kiln): %s", msg)
+		}
+	}()
+	return f()
+}
+
+// saveCheckpoint saves the training state in dir: with several ranks the
+// tally of every rank's batches, written by rank 0 alone (the params and
+// optimizer state are every rank's alike). Every rank calls it at the same
+// steps.
+func saveCheckpoint(t *kiln.Trainer, dir string, st kiln.TrainState) error {
+	var err error
+	if st.Tally, err = t.ReduceTally(st.Tally); err != nil {
+		return err
+	}
+	if t.Rank() != 0 {
+		return nil
+	}
+	return t.SaveCheckpoint(dir, st)
+}
