@@ -33,8 +33,9 @@ type Transport interface {
 	Allgather(send, recv []byte) error
 	// Bcast copies root's buf into every rank's buf.
 	Bcast(buf []byte, root int) error
-	// Abort ends every rank of the job with exit code code after this
-	// rank prints msg on its standard error. It does not return.
+	// Abort ends every rank of the job with exit code code, after this
+	// rank prints msg on its standard error (MPI; Local's ranks return
+	// errors instead). It does not return.
 	Abort(code int, msg string)
 	// Close ends this rank's part in the job (MPI_Finalize); the other
 	// ranks must close too.

@@ -2,7 +2,6 @@ package dist
 
 import (
 	"fmt"
-	"os"
 	"runtime"
 	"sync"
 )
@@ -110,11 +109,11 @@ func (l *localRank) Bcast(buf []byte, root int) error {
 	})
 }
 
-// Abort prints msg, makes every rank's collectives fail with it from now
-// on, and ends the calling goroutine (runtime.Goexit): in one process the
-// other ranks are goroutines that see the error, not processes to kill.
+// Abort makes every rank's collectives fail with msg from now on and ends
+// the calling goroutine (runtime.Goexit): in one process the other ranks
+// are goroutines that see the error, not processes to kill, and the
+// program reports the error itself, so Local does not print msg.
 func (l *localRank) Abort(code int, msg string) {
-	fmt.Fprintln(os.Stderr, msg)
 	j := l.job
 	j.mu.Lock()
 	if j.aborted == nil {

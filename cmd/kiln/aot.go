@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/kilnml/kiln/dist"
 	"io"
 	"strconv"
 	"strings"
@@ -20,7 +21,7 @@ import (
 // trains from without the compiler.
 func runCompile(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("compile", flag.ContinueOnError)
-	cflags := addCompileFlags(fs, withTraining|withRecompute)
+	cflags := addCompileFlags(fs, withTraining|withRecompute|withRanks)
 	out := fs.String("o", "", "the plan file to write (conventionally NAME.kplan)")
 	initPath := fs.String("init", "", "safetensors file with initial values of params, stored in the plan file")
 	seed := fs.Uint64("seed", 1, "seed of the param initialization, recorded in the plan file as kiln run's default")
@@ -58,6 +59,11 @@ func runCompile(args []string, stdout io.Writer) error {
 	}
 	opts.Workers = 1 // compile runs no step
 	opts.Device = *device
+	if opts.Ranks > 1 {
+		// The executors of a plan with collectives are built on a
+		// communicator of its size; compile runs no step, so none is used.
+		opts.Comm = dist.NewComm(dist.Local(opts.Ranks)[0])
+	}
 	t, err := kiln.NewTrainer(g, *opt, *seed, opts)
 	if err != nil {
 		return err
@@ -74,6 +80,9 @@ func runCompile(args []string, stdout io.Writer) error {
 		},
 	}
 	cflags.ckpt.meta(f.Meta, opts)
+	if opts.Ranks > 1 {
+		f.Meta["ranks"] = strconv.Itoa(opts.Ranks)
+	}
 	// The settings that change the result, for kiln run -resume to check
 	// (see planSettings).
 	for k, v := range trainSettings(g, cflags.model, *opt, *cflags.o0, *device) {
@@ -116,8 +125,12 @@ func runRun(args []string, stdout io.Writer) error {
 	lf := addLoopFlags(fs)
 	workers := addWorkersFlag(fs)
 	device := addDeviceFlag(fs)
+	df := addDistFlags(fs)
 	pos, err := parseFlags(fs, args, stdout)
 	if err != nil {
+		return err
+	}
+	if err := df.check(); err != nil {
 		return err
 	}
 	path, err := oneFile(pos, "FILE.kplan")
@@ -146,19 +159,22 @@ func runRun(args []string, stdout io.Writer) error {
 	if p.HasSeed && !seedSet {
 		lf.seed = p.Seed
 	}
-	t, err := kilnrt.NewTrainer(p, kiln.ExecOptions{Device: *device, Seed: lf.seed, CheckNaN: dbg.NaN, Workers: *workers})
-	if nc := (*gpu.NotChunkedError)(nil); errors.As(err, &nc) {
-		return fmt.Errorf("%s: %s; compile it with kiln compile -device gpu", path, nc.Problem)
-	}
-	if err != nil {
-		return err
-	}
-	defer t.Close()
-	data, dataName, err := lf.data(t, true)
-	if err != nil {
-		return err
-	}
-	return lf.train(stdout, t, p.Train.Graph.Name, fmt.Sprintf("%s lr %s (from %s)", p.Meta["optimizer"], p.Meta["lr"], path), planSettings(p, *device), data, dataName)
+	return df.run(stdout, func(stdout io.Writer, comm *dist.Comm) error {
+		t, err := kilnrt.NewTrainer(p, kiln.ExecOptions{Device: *device, Seed: lf.seed, CheckNaN: dbg.NaN, Workers: *workers, Comm: comm})
+		if nc := (*gpu.NotChunkedError)(nil); errors.As(err, &nc) {
+			return fmt.Errorf("%s: %s; compile it with kiln compile -device gpu", path, nc.Problem)
+		}
+		if err != nil {
+			return err
+		}
+		defer t.Close()
+		l := *lf // each rank's own
+		data, dataName, err := l.data(t, true)
+		if err != nil {
+			return err
+		}
+		return l.train(stdout, t, p.Train.Graph.Name, fmt.Sprintf("%s lr %s (from %s)", p.Meta["optimizer"], p.Meta["lr"], path), planSettings(p, *device), data, dataName)
+	})
 }
 
 // modelHashMeta is the plan file metadata key of the model's identity.

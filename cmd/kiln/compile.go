@@ -290,6 +290,7 @@ type compileFlags struct {
 	model *modelFlags
 	ckpt  *checkpointFlags // nil: no -recompute, -memory-budget
 	opt   *optimizerFlags  // nil: no update
+	ranks *ranksFlags      // nil: no -ranks, -dist-bucket
 }
 
 // What a command's compileFlags hold beyond -O0 and the model flags.
@@ -298,6 +299,7 @@ const (
 	withOptimizer             // the optimizer's flags; an update only with -optimizer
 	withSchedule              // with withOptimizer: the schedule and accumulation flags
 	withTraining              // the optimizer's, schedule and accumulation flags, with -optimizer adam by default
+	withRanks                 // -ranks and -dist-bucket: compile for data-parallel training
 )
 
 // addCompileFlags adds the compile flags that with selects to fs.
@@ -315,6 +317,9 @@ func addCompileFlags(fs *flag.FlagSet, with int) *compileFlags {
 	if with&withRecompute != 0 {
 		c.ckpt = addCheckpointFlags(fs)
 	}
+	if with&withRanks != 0 {
+		c.ranks = addRanksFlags(fs)
+	}
 	return c
 }
 
@@ -330,6 +335,9 @@ func (c *compileFlags) optimizer() (*passes.OptimizerConfig, error) {
 // checkUsage reports the usage errors of the recomputation flags, before
 // any file is read.
 func (c *compileFlags) checkUsage() error {
+	if err := c.ranks.apply(&kiln.Options{}); err != nil {
+		return err
+	}
 	if c.ckpt == nil {
 		return nil
 	}
@@ -344,6 +352,9 @@ func (c *compileFlags) load(path string, opt *passes.OptimizerConfig) (*ir.Graph
 	g, params, opts, err := load(path, c.model, opt, *c.o0)
 	if err == nil && c.ckpt != nil {
 		err = c.ckpt.apply(&opts)
+	}
+	if err == nil {
+		err = c.ranks.apply(&opts)
 	}
 	return g, params, opts, err
 }

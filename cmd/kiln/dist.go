@@ -29,12 +29,49 @@ func addDistFlags(fs *flag.FlagSet) *distFlags {
 }
 
 // bucketBytes returns -dist-bucket in bytes; a bad value is a usage error.
-func (d *distFlags) bucketBytes() (int64, error) {
-	n, err := checkpoint.ParseBytes(d.bucket)
+func (d *distFlags) bucketBytes() (int64, error) { return parseBucket(d.bucket) }
+
+func parseBucket(s string) (int64, error) {
+	n, err := checkpoint.ParseBytes(s)
 	if err != nil || n <= 0 {
-		return 0, usagef("-dist-bucket: expected a positive size such as 25MB, found %q", d.bucket)
+		return 0, usagef("-dist-bucket: expected a positive size such as 25MB, found %q", s)
 	}
 	return n, nil
+}
+
+// ranksFlags are -ranks and -dist-bucket, taken by the commands that
+// compile without running (compile, plan, dump): a plan for data-parallel
+// training on that many ranks, to write or to look at.
+type ranksFlags struct {
+	ranks  int
+	bucket string
+}
+
+func addRanksFlags(fs *flag.FlagSet) *ranksFlags {
+	r := &ranksFlags{}
+	fs.IntVar(&r.ranks, "ranks", 1, "compile the training step for data-parallel training on this many ranks (kiln run -dist mpi under mpirun -np RANKS runs it)")
+	fs.StringVar(&r.bucket, "dist-bucket", "25MB", "with -ranks, reduce the gradients over the ranks in buckets of up to this size")
+	return r
+}
+
+// apply checks the flags and sets them in opts; bad values are usage
+// errors. A nil r sets nothing.
+func (r *ranksFlags) apply(opts *kiln.Options) error {
+	if r == nil {
+		return nil
+	}
+	if r.ranks < 1 || r.ranks > 1<<20 {
+		return usagef("-ranks: expected 1 or more, found %d", r.ranks)
+	}
+	n, err := parseBucket(r.bucket)
+	if err != nil {
+		return err
+	}
+	opts.Ranks, opts.BucketBytes = r.ranks, n
+	if r.ranks == 1 {
+		opts.Ranks = 0
+	}
+	return nil
 }
 
 // localRanks returns N of -dist local:N, 0 for another mode; a bad N is a
@@ -105,7 +142,11 @@ func (d *distFlags) run(stdout io.Writer, body func(stdout io.Writer, comm *dist
 		return t.Close()
 	}
 	if r := dist.LaunchedRanks(); r > 1 {
-		return fmt.Errorf("this process is one of %d ranks of a parallel job, but -dist mpi is not given: each rank would train alone, unsynchronised", r)
+		hint := ""
+		if !mpi.Available() {
+			hint = " (and this kiln was built without MPI: build it with -tags mpi or -tags mpich)"
+		}
+		return fmt.Errorf("this process is one of %d ranks of a parallel job, but -dist mpi is not given%s: each rank would train alone, unsynchronised", r, hint)
 	}
 	return body(stdout, nil)
 }
@@ -132,12 +173,13 @@ func runLocal(n int, stdout io.Writer, body func(stdout io.Writer, comm *dist.Co
 			}
 			mu.Lock()
 			errs[r] = err
-			if first < 0 {
+			stops := first < 0
+			if stops {
 				first = r
 			}
 			mu.Unlock()
-			if n > 1 {
-				t.Abort(1, fmt.Sprintf("kiln: rank %d of %d: %v", r, n, err))
+			if stops && n > 1 {
+				t.Abort(1, err.Error())
 			}
 		}()
 	}

@@ -13,7 +13,7 @@ import (
 
 func runDump(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("dump", flag.ContinueOnError)
-	cflags := addCompileFlags(fs, withOptimizer|withSchedule|withRecompute)
+	cflags := addCompileFlags(fs, withOptimizer|withSchedule|withRecompute|withRanks)
 	after := fs.String("after", "", "print the IR after this pass, or after every pass with all (passes: "+strings.Join(passes.Names(), ", ")+")")
 	dot := fs.Bool("dot", false, "write Graphviz dot instead of .kir text")
 	html := fs.String("html", "", "write an HTML page with the graph after every pass side by side to this file")

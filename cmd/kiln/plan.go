@@ -11,7 +11,7 @@ import (
 
 func runPlan(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
-	cflags := addCompileFlags(fs, withOptimizer|withSchedule|withRecompute)
+	cflags := addCompileFlags(fs, withOptimizer|withSchedule|withRecompute|withRanks)
 	reportFlag := fs.Bool("report", false, "print a short memory report (arena, lower bound, ratio, params/state/inputs, largest buffers, in-place reuse) instead of the whole plan")
 	pos, err := parseFlags(fs, args, stdout)
 	if err != nil {
