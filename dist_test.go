@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 
@@ -106,7 +107,9 @@ func floats(b []byte, dt ir.DType) []float64 {
 // training: N ranks (goroutines on dist.Local) end with bitwise the params
 // of one process accumulating N batches an update (-accum N), with
 // dropout, for SGD with momentum and Adam with a schedule and clipping,
-// in f32 and f64; every rank ends with the same params; and the epoch's
+// in f32 and f64, with the optimizer state sharded over the ranks or not
+// (3 ranks leave padding in the shards); every rank ends with the same
+// params; and the epoch's
 // loss and accuracy, reduced over the ranks, are those of the one process
 // (to rounding: the loss is summed in another order).
 func TestDataParallelEqualsAccum(t *testing.T) {
@@ -115,12 +118,18 @@ func TestDataParallelEqualsAccum(t *testing.T) {
 	sgd.LR, sgd.Momentum, sgd.WeightDecay = 0.1, 0.9, 0.01
 	adam, _ := passes.DefaultOptimizer("adamw")
 	adam.LR, adam.Schedule, adam.Warmup, adam.Total, adam.ClipNorm = 0.02, "cosine", 2, 20, 0.5
+	adamNoClip := adam
+	adamNoClip.ClipNorm, adamNoClip.ClipGrad, adamNoClip.AMSGrad = 0, 0.3, true
+	rms, _ := passes.DefaultOptimizer("rmsprop")
+	rms.LR, rms.Centered, rms.Momentum, rms.WeightDecay = 0.01, true, 0.5, 0.01
 	for _, tc := range []struct {
 		name string
 		opt  passes.OptimizerConfig
 		dt   ir.DType
-	}{{"sgd/f32", sgd, ir.F32}, {"adamw/f64", adam, ir.F64}, {"adamw/f32", adam, ir.F32}} {
-		for _, ranks := range []int{2, 4} {
+		shard bool
+	}{{"sgd/f32", sgd, ir.F32, false}, {"adamw/f64", adam, ir.F64, false}, {"adamw/f32", adam, ir.F32, false},
+		{"sgd/f32/shard", sgd, ir.F32, true}, {"adamw/f64/shard", adamNoClip, ir.F64, true}, {"rmsprop/f32/shard", rms, ir.F32, true}} {
+		for _, ranks := range []int{2, 3, 4} {
 			t.Run(fmt.Sprintf("%s/%d", tc.name, ranks), func(t *testing.T) {
 				one := tc.opt
 				one.Accum = int64(ranks)
@@ -132,7 +141,7 @@ func TestDataParallelEqualsAccum(t *testing.T) {
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
-						got[r], last[r] = trainedParams(t, tc.opt, tc.dt, kiln.Options{Workers: 1 + r%2, Comm: dist.NewComm(tp), BucketBytes: 512})
+						got[r], last[r] = trainedParams(t, tc.opt, tc.dt, kiln.Options{Workers: 1 + r%2, Comm: dist.NewComm(tp), BucketBytes: 512, Shard: tc.shard})
 					}()
 				}
 				wg.Wait()
@@ -155,23 +164,33 @@ func TestDataParallelEqualsAccum(t *testing.T) {
 
 // TestDataParallelGPU checks data-parallel training on the GPU, whose
 // executor reduces through the host, against the CPU's (2 ranks, f32,
-// within 1e-5 + 1e-4 relative).
+// optimizer state sharded or not, within 1e-5 + 1e-4 relative).
 func TestDataParallelGPU(t *testing.T) {
 	gputest.Need(t)
 	adam, _ := passes.DefaultOptimizer("adam")
 	adam.LR = 0.02
 	got := map[string][]map[string][]float64{}
-	for _, device := range []string{"cpu", "gpu"} {
+	for _, device := range []string{"cpu", "gpu", "cpu/shard", "gpu/shard"} {
 		got[device] = make([]map[string][]float64, 2)
 		var wg sync.WaitGroup
 		for r, tp := range dist.Local(2) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				got[device][r], _ = trainedParams(t, adam, ir.F32, kiln.Options{Device: device, Comm: dist.NewComm(tp), BucketBytes: 512})
+				d, shard := strings.CutSuffix(device, "/shard")
+				got[device][r], _ = trainedParams(t, adam, ir.F32, kiln.Options{Device: d, Comm: dist.NewComm(tp), BucketBytes: 512, Shard: shard})
 			}()
 		}
 		wg.Wait()
+	}
+	for r := range 2 {
+		for name, c := range got["cpu/shard"][r] {
+			for i, cv := range c {
+				if gv := got["gpu/shard"][r][name][i]; !(math.Abs(gv-cv) <= 1e-5+1e-4*math.Abs(cv)) {
+					t.Errorf("sharded, rank %d: %s[%d]: gpu %g, cpu %g", r, name, i, gv, cv)
+				}
+			}
+		}
 	}
 	for r := range 2 {
 		for name, c := range got["cpu"][r] {
@@ -180,6 +199,54 @@ func TestDataParallelGPU(t *testing.T) {
 					t.Errorf("rank %d: %s[%d]: gpu %g, cpu %g", r, name, i, gv, cv)
 				}
 			}
+		}
+	}
+}
+
+// TestShardedStateMemory checks that sharding the optimizer state over N
+// ranks keeps 1/N of it on each rank (Adam's two moments, within the
+// padding of one element per bucket and rank), and that the sharded step
+// reduces, updates and gathers through reduce_scatter, shard and
+// allgather.
+func TestShardedStateMemory(t *testing.T) {
+	g, err := distMLP(4, ir.F32).Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	adam, _ := passes.DefaultOptimizer("adam")
+	stateBytes := func(ranks int, shard bool) (int64, map[ir.Op]int) {
+		p, err := kiln.Compile(g, kiln.Options{Optimizer: &adam, Ranks: ranks, Shard: shard, BucketBytes: 1024})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		for _, i := range p.States {
+			if b := p.Buffers[i]; len(b.Type.Shape) > 0 {
+				n += int64(b.Type.Bytes())
+			}
+		}
+		ops := map[ir.Op]int{}
+		for _, st := range p.Steps {
+			ops[st.Op]++
+		}
+		return n, ops
+	}
+	whole, ops := stateBytes(4, false)
+	if ops[ir.OpAllReduce] == 0 || ops[ir.OpShard] != 0 {
+		t.Errorf("unsharded step: %d allreduce, %d shard; want some and none", ops[ir.OpAllReduce], ops[ir.OpShard])
+	}
+	params := int64(4 * (6*16 + 16 + 16*16 + 16 + 16*3 + 3))
+	if whole != 2*params {
+		t.Errorf("unsharded Adam state: %d bytes, want %d (two moments of every param)", whole, 2*params)
+	}
+	for _, ranks := range []int{2, 4} {
+		got, ops := stateBytes(ranks, true)
+		if ops[ir.OpReduceScatter] == 0 || ops[ir.OpReduceScatter] != ops[ir.OpAllGather] || ops[ir.OpShard] != ops[ir.OpAllGather] || ops[ir.OpAllReduce] != 0 {
+			t.Errorf("%d ranks, sharded: ops %v; want as many reduce_scatter, shard and allgather, and no allreduce", ranks, ops)
+		}
+		buckets := int64(ops[ir.OpShard])
+		if lo, hi := whole/int64(ranks), whole/int64(ranks)+2*4*buckets; got < lo || got > hi {
+			t.Errorf("%d ranks, sharded: %d bytes of optimizer state a rank, want %d to %d", ranks, got, lo, hi)
 		}
 	}
 }

@@ -77,6 +77,10 @@ type Options struct {
 	// to BucketBytes (0: passes.DefaultBucketBytes).
 	Ranks       int
 	BucketBytes int64
+	// Shard, with Ranks, shards the optimizer state over the ranks (ZeRO
+	// stage 1): each rank keeps and updates 1/Ranks of it, with bitwise the
+	// params of the unsharded step (passes.Options.Shard).
+	Shard bool
 	// Comm is the communicator of the data-parallel job this process is a
 	// rank of (dist.NewComm on an MPI transport, or dist.Local in one
 	// process). NewTrainer compiles for its size when Ranks is 0, and its
@@ -144,7 +148,7 @@ func Transform(g *ir.Graph, opts Options) (*ir.Graph, error) {
 		}
 	}
 	ps := passes.Pipeline(passes.Options{Grad: opts.Grad, Optimizer: opts.Optimizer, Inference: opts.Inference, O0: opts.O0,
-		Checkpoint: cfg, CheckpointReport: opts.OnCheckpoint, Ranks: opts.Ranks, BucketBytes: opts.BucketBytes})
+		Checkpoint: cfg, CheckpointReport: opts.OnCheckpoint, Ranks: opts.Ranks, BucketBytes: opts.BucketBytes, Shard: opts.Shard})
 	if err := passes.Run(out, ps, opts.Debug, opts.After); err != nil {
 		return nil, fmt.Errorf("%s: %w", where(g), err)
 	}

@@ -175,6 +175,9 @@ const (
 
 	// Collectives of data-parallel training (ops_dist.go).
 	OpAllReduce
+	OpReduceScatter
+	OpAllGather
+	OpShard
 
 	numOps
 )

@@ -99,6 +99,20 @@ type Collective interface {
 	// AllreduceSum replaces data, elements of dt, by their sum over the
 	// ranks in rank order.
 	AllreduceSum(data []byte, dt ir.DType) error
+	// ReduceScatter sets shard to this rank's shard (ir.ShardLen
+	// elements) of that sum of data.
+	ReduceScatter(data []byte, dt ir.DType, shard []byte) error
+	// Allgather sets data to every rank's shard in rank order, cut to
+	// len(data).
+	Allgather(shard, data []byte) error
+}
+
+// Shard sets out, a shard of x's elements (ir.ShardLen of them), to rank's
+// part of x: the bytes from rank*len(out), zeros past the end of x.
+func Shard(out, x []byte, rank int) {
+	lo := min(rank*len(out), len(x))
+	k := copy(out, x[lo:])
+	clear(out[k:])
 }
 
 // CheckCollective reports an error when a collective compiled for the

@@ -143,3 +143,65 @@ func DataParallel(g *ir.Graph, ranks int, bucketBytes int64) error {
 func mean(e *ir.Emitter, sum ir.ID, ranks int) ir.ID {
 	return e.Op(ir.OpDiv, nil, sum, e.Scalar(float64(ranks), e.Type(sum).DType))
 }
+
+// shardSlots returns the optimizer's slots of data-parallel training on
+// sh.ranks ranks with sharded optimizer state (ZeRO stage 1): for each
+// bucket (Buckets) of the gradients grads, the bucket's gradients
+// concatenated are reduced to this rank's shard (reduce_scatter, a sum in
+// rank order, then divided by the ranks: the mean allreduce gives, cut to
+// the shard), and the slot updates this rank's shard of the bucket's
+// params (shard), its state a shard too; the updated shards are gathered
+// (allgather) and cut back into the params. The update is elementwise, so
+// every param ends bitwise as without sharding, while each rank keeps
+// 1/ranks of the optimizer state. The collectives are chained in the order
+// they are made: the reductions, then the gathers.
+func shardSlots(g *ir.Graph, e *ir.Emitter, grads []ir.ID, sh *sharding, update func(target, value ir.ID)) []slot {
+	attrs := ir.MakeAttrs("ranks", ir.Int(sh.ranks))
+	prev := ir.NoID
+	chained := func(op ir.Op, a ir.Attrs, x ir.ID) ir.ID {
+		if prev == ir.NoID {
+			prev = e.Op(op, a, x)
+		} else {
+			prev = e.Op(op, a, x, prev)
+		}
+		return prev
+	}
+	flat := func(ids []ir.ID) ir.ID {
+		parts := make([]ir.ID, len(ids))
+		for j, id := range ids {
+			parts[j] = e.Reshape(id, ir.Shape{g.Type(id).Shape.NumElements()})
+		}
+		if len(parts) == 1 {
+			return parts[0]
+		}
+		return e.Op(ir.OpConcat, ir.MakeAttrs("axis", ir.Int(0)), parts...)
+	}
+	var slots []slot
+	for k, b := range Buckets(g, sh.bucketBytes) {
+		gs, ps := make([]ir.ID, len(b.Grads)), make([]ir.ID, len(b.Grads))
+		for j, i := range b.Grads {
+			gs[j], ps[j] = grads[i], g.Grads[i].Param
+		}
+		n := 0
+		for _, p := range ps {
+			n += g.Type(p).Shape.NumElements()
+		}
+		grad := mean(e, chained(ir.OpReduceScatter, attrs, flat(gs)), sh.ranks)
+		value := e.Op(ir.OpShard, attrs, flat(ps))
+		slots = append(slots, slot{name: fmt.Sprintf("dist.bucket%d", k), value: value, grad: grad, set: func(next ir.ID) {
+			all := chained(ir.OpAllGather, attrs.With("shape", ir.Ints(n)), next)
+			off := 0
+			for _, p := range ps {
+				t := g.Type(p)
+				m := t.Shape.NumElements()
+				part := all
+				if m != n {
+					part = e.Op(ir.OpSlice, ir.MakeAttrs("axis", ir.Int(0), "start", ir.Int(off), "end", ir.Int(off+m)), all)
+				}
+				update(p, e.Reshape(part, t.Shape))
+				off += m
+			}
+		}})
+	}
+	return slots
+}

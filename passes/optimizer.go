@@ -174,9 +174,40 @@ func (c OptimizerConfig) Validate() error {
 // is accumulated over Accum steps when that is above 1, clamped elementwise
 // when ClipGrad is set and scaled to the global norm ClipNorm when that is
 // set.
-func Optimize(g *ir.Graph, c OptimizerConfig) error {
+func Optimize(g *ir.Graph, c OptimizerConfig) error { return optimize(g, c, nil) }
+
+// sharding is the data-parallel training whose optimizer state is sharded
+// over the ranks (Options.Shard): each rank updates its shard of every
+// bucket of params from its shard of the reduced gradients, and the
+// updated shards are gathered.
+type sharding struct {
+	ranks       int
+	bucketBytes int64
+}
+
+// slot is what the update of one set of values reads and writes: the
+// values (a param, or this rank's shard of a bucket's params), their
+// gradient, the prefix of their state's names, and how the updated values
+// become updates of the params.
+type slot struct {
+	name  string
+	value ir.ID
+	grad  ir.ID
+	set   func(next ir.ID)
+}
+
+// optimize is Optimize, with sharded optimizer state when sh is set.
+func optimize(g *ir.Graph, c OptimizerConfig, sh *sharding) error {
 	if err := c.Validate(); err != nil {
 		return err
+	}
+	if sh != nil {
+		switch {
+		case c.Accum > 1:
+			return fmt.Errorf("sharded optimizer state (-dist-shard) does not take gradient accumulation (-accum) yet")
+		case c.ClipNorm > 0:
+			return fmt.Errorf("sharded optimizer state (-dist-shard) does not take -clip-norm: each rank would sum the squares of its shard, not the whole gradient in one process's order")
+		}
 	}
 	if len(g.Grads) == 0 {
 		return fmt.Errorf("the graph has no gradients; run autodiff first")
@@ -277,20 +308,33 @@ func Optimize(g *ir.Graph, c OptimizerConfig) error {
 		}
 		gated = len(g.Updates)
 	}
-	for i, grad := range grads {
+	var slots []slot
+	if sh != nil {
+		slots = shardSlots(g, e, grads, sh, update)
+	} else {
+		for i, gp := range g.Grads {
+			p := gp.Param
+			slots = append(slots, slot{name: g.Values[p].Name, value: p, grad: grads[i], set: func(next ir.ID) { update(p, next) }})
+		}
+	}
+	for i, sl := range slots {
 		if c.ClipGrad > 0 {
-			grads[i] = e.Op(ir.OpClip, ir.MakeAttrs("min", ir.Float(-c.ClipGrad), "max", ir.Float(c.ClipGrad)), grad)
+			slots[i].grad = e.Op(ir.OpClip, ir.MakeAttrs("min", ir.Float(-c.ClipGrad), "max", ir.Float(c.ClipGrad)), sl.grad)
 		}
 	}
 	var clipCoef map[ir.DType]ir.ID
 	if c.ClipNorm > 0 {
-		clipCoef = clipNormCoef(e, grads, c.ClipNorm)
+		clipped := make([]ir.ID, len(slots))
+		for i, sl := range slots {
+			clipped[i] = sl.grad
+		}
+		clipCoef = clipNormCoef(e, clipped, c.ClipNorm)
 	}
-	for i, gp := range g.Grads {
-		p, grad := gp.Param, grads[i]
+	for _, sl := range slots {
+		p, grad := sl.value, sl.grad
 		t := g.Type(p)
 		dt := t.DType
-		name := g.Values[p].Name
+		name := sl.name
 		if c.ClipNorm > 0 {
 			grad = e.Op(ir.OpMul, nil, grad, clipCoef[dt])
 		}
@@ -379,12 +423,12 @@ func Optimize(g *ir.Graph, c OptimizerConfig) error {
 			}
 		}
 		next := e.Op(ir.OpSub, nil, from, e.Op(ir.OpMul, nil, step, lr(dt)))
-		update(p, next)
+		sl.set(next)
 		if stateErr != nil {
 			return stateErr
 		}
 		if err := e.Err(); err != nil {
-			return fmt.Errorf("update of %s: %v", g.NameOf(p), err)
+			return fmt.Errorf("update of %s: %v", name, err)
 		}
 	}
 	if last != ir.NoID {

@@ -57,17 +57,21 @@ var Passes = []PassInfo{
 		Enabled: optimizing, Make: always(Canonicalize)},
 	{Name: "autodiff", Doc: "append the backward graph: the gradient of the first output (the loss) for every param",
 		Enabled: func(o Options) bool { return o.Grad || o.Optimizer != nil }, Make: always(Autodiff), Required: true},
-	{Name: "dataparallel", Doc: "data-parallel training: replace every gradient by its mean over the ranks, reduced in buckets by chained allreduce collectives (Options.Ranks)",
-		Enabled: func(o Options) bool { return o.Ranks > 1 }, Required: true,
+	{Name: "dataparallel", Doc: "data-parallel training: replace every gradient by its mean over the ranks, reduced in buckets by chained allreduce collectives (Options.Ranks; with Options.Shard the optimizer reduces)",
+		Enabled: func(o Options) bool { return o.Ranks > 1 && !(o.Shard && o.Optimizer != nil) }, Required: true,
 		Make: func(o Options) func(*ir.Graph) error {
 			ranks, bucket := o.Ranks, o.BucketBytes
 			return func(g *ir.Graph) error { return DataParallel(g, ranks, bucket) }
 		}},
-	{Name: "optimizer", Doc: "append the optimizer update of every param (SGD, Adam, AdamW, RMSprop; schedules, clipping, accumulation)",
+	{Name: "optimizer", Doc: "append the optimizer update of every param (SGD, Adam, AdamW, RMSprop; schedules, clipping, accumulation; with Options.Shard, of this rank's shard of the params, from the gradients reduced and scattered over the ranks, then gathered)",
 		Enabled: func(o Options) bool { return o.Optimizer != nil }, Required: true,
 		Make: func(o Options) func(*ir.Graph) error {
 			cfg := *o.Optimizer
-			return func(g *ir.Graph) error { return Optimize(g, cfg) }
+			var sh *sharding
+			if o.Shard && o.Ranks > 1 {
+				sh = &sharding{o.Ranks, o.BucketBytes}
+			}
+			return func(g *ir.Graph) error { return optimize(g, cfg, sh) }
 		}},
 	{Name: "simplify", Doc: "algebraic simplification, constant folding, common-subexpression and dead-code elimination, to a fixed point (not at -O0)",
 		Enabled: optimizing, Make: always(Simplify)},
@@ -191,6 +195,11 @@ type Options struct {
 	// DefaultBucketBytes).
 	Ranks       int
 	BucketBytes int64
+	// Shard, with Ranks and an Optimizer, shards the optimizer state over
+	// the ranks (ZeRO stage 1): the optimizer pass reduces the gradients
+	// to each rank's shard, updates that shard of the params and gathers
+	// them, instead of the dataparallel pass reducing whole gradients.
+	Shard bool
 }
 
 // Pipeline returns the passes of the table that opts enables, in order.

@@ -67,15 +67,16 @@ func (t *Trainer) Rank() int {
 	return t.comm.Rank()
 }
 
-// Broadcast copies rank 0's params and state to every rank, so that all
-// start from the same values whatever each loaded. Without a communicator
-// it does nothing.
+// Broadcast copies rank 0's params to every rank, so that all start from
+// the same values whatever each loaded. (The state starts alike on every
+// rank, or is each rank's shard of the optimizer state.) Without a
+// communicator it does nothing.
 func (t *Trainer) Broadcast() error {
 	if t.comm == nil {
 		return nil
 	}
 	p := t.Plan
-	for _, i := range append(append([]int{}, p.Params...), p.States...) {
+	for _, i := range p.Params {
 		name := p.Buffers[i].Name
 		v, err := t.train.Get(name)
 		if err != nil {

@@ -43,7 +43,8 @@ type Trainer struct {
 	sig         Signature
 	accum       int // batches an update (the period of the plan's accumulation counter)
 	comm        *dist.Comm
-	ranks       int // processes training together (1 without comm)
+	ranks       int  // processes training together (1 without comm)
+	sharded     bool // each rank keeps a shard of the optimizer state
 	train, eval Executor
 	xt, yt      kernels.Tensor // the batch fed to the executors (Set copies it in)
 	x           []float64      // a batch of features
@@ -188,6 +189,9 @@ func NewTrainerFromPlans(train, eval *planner.Plan, x ExecOptions) (*Trainer, er
 		return nil, fmt.Errorf("plan %s: %w", train.Graph.Name, err)
 	}
 	t.comm = x.Comm
+	for _, st := range train.Steps {
+		t.sharded = t.sharded || st.Op == ir.OpShard
+	}
 	if t.ranks > 1 && sig.Kind == NoData {
 		return nil, fmt.Errorf("plan %s: the graph takes no inputs, and data-parallel training splits batches of data over the ranks: there is nothing to split", train.Graph.Name)
 	}

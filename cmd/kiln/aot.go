@@ -82,6 +82,7 @@ func runCompile(args []string, stdout io.Writer) error {
 	cflags.ckpt.meta(f.Meta, opts)
 	if opts.Ranks > 1 {
 		f.Meta["ranks"] = strconv.Itoa(opts.Ranks)
+		f.Meta["dist-shard"] = strconv.FormatBool(opts.Shard)
 	}
 	// The settings that change the result, for kiln run -resume to check
 	// (see planSettings).
@@ -125,7 +126,7 @@ func runRun(args []string, stdout io.Writer) error {
 	lf := addLoopFlags(fs)
 	workers := addWorkersFlag(fs)
 	device := addDeviceFlag(fs)
-	df := addDistFlags(fs)
+	df := addDistFlags(fs, false)
 	pos, err := parseFlags(fs, args, stdout)
 	if err != nil {
 		return err

@@ -15,16 +15,21 @@ import (
 	"github.com/kilnml/kiln/dist/mpi"
 )
 
-// distFlags are -dist and -dist-bucket, taken by the commands that train
-// (train, step, run): how this process joins a data-parallel job.
+// distFlags are -dist, taken by the commands that train (train, run):
+// how this process joins a data-parallel job; and, for train, which
+// compiles its step, -dist-bucket and -dist-shard.
 type distFlags struct {
 	mode, bucket string
+	shard        bool
 }
 
-func addDistFlags(fs *flag.FlagSet) *distFlags {
-	d := &distFlags{}
+func addDistFlags(fs *flag.FlagSet, compiles bool) *distFlags {
+	d := &distFlags{bucket: "25MB"}
 	fs.StringVar(&d.mode, "dist", "", "train data-parallel: mpi (this process is one rank of an mpirun job; kiln built with -tags mpi or -tags mpich) or local:N (N ranks in this process, to try a recipe without MPI)")
-	fs.StringVar(&d.bucket, "dist-bucket", "25MB", "with -dist, reduce the gradients over the ranks in buckets of up to this size (1MB, 25MB)")
+	if compiles {
+		fs.StringVar(&d.bucket, "dist-bucket", "25MB", "with -dist, reduce the gradients over the ranks in buckets of up to this size (1MB, 25MB)")
+		fs.BoolVar(&d.shard, "dist-shard", false, "with -dist, shard the optimizer state over the ranks: each keeps and updates 1/N of it (bitwise the same params)")
+	}
 	return d
 }
 
@@ -45,12 +50,14 @@ func parseBucket(s string) (int64, error) {
 type ranksFlags struct {
 	ranks  int
 	bucket string
+	shard  bool
 }
 
 func addRanksFlags(fs *flag.FlagSet) *ranksFlags {
 	r := &ranksFlags{}
 	fs.IntVar(&r.ranks, "ranks", 1, "compile the training step for data-parallel training on this many ranks (kiln run -dist mpi under mpirun -np RANKS runs it)")
 	fs.StringVar(&r.bucket, "dist-bucket", "25MB", "with -ranks, reduce the gradients over the ranks in buckets of up to this size")
+	fs.BoolVar(&r.shard, "dist-shard", false, "with -ranks, shard the optimizer state over the ranks: each keeps and updates 1/N of it")
 	return r
 }
 
@@ -67,7 +74,10 @@ func (r *ranksFlags) apply(opts *kiln.Options) error {
 	if err != nil {
 		return err
 	}
-	opts.Ranks, opts.BucketBytes = r.ranks, n
+	if r.shard && r.ranks < 2 {
+		return usagef("-dist-shard needs -ranks of 2 or more")
+	}
+	opts.Ranks, opts.BucketBytes, opts.Shard = r.ranks, n, r.shard
 	if r.ranks == 1 {
 		opts.Ranks = 0
 	}
@@ -98,6 +108,9 @@ func (d *distFlags) check() error {
 		}
 	default:
 		return usagef("-dist: expected mpi or local:N, found %q", d.mode)
+	}
+	if d.shard && d.mode == "" {
+		return usagef("-dist-shard needs -dist")
 	}
 	_, err := d.bucketBytes()
 	return err

@@ -26,7 +26,8 @@ func sameFile(t *testing.T, what, a, b string) {
 
 // TestDistEqualsAccum checks kiln train -dist local:N against -accum N:
 // bitwise the same saved params, with SGD and Adam, on the digits MLP and
-// the transformer example, for N = 2 and 4. (The MPI transport gives the
+// the transformer example, for N = 2 and 4, with the optimizer state
+// sharded (-dist-shard) or not. (The MPI transport gives the
 // same bits: dist/mpi's tests check its sums against dist.Local's, and
 // dist/mpi/run_tests.sh runs kiln train under mpirun.)
 func TestDistEqualsAccum(t *testing.T) {
@@ -39,13 +40,20 @@ func TestDistEqualsAccum(t *testing.T) {
 		{"digits/adam", []string{"-optimizer", "adam", "-lr", "0.01", "-epochs", "1"}},
 		{"transformer/adamw", []string{"../../examples/transformer/reverse.kir", "-data", "reverse", "-rows", "512", "-optimizer", "adamw", "-lr", "0.003",
 			"-lr-schedule", "cosine", "-warmup", "2", "-clip-norm", "1", "-epochs", "1"}},
+		{"digits/sgd/shard", []string{"-dist-shard", "-optimizer", "sgd", "-lr", "0.1", "-momentum", "0.9", "-epochs", "2"}},
+		{"transformer/adam/shard", []string{"-dist-shard", "../../examples/transformer/reverse.kir", "-data", "reverse", "-rows", "512", "-optimizer", "adam", "-lr", "0.003",
+			"-lr-schedule", "linear", "-warmup", "2", "-epochs", "1"}},
 	} {
 		for _, n := range []int{2, 4} {
 			t.Run(fmt.Sprintf("%s/%d", tc.name, n), func(t *testing.T) {
 				t.Parallel()
 				dir := t.TempDir()
 				accum, distP := filepath.Join(dir, "accum.safetensors"), filepath.Join(dir, "dist.safetensors")
-				a := runKiln(t, append([]string{"train", "-accum", fmt.Sprint(n), "-save", accum}, tc.args...)...)
+				one := tc.args
+				if one[0] == "-dist-shard" {
+					one = one[1:]
+				}
+				a := runKiln(t, append([]string{"train", "-accum", fmt.Sprint(n), "-save", accum}, one...)...)
 				a.want(t, 0)
 				d := runKiln(t, append([]string{"train", "-dist", fmt.Sprintf("local:%d", n), "-dist-bucket", "4KB", "-save", distP}, tc.args...)...)
 				d.want(t, 0)
@@ -109,6 +117,10 @@ func TestDistErrors(t *testing.T) {
 		{[]string{"train", "-dist", "local:0"}, 2, `-dist local:N: expected N from 1 to 1024, found "0"`},
 		{[]string{"train", "-dist", "local:2", "-dist-bucket", "lots"}, 2, `-dist-bucket: expected a positive size such as 25MB, found "lots"`},
 		{[]string{"plan", "-ranks", "-3", "../../examples/digits/mlp.kir"}, 2, "-ranks: expected 1 or more, found -3"},
+		{[]string{"plan", "-dist-shard", "../../examples/digits/mlp.kir"}, 2, "-dist-shard needs -ranks of 2 or more"},
+		{[]string{"train", "-dist-shard"}, 2, "-dist-shard needs -dist"},
+		{[]string{"train", "-dist", "local:2", "-dist-shard", "-checkpoint", t.TempDir()}, 2, "-dist-shard keeps a shard of the optimizer state on each rank, which -checkpoint does not gather yet"},
+		{[]string{"train", "-dist", "local:2", "-dist-shard", "-clip-norm", "1"}, 1, "sharded optimizer state (-dist-shard) does not take -clip-norm"},
 		{[]string{"train", "-dist", "local:2", "-steps", "4", writeFile(t, "seek.kir", seekKir)}, 1, "takes no inputs, and data-parallel training splits batches"},
 	} {
 		r := runKiln(t, tc.args...)

@@ -751,7 +751,7 @@ func runTrain(args []string, stdout io.Writer) error {
 	fs.StringVar(&lf.saveONNX, "save-onnx", "", "write the ONNX model trained (MODEL.onnx) with its initializers replaced by the trained params to this file")
 	workers := addWorkersFlag(fs)
 	device := addDeviceFlag(fs)
-	df := addDistFlags(fs)
+	df := addDistFlags(fs, true)
 	pos, err := parseFlags(fs, args, stdout)
 	if err != nil {
 		return err
@@ -764,6 +764,9 @@ func runTrain(args []string, stdout io.Writer) error {
 	}
 	if err := df.check(); err != nil {
 		return err
+	}
+	if df.shard && lf.ckptDir != "" {
+		return usagef("-dist-shard keeps a shard of the optimizer state on each rank, which -checkpoint does not gather yet; drop one of them")
 	}
 	opt, err := cflags.optimizer()
 	if err != nil {
@@ -816,7 +819,7 @@ func runTrain(args []string, stdout io.Writer) error {
 	}
 	bucket, _ := df.bucketBytes() // checked
 	return df.run(stdout, func(stdout io.Writer, comm *dist.Comm) error {
-		opts := kiln.Options{Debug: dbg, O0: *cflags.o0, Workers: *workers, Device: *device, Comm: comm, BucketBytes: bucket}
+		opts := kiln.Options{Debug: dbg, O0: *cflags.o0, Workers: *workers, Device: *device, Comm: comm, BucketBytes: bucket, Shard: df.shard}
 		if err := cflags.ckpt.apply(&opts); err != nil {
 			return err
 		}
@@ -848,6 +851,7 @@ func runTrain(args []string, stdout io.Writer) error {
 		settings := trainSettings(g, cflags.model, *opt, *cflags.o0, *device)
 		if n := t.Ranks(); n > 1 {
 			settings["-dist ranks"] = strconv.Itoa(n)
+			settings["-dist-shard"] = strconv.FormatBool(df.shard)
 		}
 		return l.train(stdout, t, g.Name, fmt.Sprintf("%s lr %g", opt.Kind, opt.LR), settings, data, dataName)
 	})

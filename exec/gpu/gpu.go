@@ -687,20 +687,37 @@ func (x *Executor) Step(ctx context.Context) error {
 	return nil
 }
 
-// runCollective runs step s, a collective, on the host: it reads the
-// argument back once the work submitted before it is done, reduces it over
-// the ranks and uploads the result, which the work submitted after it
-// reads.
+// runCollective runs step s, an op of data-parallel training, on the
+// host: it reads the argument back once the work submitted before it is
+// done, runs the op on the communicator and uploads the result, which the
+// work submitted after it reads.
 func (x *Executor) runCollective(s int) error {
 	st := x.plan.Steps[s]
-	t := kernels.New(x.plan.Buffers[st.Out].Type)
-	if err := x.read(st.Args[0], t); err != nil {
+	in := kernels.New(x.plan.Buffers[st.Args[0]].Type)
+	if err := x.read(st.Args[0], in); err != nil {
 		return fmt.Errorf("step %d (%s): %v", s, x.describe(s), err)
 	}
-	if err := x.comm.AllreduceSum(t.Data, t.Type.DType); err != nil {
+	out := in
+	if st.Op != ir.OpAllReduce {
+		out = kernels.New(x.plan.Buffers[st.Out].Type)
+	}
+	var err error
+	switch st.Op {
+	case ir.OpAllReduce:
+		err = x.comm.AllreduceSum(out.Data, out.Type.DType)
+	case ir.OpReduceScatter:
+		err = x.comm.ReduceScatter(in.Data, in.Type.DType, out.Data)
+	case ir.OpAllGather:
+		err = x.comm.Allgather(in.Data, out.Data)
+	case ir.OpShard:
+		kernels.Shard(out.Data, in.Data, x.comm.Rank())
+	default:
+		err = fmt.Errorf("no host kernel for %s", st.Op)
+	}
+	if err != nil {
 		return fmt.Errorf("step %d (%s): %v", s, x.describe(s), err)
 	}
-	return x.upload(st.Out, t.Data)
+	return x.upload(st.Out, out.Data)
 }
 
 func le32(b []byte) uint32 {
