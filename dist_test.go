@@ -123,9 +123,9 @@ func TestDataParallelEqualsAccum(t *testing.T) {
 	rms, _ := passes.DefaultOptimizer("rmsprop")
 	rms.LR, rms.Centered, rms.Momentum, rms.WeightDecay = 0.01, true, 0.5, 0.01
 	for _, tc := range []struct {
-		name string
-		opt  passes.OptimizerConfig
-		dt   ir.DType
+		name  string
+		opt   passes.OptimizerConfig
+		dt    ir.DType
 		shard bool
 	}{{"sgd/f32", sgd, ir.F32, false}, {"adamw/f64", adam, ir.F64, false}, {"adamw/f32", adam, ir.F32, false},
 		{"sgd/f32/shard", sgd, ir.F32, true}, {"adamw/f64/shard", adamNoClip, ir.F64, true}, {"rmsprop/f32/shard", rms, ir.F32, true}} {
