@@ -250,3 +250,46 @@ func TestShardedStateMemory(t *testing.T) {
 		}
 	}
 }
+
+// TestSameParams checks that SameParams finds a rank whose params differ
+// from rank 0's, and that Broadcast makes them equal again.
+func TestSameParams(t *testing.T) {
+	g, err := distMLP(4, ir.F32).Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sgd, _ := passes.DefaultOptimizer("sgd")
+	errs := make([]string, 3)
+	var wg sync.WaitGroup
+	for r, tp := range dist.Local(3) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tr, err := kiln.NewTrainer(g, sgd, 1, kiln.Options{Comm: dist.NewComm(tp)})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer tr.Close()
+			if r == 2 {
+				w, _ := tr.Executor().Get("b3")
+				w.Data[0] ^= 1
+			}
+			if _, err := tr.SameParams(); err != nil {
+				errs[r] = err.Error()
+			}
+			if err := tr.Broadcast(); err != nil {
+				t.Error(err)
+			}
+			if _, err := tr.SameParams(); err != nil {
+				t.Errorf("rank %d after Broadcast: %v", r, err)
+			}
+		}()
+	}
+	wg.Wait()
+	for r, e := range errs {
+		if !strings.Contains(e, "rank 2 ended with other params than rank 0") {
+			t.Errorf("rank %d: SameParams error %q, want one naming rank 2", r, e)
+		}
+	}
+}

@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"fmt"
 	"unsafe"
 
@@ -169,4 +171,34 @@ func f64Bytes(v []float64) []byte {
 		return nil
 	}
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), 8*len(v))
+}
+
+// SameParams checks that every rank holds the same params, bit for bit,
+// and returns their SHA-256: each rank hashes its params in plan order and
+// the ranks compare the hashes. An error names the first rank whose
+// params differ from rank 0's. Without a communicator it returns the hash.
+func (t *Trainer) SameParams() ([sha256.Size]byte, error) {
+	h := sha256.New()
+	for _, i := range t.Plan.Params {
+		v, err := t.train.Get(t.Plan.Buffers[i].Name)
+		if err != nil {
+			return [sha256.Size]byte{}, err
+		}
+		h.Write(v.Data)
+	}
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	if t.comm == nil || t.ranks == 1 {
+		return sum, nil
+	}
+	all := make([]byte, sha256.Size*t.ranks)
+	if err := t.comm.Allgather(sum[:], all); err != nil {
+		return sum, fmt.Errorf("comparing the ranks' params: %v", err)
+	}
+	for r := 1; r < t.ranks; r++ {
+		if !bytes.Equal(all[r*sha256.Size:(r+1)*sha256.Size], all[:sha256.Size]) {
+			return sum, fmt.Errorf("rank %d ended with other params than rank 0 (a bug in kiln: every rank applies the same update)", r)
+		}
+	}
+	return sum, nil
 }

@@ -344,6 +344,13 @@ func (l *loopFlags) train(stdout io.Writer, t *kiln.Trainer, model, optDesc stri
 		rows += fmt.Sprintf(" (%d tokens)", heldOut.N*sig.K)
 	}
 	fmt.Fprintf(stdout, "held-out %s %s on %s\n", long, metric(sig, hm), rows)
+	if n := t.Ranks(); n > 1 {
+		sum, err := t.SameParams()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "all %d ranks hold the same params (sha256 %x)\n", n, sum[:8])
+	}
 	ev.report(stdout, st)
 	return l.finish(stdout, t, model, "epoch", long, curves)
 }
