@@ -39,6 +39,9 @@ var nanExempt = map[ir.Op]string{
 	ir.OpFusedMatmul:      "made by the fuse pass: every case runs at -O2 too",
 	ir.OpFusedReduce:      "made by the fuse pass: every case runs at -O2 too",
 	ir.OpAllReduce:        "a sum over the ranks of a job, which PyTorch's reference has no single-process form of; dist's tests check its sums, which add with the element type's + as add does",
+	ir.OpReduceScatter:    "a shard of allreduce's sum: dist's tests check it",
+	ir.OpAllGather:        "copies every rank's shard: no arithmetic",
+	ir.OpShard:            "copies this rank's part of its operand: no arithmetic",
 	ir.OpAttention:        "PyTorch's softmax-then-matmul gives NaN for a fully masked row where attention defines 0; NaN and Inf propagation is checked against the unfused graph by kernels/cpu TestAttentionNaN",
 	ir.OpAttentionGrad:    "attention's backward; checked with it by kernels/cpu TestAttentionNaN",
 }

@@ -65,7 +65,7 @@ func TestRegisteredDTypes(t *testing.T) {
 		ir.OpAttention: floats, ir.OpAttentionGrad: floats,
 		ir.OpSoftsign: floats,
 		// Collectives (dist.go).
-		ir.OpAllReduce: floats,
+		ir.OpAllReduce: floats, ir.OpReduceScatter: floats, ir.OpAllGather: floats, ir.OpShard: floats,
 	}
 	for _, op := range ir.Ops() {
 		for _, dt := range allDTypes {
