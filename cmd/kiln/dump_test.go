@@ -223,7 +223,7 @@ func TestDumpErrors(t *testing.T) {
 		code int
 		msg  []string
 	}{
-		{"unknown pass", []string{"-after", "nosuch", digitsMLP}, 2, []string{`unknown pass "nosuch"`, "verify, inference, shapes, canonicalize, autodiff, optimizer, simplify, fuse, remat, dce"}},
+		{"unknown pass", []string{"-after", "nosuch", digitsMLP}, 2, []string{`unknown pass "nosuch"`, "verify, inference, shapes, canonicalize, autodiff, dataparallel, optimizer, simplify, fuse, remat, dce"}},
 		{"missing file", []string{missing}, 1, []string{missing, "no such file"}},
 		{"parse error", []string{parseErr}, 1, []string{parseErr + ":3:6: ", `unknown op "bogus"`}},
 		{"shape error", []string{shapeErr}, 1, []string{shapeErr + ":4:6: ", "matmul", "[4,3]", "[4]"}},
