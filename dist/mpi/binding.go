@@ -12,8 +12,9 @@ import (
 // one CPU of a machine that has more (runtime.NumCPU, the affinity mask,
 // is 1 while Linux reports more CPUs online): what OpenMPI's default
 // binding of each rank to one core does, which leaves kiln's workers one
-// core. The warning has no prefix; the caller adds its own. It returns "" when the process may use more than one CPU, when
-// the machine has one, or when the online CPUs cannot be read.
+// core. The warning has no prefix; the caller adds its own. It returns ""
+// when the process may use more than one CPU, when the machine has one,
+// or when the online CPUs cannot be read.
 func BindingWarning() string {
 	b, err := os.ReadFile("/sys/devices/system/cpu/online")
 	if err != nil {
