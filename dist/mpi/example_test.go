@@ -40,3 +40,15 @@ func ExampleBindingWarning() {
 		fmt.Fprintln(os.Stderr, w)
 	}
 }
+
+// ExampleAvailable refuses to run as one of several ranks in a build
+// without MPI, where the ranks could not work together.
+func ExampleAvailable() {
+	if n := dist.LaunchedRanks(); n > 1 && !mpi.Available() {
+		fmt.Fprintf(os.Stderr, "started as one of %d ranks, but kiln was built without MPI; build it with -tags mpi (OpenMPI) or -tags mpich\n", n)
+		os.Exit(1)
+	}
+	if mpi.Available() {
+		fmt.Println("MPI:", mpi.Implementation)
+	}
+}
