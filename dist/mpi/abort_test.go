@@ -104,7 +104,14 @@ func abortChild(c string) {
 		time.Sleep(2 * time.Minute)
 	default:
 		go func() { _ = tr.Bcast(buf, 0) }() // rank 0 never sends
-		time.Sleep(200 * time.Millisecond)
+		// Wait until the broadcast holds the MPI thread, so that Abort
+		// takes the path for a busy thread.
+		w := tr.(*transport)
+		for w.mu.TryLock() {
+			w.mu.Unlock()
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(100 * time.Millisecond)
 		tr.Abort(3, "rank 1: test abort (busy)")
 	}
 }

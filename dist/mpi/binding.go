@@ -12,8 +12,9 @@ import (
 // one CPU of a machine that has more (runtime.NumCPU, the affinity mask,
 // is 1 while Linux reports more CPUs online): what OpenMPI's default
 // binding of each rank to one core does, which leaves kiln's workers one
-// core. It returns "" when the process may use more than one CPU, when
-// the machine has one, or when the online CPUs cannot be read.
+// core. The warning has no prefix; the caller adds its own. It returns ""
+// when the process may use more than one CPU, when the machine has one,
+// or when the online CPUs cannot be read.
 func BindingWarning() string {
 	b, err := os.ReadFile("/sys/devices/system/cpu/online")
 	if err != nil {
@@ -32,7 +33,7 @@ func bindingWarning(usable, online int) string {
 	if usable != 1 || online <= 1 {
 		return ""
 	}
-	return fmt.Sprintf("kiln: this process may use 1 of the machine's %d CPUs (the launcher bound it to one core); start it with mpirun --bind-to none, or --map-by ppr:1:node:PE=%d for one rank per machine", online, online)
+	return fmt.Sprintf("this process may use only 1 of the machine's %d CPUs (the launcher bound it to one core): start it with mpirun --bind-to none, or --map-by ppr:1:node:PE=%d for one rank per machine", online, online)
 }
 
 // countCPUList returns the number of CPUs in a Linux CPU list such as

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"unsafe"
@@ -298,4 +299,23 @@ func TestOpenTwice(t *testing.T) {
 	if !Available() || Implementation == "" {
 		t.Errorf("Available() = %v, Implementation = %q in an MPI build", Available(), Implementation)
 	}
+}
+
+type point struct{ x int }
+
+//go:noinline
+func deref(p *point) int { return p.x }
+
+// TestPanicsAfterOpen checks that Go's run-time panics that come from
+// signals (a nil dereference is a SIGSEGV) still reach recover after MPI
+// is initialized: MPI libraries may install signal handlers of their own.
+func TestPanicsAfterOpen(t *testing.T) {
+	testWorld(t)
+	defer func() {
+		if e := recover(); e == nil || !strings.Contains(fmt.Sprint(e), "nil pointer dereference") {
+			t.Errorf("recovered %v, want a nil pointer dereference", e)
+		}
+	}()
+	deref(nil)
+	t.Error("deref(nil) returned")
 }
