@@ -5,7 +5,8 @@
 # (-dist mpi), alternating the two ROUNDS times; and the optimizer state
 # per rank of the GPT step (bench/gpt.kir, Adam) on 4 ranks with and
 # without -dist-shard. Needs OpenMPI (openmpi-bin libopenmpi-dev) and
-# python3 with numpy (to write the random data).
+# python3 with numpy (to write the random data; PYTHON, default
+# /usr/bin/python3).
 #
 # Usage: bench/dist.sh          (from anywhere in the repository)
 #        ROUNDS=5 EPOCHS=4 bench/dist.sh
@@ -19,7 +20,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 go build -tags mpi -o "$tmp/kiln" ./cmd/kiln
 
 # 128 batches of 128 rows of 784 features; 1% held out.
-python3 - "$tmp/data.npz" <<'PY'
+"${PYTHON:-/usr/bin/python3}" - "$tmp/data.npz" <<'PY'
 import sys, numpy as np
 rng = np.random.default_rng(1)
 np.savez(sys.argv[1], x=rng.standard_normal((128 * 129, 784), dtype=np.float32), y=rng.integers(0, 10, 128 * 129))
@@ -29,7 +30,7 @@ PY
 # training rows over its time (which includes the held-out evaluation).
 rate() {
 	"$@" -data "$tmp/data.npz" -holdout 0.008 -optimizer sgd -lr 0.01 -epochs "$epochs" bench/mlp784.kir 2>/dev/null |
-		awk '/^model/ { rows = $(NF-4) } /^epoch/ { t = $NF; gsub(/[()]/, "", t); ms = t; if (t ~ /ms$/) { sub(/ms$/, "", ms) } else { sub(/s$/, "", ms); ms *= 1000 } }
+		awk '/^model/ { rows = $(NF-5) } /epoch +[0-9]+\/[0-9]+ +loss/ { t = $NF; gsub(/[()]/, "", t); ms = t; if (t ~ /ms$/) { sub(/ms$/, "", ms) } else { sub(/s$/, "", ms); ms *= 1000 } }
 			END { printf "%.0f", rows / (ms / 1000) }'
 }
 echo "| round | 1 rank x 2 workers | 2 ranks x 1 worker |"
