@@ -55,6 +55,15 @@ func (c *Comm) AllreduceSum(data []byte, dt ir.DType) error {
 	return c.gather(mine, data, shard)
 }
 
+// SumFloat64s replaces v by its elementwise sum over the ranks, in rank
+// order (AllreduceSum).
+func (c *Comm) SumFloat64s(v []float64) error {
+	if len(v) == 0 {
+		return nil
+	}
+	return c.AllreduceSum(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), 8*len(v)), ir.F64)
+}
+
 // ReduceScatter sets shard, this rank's shard of data (see ShardRange), to
 // its sum over the ranks in rank order, as AllreduceSum computes it.
 func (c *Comm) ReduceScatter(data []byte, dt ir.DType, shard []byte) error {

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/kilnml/kiln/ir"
 )
 
 // sameFile fails unless the files at a and b hold the same bytes.
@@ -136,4 +138,31 @@ func TestDistLaunchedWithoutDist(t *testing.T) {
 	r := runKiln(t, "train", "-epochs", "1")
 	r.want(t, 1)
 	containsAll(t, "stderr", oneLine(t, r.stderr), "one of 3 ranks of a parallel job, but -dist mpi is not given", "unsynchronised")
+}
+
+// TestDistStep checks kiln step -dist local:N against -accum N on the
+// optimizer fixtures' MLP (float64; N batches of 8/N rows in one inputs
+// file): bitwise the same params and losses, sharded or not, and that
+// -accum is refused with -dist.
+func TestDistStep(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{2, 4} {
+		model, in := optimMLP(t, 8/n, ir.F64)
+		for _, extra := range [][]string{{"-optimizer", "adamw", "-lr", "0.05", "-lr-schedule", "cosine", "-warmup", "1", "-clip-norm", "0.5"},
+			{"-optimizer", "sgd", "-lr", "0.1", "-momentum", "0.9", "-dist-shard"}} {
+			dir := t.TempDir()
+			accum, distP := filepath.Join(dir, "accum.safetensors"), filepath.Join(dir, "dist.safetensors")
+			one := extra
+			if one[len(one)-1] == "-dist-shard" {
+				one = one[:len(one)-1]
+			}
+			runKiln(t, append([]string{"step", model, "-inputs", in, "-out", accum, "-steps", "3", "-accum", fmt.Sprint(n)}, one...)...).want(t, 0)
+			runKiln(t, append([]string{"step", model, "-inputs", in, "-out", distP, "-steps", "3", "-dist", fmt.Sprintf("local:%d", n)}, extra...)...).want(t, 0)
+			sameFile(t, fmt.Sprintf("kiln step -dist local:%d %v against -accum", n, extra), distP, accum)
+		}
+	}
+	model, in := optimMLP(t, 4, ir.F64)
+	r := runKiln(t, "step", model, "-inputs", in, "-out", filepath.Join(t.TempDir(), "o.safetensors"), "-dist", "local:2", "-accum", "2")
+	r.want(t, 2)
+	containsAll(t, "stderr", r.stderr, "kiln step -dist takes no -accum")
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/kilnml/kiln/dist"
+	"github.com/kilnml/kiln/passes"
 	"io"
 	"slices"
 
@@ -23,7 +25,8 @@ const stepLossName = "loss"
 // vector of the N losses, each computed before its step's update. With
 // -accum K, the batch holds K of the model's batches (see microBatches),
 // each step is an update that runs them in order, and its loss is the
-// mean of theirs.
+// mean of theirs. With -dist on N ranks the batch holds N of the model's
+// batches, rank r trains the r-th, and the result is -accum N's, bitwise.
 func runStep(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("step", flag.ContinueOnError)
 	cflags := addCompileFlags(fs, withTraining|withRecompute)
@@ -33,8 +36,12 @@ func runStep(args []string, stdout io.Writer) error {
 	seed := fs.Uint64("seed", 1, "seed of the initial values of the params that neither -inputs nor the model file gives")
 	workers := addWorkersFlag(fs)
 	device := addDeviceFlag(fs)
+	df := addDistFlags(fs, true)
 	path, err := parseModelRun(fs, args, stdout, workers, device)
 	if err != nil {
+		return err
+	}
+	if err := df.check(); err != nil {
 		return err
 	}
 	if *inPath == "" || *outPath == "" {
@@ -70,11 +77,43 @@ func runStep(args []string, stdout io.Writer) error {
 	if slices.ContainsFunc(g.Params(), func(id ir.ID) bool { return g.Value(id).Name == stepLossName }) {
 		return fail(path, "param %%%s has the name kiln step writes the losses to; rename it", stepLossName)
 	}
-	p, err := compileFor(path, g, opts, *device)
+	if df.mode != "" && opt.Accum > 1 {
+		return usagef("kiln step -dist takes no -accum: its inputs hold one of the model's batches for each rank")
+	}
+	bucket, _ := df.bucketBytes() // checked
+	return df.run(stdout, func(stdout io.Writer, comm *dist.Comm) error {
+		return step(stdout, comm, path, g, params, tensors, opts, opt, stepRun{*inPath, *outPath, *steps, *seed, *workers, *device, bucket, df.shard})
+	})
+}
+
+// stepRun holds kiln step's flags that step reads.
+type stepRun struct {
+	inPath, outPath string
+	steps           int
+	seed            uint64
+	workers         int
+	device          string
+	bucket          int64
+	shard           bool
+}
+
+// step is kiln step on one rank of a job (comm nil: alone): it compiles g,
+// runs the steps and, on rank 0, writes the params and the losses.
+func step(stdout io.Writer, comm *dist.Comm, path string, g *ir.Graph, params, tensors []safetensors.Tensor, opts kiln.Options, opt *passes.OptimizerConfig, f stepRun) error {
+	tensors = slices.Clone(tensors) // microBatches replaces some: each rank's own
+	ranks, rank := 1, 0
+	if comm != nil {
+		ranks, rank = comm.Size(), comm.Rank()
+		opts.Ranks, opts.BucketBytes, opts.Shard = ranks, f.bucket, f.shard
+		if ranks == 1 {
+			opts.Ranks = 0
+		}
+	}
+	p, err := compileFor(path, g, opts, f.device)
 	if err != nil {
 		return err
 	}
-	x, err := kiln.NewExecutor(p, kiln.ExecOptions{Device: *device, Seed: *seed, CheckNaN: opts.Debug.NaN, Workers: *workers})
+	x, err := kiln.NewExecutor(p, kiln.ExecOptions{Device: f.device, Seed: f.seed, CheckNaN: opts.Debug.NaN, Workers: f.workers, Comm: comm})
 	if err != nil {
 		return fail(path, "%v", err)
 	}
@@ -86,22 +125,31 @@ func runStep(args []string, stdout io.Writer) error {
 			return fail(path, "%v", err)
 		}
 	}
-	k := max(opt.Accum, 1)
-	micro, err := microBatches(p, tensors, int(k), *inPath)
+	// Each step runs the k micro-batches of -accum k in turn, or on N
+	// ranks this rank's one of N, the kernels seeing its place among them
+	// (dropout's step count).
+	k := max(int(opt.Accum), ranks)
+	micro, err := microBatches(p, tensors, k, f.inPath)
 	if err != nil {
 		return err
 	}
-	if err := feedAll(x, p, tensors, *inPath, path, true); err != nil {
+	if err := feedAll(x, p, tensors, f.inPath, path, true); err != nil {
 		return err
 	}
 	ctx := context.Background()
-	losses := make([]float64, *steps)
+	losses := make([]float64, f.steps)
 	for i := range losses {
-		for j := range int(k) {
+		for j := range k {
+			if ranks > 1 && j != rank {
+				continue
+			}
 			for _, m := range micro {
 				if err := x.Set(m.name, kernels.Tensor{Type: m.typ, Data: m.parts[j]}); err != nil {
 					return err
 				}
+			}
+			if err := x.SetStepCount(int64(i*k + j)); err != nil {
+				return err
 			}
 			if err := x.Step(ctx); err != nil {
 				return fail(path, "step %d: %v", i+1, err)
@@ -112,6 +160,17 @@ func runStep(args []string, stdout io.Writer) error {
 			}
 			losses[i] += kernels.Float64s(l)[0]
 		}
+	}
+	if ranks > 1 {
+		// Each rank's loss, summed in rank order as -accum sums its batches'.
+		if err := comm.SumFloat64s(losses); err != nil {
+			return err
+		}
+		if rank != 0 {
+			return nil
+		}
+	}
+	for i := range losses {
 		losses[i] /= float64(k)
 	}
 	var out []safetensors.Tensor
@@ -128,10 +187,10 @@ func runStep(args []string, stdout io.Writer) error {
 		return err
 	}
 	out = append(out, lt)
-	if err := safetensors.WriteFile(*outPath, out, map[string]string{"graph": g.Name, "source": path, "optimizer": opt.Kind}); err != nil {
+	if err := safetensors.WriteFile(f.outPath, out, map[string]string{"graph": g.Name, "source": path, "optimizer": opt.Kind}); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "wrote %d params and %d losses (%.6g to %.6g) to %s\n", len(p.Params), len(losses), losses[0], losses[len(losses)-1], *outPath)
+	fmt.Fprintf(stdout, "wrote %d params and %d losses (%.6g to %.6g) to %s\n", len(p.Params), len(losses), losses[0], losses[len(losses)-1], f.outPath)
 	return nil
 }
 
