@@ -489,7 +489,11 @@ const convWeightSlabs = 8
 // the gradient of the convolution with respect to its weight: per group,
 // the sum over the images of dy_g · im2col(x)ᵀ, image after image. A large
 // convolution cuts its batch into slabs (convWeightSlabs) that split
-// across the workers, and adds their sums in slab order.
+// across the workers, and adds their sums in slab order. Where k is
+// narrower than a micro-tile and og wider (a first layer: one input
+// channel, 3×3 taps), the gemms compute the sums transposed, im2col(x) ·
+// dy_gᵀ, whose tiles waste less, and the slabs' sums are added into the
+// result transposed back.
 func buildConvWeightGrad[T float](n *kernels.Node) (kernels.Func, error) {
 	g, err := ir.ConvGeometry(n.Args[0].Shape, n.Out.Shape, n.Attrs)
 	if err != nil {
@@ -500,15 +504,34 @@ func buildConvWeightGrad[T float](n *kernels.Node) (kernels.Func, error) {
 	if p.n*p.cout*p.k*p.l >= convSplitMACs {
 		slabs = max(1, min(p.n, convWeightSlabs))
 	}
-	cr := newConvRun[T](p, n.Par, p.og, p.k, p.l, slabs)
+	trans := false
+	if gemmAsm {
+		_, _, nr := gemmMicro[T]()
+		trans = p.k < nr && p.og > p.k
+	}
+	m, nn := p.og, p.k
+	if trans {
+		m, nn = p.k, p.og
+	}
+	cr := newConvRun[T](p, n.Par, m, nn, p.l, slabs)
 	size := p.cout * p.k
-	partial := make([]T, (slabs-1)*size) // the sums of slabs 1, 2, ...
+	// partial holds the sums of slabs 1, 2, ... (slab 0's goes into the
+	// result), or transposed those of every slab.
+	partial := make([]T, (slabs-1)*size)
+	if trans {
+		partial = make([]T, slabs*size)
+	}
 	var dw, x, dy []T
 	cr.body = func(q int) {
 		pt := &cr.parts[q]
 		for s := cr.bounds[q]; s < cr.bounds[q+1]; s++ {
-			sum := dw
-			if s > 0 {
+			var sum []T
+			switch {
+			case trans:
+				sum = partial[s*size : (s+1)*size]
+			case s == 0:
+				sum = dw
+			default:
 				sum = partial[(s-1)*size : s*size]
 			}
 			lo, hi := s*p.n/slabs, (s+1)*p.n/slabs
@@ -524,7 +547,12 @@ func buildConvWeightGrad[T float](n *kernels.Node) (kernels.Func, error) {
 						if b == lo {
 							beta = 0
 						}
-						pt.gemm.run(false, true, p.og, p.k, p.l, dy[(b*p.cout+gi*p.og)*p.l:], p.l, pt.col[(b-b0)*p.l:], ld, beta, sg, p.k)
+						dyb, colb := dy[(b*p.cout+gi*p.og)*p.l:], pt.col[(b-b0)*p.l:]
+						if trans {
+							pt.gemm.run(false, true, p.k, p.og, p.l, colb, ld, dyb, p.l, beta, sg, p.og)
+						} else {
+							pt.gemm.run(false, true, p.og, p.k, p.l, dyb, p.l, colb, ld, beta, sg, p.k)
+						}
 					}
 				}
 			}
@@ -540,12 +568,35 @@ func buildConvWeightGrad[T float](n *kernels.Node) (kernels.Func, error) {
 			return nil
 		}
 		cr.run()
-		for s := 1; s < slabs; s++ {
-			vecVec(ir.OpAdd, dw, dw, partial[(s-1)*size:s*size])
+		if trans {
+			convAddTransposed(p, dw, partial, slabs)
+		} else {
+			for s := 1; s < slabs; s++ {
+				vecVec(ir.OpAdd, dw, dw, partial[(s-1)*size:s*size])
+			}
 		}
 		dw, x, dy = nil, nil, nil
 		return nil
 	}, nil
+}
+
+// convAddTransposed writes into dw the sum, in slab order, of the slabs'
+// transposed weight gradients in sums: per group, k×og matrices, those of
+// slab s from s·cout·k.
+func convAddTransposed[T float](p *convPlan, dw, sums []T, slabs int) {
+	size := p.cout * p.k
+	for gi := range p.groups {
+		for co := range p.og {
+			for t := range p.k {
+				i := gi*p.og*p.k + t*p.og + co
+				v := sums[i]
+				for s := 1; s < slabs; s++ {
+					v += sums[s*size+i]
+				}
+				dw[gi*p.og*p.k+co*p.k+t] = v
+			}
+		}
+	}
 }
 
 // convGemm is a convolution's gemm, c = op(a)·op(b) + beta·c, split across

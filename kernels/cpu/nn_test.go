@@ -106,6 +106,9 @@ var nnConvCases = []nnConvCase{
 	{x: []int{1, 2, 4, 9}, w: []int{2, 2, 1, 5}, padding: []int{0, 2}, bias: true},
 	{x: []int{2, 3, 8}, w: []int{2, 3, 3}, padding: []int{1}},
 	{x: []int{1, 1, 2, 2}, w: []int{1, 1, 3, 3}, padding: []int{1}},
+	// A first layer (one input channel, more filters than taps): the
+	// weight gradient's gemms run transposed.
+	{x: []int{3, 1, 6, 5}, w: []int{20, 1, 3, 3}, padding: []int{1}, bias: true},
 }
 
 // TestConvAgainstDirectLoop checks conv1d/conv2d, conv_input_grad and
