@@ -326,11 +326,11 @@ func convCol2imShifted[T float](p *convPlan, plane, row []T, t *convTap) {
 // column matrix and gemm, and their bounds (batch elements, or the weight
 // gradient's slabs).
 //
-// A large convolution on the blocked gemm splits its batch into one
-// contiguous range per worker, and each part takes its images through
-// every pass (unfold, gemms, fold) alone, chunk after chunk, in its own
-// buffer: what a pass writes is read by the next one on the same core,
-// never moved between cores. An image's result does not depend on the
+// A large convolution on the blocked gemm splits its batch into
+// contiguous ranges (convPartsPerWorker per worker), and each part takes
+// its images through every pass (unfold, gemms, fold) alone, chunk after
+// chunk, in its own buffer: what a pass writes is read by the next one on
+// the same core, never moved between cores. An image's result does not depend on the
 // chunk it falls in (its gemms are its own, and their sums depend only on
 // the inner dimension, gemm.go), so the bits are the same for any split.
 // Otherwise (a small convolution, one image, or gonum's BLAS) one part
@@ -350,6 +350,12 @@ type convPart[T float] struct {
 	gemm *convGemm[T]
 }
 
+// convPartsPerWorker is how many parts a split convolution makes per
+// worker: the pool hands parts out one at a time, so a worker that starts
+// late (waking it takes microseconds) or is held up by another process
+// leaves its parts to the others rather than making them wait.
+const convPartsPerWorker = 4
+
 // convSplitMACs is the least number of multiply-adds of a convolution
 // whose batch splits across the workers.
 var convSplitMACs = 1 << 20 // a variable for the tests
@@ -360,8 +366,8 @@ var convSplitMACs = 1 << 20 // a variable for the tests
 func newConvRun[T float](p *convPlan, par kernels.Parallel, m, n, k, units int) *convRun[T] {
 	cr := &convRun[T]{p: p, par: par}
 	parts := 1
-	if gemmAsm && p.n*p.cout*p.k*p.l >= convSplitMACs {
-		parts = max(1, min(kernels.Workers(par), units))
+	if w := kernels.Workers(par); gemmAsm && w > 1 && p.n*p.cout*p.k*p.l >= convSplitMACs {
+		parts = max(1, min(convPartsPerWorker*w, units))
 	}
 	gemmPar := par
 	if parts > 1 {
