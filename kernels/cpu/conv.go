@@ -75,12 +75,21 @@ type convPlan struct {
 	k, l                   int  // rows (cg·kh·kw) and columns (oh·ow) of an image's column matrix
 	hw                     int  // h·w
 	nb                     int  // batch elements per chunk
+	direct                 bool // one gemm per image on the tensors in place (l ≥ convDirectL)
 	shifted                bool // unit strides and ow = w: im2col and col2im move whole planes
 }
 
-// convChunkElems bounds the elements of a chunk's column matrix: nb is the
-// most batch elements whose k·l columns fit, at least 1.
-var convChunkElems = 1 << 15 // a variable for the tests
+// convChunkElems bounds the elements of a chunk's column matrix and of its
+// gathered output (or dy): nb is the most batch elements whose k·l and
+// og·l columns fit, at least 1.
+var convChunkElems = 1 << 18 // a variable for the tests
+
+// convDirectL is the fewest output positions per image (l) from which
+// each image has gemms of its own, reading and writing the NCHW tensors in
+// place: wide enough for the micro-kernel, and the gathering and scattering
+// copies of a chunk's gemm, a pass over the output or dy, are saved. Below
+// it the chunk's images share one gemm, nb·l wide.
+var convDirectL = 512 // a variable for the tests
 
 func newConvPlan(g ir.ConvGeom) *convPlan {
 	p := &convPlan{n: g.N, cin: g.CIn, cout: g.COut, groups: g.Groups,
@@ -93,7 +102,12 @@ func newConvPlan(g ir.ConvGeom) *convPlan {
 	p.w, p.kw, p.ow, p.sw, p.pw, p.dw = g.In[i], g.Kernel[i], g.Out[i], g.Stride[i], g.Padding[i], g.Dilation[i]
 	p.cg, p.og = p.cin/p.groups, p.cout/p.groups
 	p.k, p.l, p.hw = p.cg*p.kh*p.kw, p.oh*p.ow, p.h*p.w
-	p.nb = max(1, min(p.n, convChunkElems/max(1, p.k*p.l)))
+	p.direct = p.l >= convDirectL
+	rows := max(p.k, p.og)
+	if p.direct {
+		rows = p.k // no gathered output or dy
+	}
+	p.nb = max(1, min(p.n, convChunkElems/max(1, rows*p.l)))
 	p.shifted = p.sw == 1 && p.sh == 1 && p.ow == p.w
 	return p
 }
@@ -344,9 +358,10 @@ type convRun[T float] struct {
 	body   func(q int) // the kernel's part q, made by its builder
 }
 
-// convPart is one part's column matrix and gemm.
+// convPart is one part's chunk buffers and gemm.
 type convPart[T float] struct {
 	col  []T // a chunk's column matrix: k rows of nb·l
+	buf  []T // a chunk's output or dy for one group: og rows of nb·l (not direct)
 	gemm *convGemm[T]
 }
 
@@ -376,6 +391,9 @@ func newConvRun[T float](p *convPlan, par kernels.Parallel, m, n, k, units int) 
 	cr.parts = make([]convPart[T], parts)
 	for q := range cr.parts {
 		cr.parts[q] = convPart[T]{col: make([]T, p.k*p.nb*p.l), gemm: newConvGemm[T](gemmPar, m, n, k)}
+		if !p.direct {
+			cr.parts[q].buf = make([]T, p.og*p.nb*p.l)
+		}
 	}
 	cr.bounds = parBounds(units, parts, 1)
 	return cr
@@ -388,6 +406,18 @@ func (cr *convRun[T]) run() { kernels.Run(cr.par, len(cr.parts), cr.body) }
 // ceil((hi-lo)/nb), chunk c being [lo+c·(hi-lo)/nc, lo+(c+1)·(hi-lo)/nc).
 func convChunks(p *convPlan, lo, hi int) int { return (hi - lo + p.nb - 1) / p.nb }
 
+// convGatherDy copies the dy (or any NCHW tensor shaped like the output)
+// of the batch elements [b0, b1) for group gi into buf, rows ld long: the
+// gemm's layout, og rows of the chunk's positions.
+func convGatherDy[T float](p *convPlan, buf, dy []T, gi, b0, b1, ld int) {
+	for b := b0; b < b1; b++ {
+		for co := range p.og {
+			src := dy[(b*p.cout+gi*p.og+co)*p.l : (b*p.cout+gi*p.og+co+1)*p.l]
+			copy(buf[co*ld+(b-b0)*p.l:co*ld+(b-b0+1)*p.l], src)
+		}
+	}
+}
+
 // buildConv builds conv1d and conv2d {stride, padding, dilation, groups}
 // with an optional bias, as torch.nn.functional.conv1d/conv2d: for each
 // image and group, out = W_g · im2col(x) into the image's og output planes,
@@ -399,8 +429,21 @@ func buildConv[T float](n *kernels.Node) (kernels.Func, error) {
 	}
 	p := newConvPlan(g)
 	hasBias := len(n.Args) == 3
-	cr := newConvRun[T](p, n.Par, p.og, p.l, p.k, p.n)
+	cr := newConvRun[T](p, n.Par, p.og, p.nb*p.l, p.k, p.n)
 	var y, x, w, bias []T
+	direct := func(pt *convPart[T], gi, b0, b1, ld int) {
+		wg := w[gi*p.og*p.k : (gi+1)*p.og*p.k]
+		for b := b0; b < b1; b++ {
+			yb := y[(b*p.cout+gi*p.og)*p.l : (b*p.cout+(gi+1)*p.og)*p.l]
+			pt.gemm.run(false, false, p.og, p.l, p.k, wg, p.k, pt.col[(b-b0)*p.l:], ld, 0, yb, p.l)
+			if hasBias {
+				for co := range p.og {
+					row := yb[co*p.l : (co+1)*p.l]
+					vecScalar(ir.OpAdd, row, row, bias[gi*p.og+co])
+				}
+			}
+		}
+	}
 	cr.body = func(q int) {
 		pt := &cr.parts[q]
 		lo, hi := cr.bounds[q], cr.bounds[q+1]
@@ -409,21 +452,26 @@ func buildConv[T float](n *kernels.Node) (kernels.Func, error) {
 			b0, b1 := lo+c*(hi-lo)/nc, lo+(c+1)*(hi-lo)/nc
 			ld := (b1 - b0) * p.l
 			for gi := range p.groups {
-				wg := w[gi*p.og*p.k : (gi+1)*p.og*p.k]
 				if p.k > 0 {
 					convIm2col(p, pt.col, ld, x[(b0*p.cin+gi*p.cg)*p.hw:], p.cin*p.hw, b1-b0)
 				}
+				if p.direct && p.k > 0 {
+					direct(pt, gi, b0, b1, ld)
+					continue
+				}
+				if p.k == 0 {
+					clear(pt.buf[:p.og*ld]) // no input channels: an empty sum
+				} else {
+					pt.gemm.run(false, false, p.og, ld, p.k, w[gi*p.og*p.k:(gi+1)*p.og*p.k], p.k, pt.col, ld, 0, pt.buf, ld)
+				}
 				for b := b0; b < b1; b++ {
-					yb := y[(b*p.cout+gi*p.og)*p.l : (b*p.cout+(gi+1)*p.og)*p.l]
-					if p.k == 0 {
-						clear(yb) // no input channels: an empty sum
-					} else {
-						pt.gemm.run(false, false, p.og, p.l, p.k, wg, p.k, pt.col[(b-b0)*p.l:], ld, 0, yb, p.l)
-					}
-					if hasBias {
-						for co := range p.og {
-							row := yb[co*p.l : (co+1)*p.l]
-							vecScalar(ir.OpAdd, row, row, bias[gi*p.og+co])
+					for co := range p.og {
+						src := pt.buf[co*ld+(b-b0)*p.l : co*ld+(b-b0+1)*p.l]
+						dst := y[(b*p.cout+gi*p.og+co)*p.l : (b*p.cout+gi*p.og+co+1)*p.l]
+						if hasBias {
+							vecScalar(ir.OpAdd, dst, src, bias[gi*p.og+co])
+						} else {
+							copy(dst, src)
 						}
 					}
 				}
@@ -454,7 +502,7 @@ func buildConvInputGrad[T float](n *kernels.Node) (kernels.Func, error) {
 		return nil, err
 	}
 	p := newConvPlan(g)
-	cr := newConvRun[T](p, n.Par, p.k, p.l, p.og, p.n)
+	cr := newConvRun[T](p, n.Par, p.k, p.nb*p.l, p.og, p.n)
 	var dx, dy, w []T
 	cr.body = func(q int) {
 		pt := &cr.parts[q]
@@ -466,8 +514,13 @@ func buildConvInputGrad[T float](n *kernels.Node) (kernels.Func, error) {
 			clear(dx[b0*p.cin*p.hw : b1*p.cin*p.hw])
 			for gi := range p.groups {
 				wg := w[gi*p.og*p.k : (gi+1)*p.og*p.k]
-				for b := b0; b < b1; b++ {
-					pt.gemm.run(true, false, p.k, p.l, p.og, wg, p.k, dy[(b*p.cout+gi*p.og)*p.l:], p.l, 0, pt.col[(b-b0)*p.l:], ld)
+				if p.direct {
+					for b := b0; b < b1; b++ {
+						pt.gemm.run(true, false, p.k, p.l, p.og, wg, p.k, dy[(b*p.cout+gi*p.og)*p.l:], p.l, 0, pt.col[(b-b0)*p.l:], ld)
+					}
+				} else {
+					convGatherDy(p, pt.buf, dy, gi, b0, b1, ld)
+					pt.gemm.run(true, false, p.k, ld, p.og, wg, p.k, pt.buf, ld, 0, pt.col, ld)
 				}
 				convCol2im(p, dx[(b0*p.cin+gi*p.cg)*p.hw:], p.cin*p.hw, b1-b0, pt.col, ld)
 			}
@@ -519,7 +572,7 @@ func buildConvWeightGrad[T float](n *kernels.Node) (kernels.Func, error) {
 	if trans {
 		m, nn = p.k, p.og
 	}
-	cr := newConvRun[T](p, n.Par, m, nn, p.l, slabs)
+	cr := newConvRun[T](p, n.Par, m, nn, p.nb*p.l, slabs)
 	size := p.cout * p.k
 	// partial holds the sums of slabs 1, 2, ... (slab 0's goes into the
 	// result), or transposed those of every slab.
@@ -548,18 +601,14 @@ func buildConvWeightGrad[T float](n *kernels.Node) (kernels.Func, error) {
 					b0, b1 := lo+c*(hi-lo)/nc, lo+(c+1)*(hi-lo)/nc
 					ld := (b1 - b0) * p.l
 					convIm2col(p, pt.col, ld, x[(b0*p.cin+gi*p.cg)*p.hw:], p.cin*p.hw, b1-b0)
-					for b := b0; b < b1; b++ {
-						beta := T(1)
-						if b == lo {
-							beta = 0
+					if p.direct {
+						for b := b0; b < b1; b++ {
+							convWeightGemm(pt, trans, p, b == lo, dy[(b*p.cout+gi*p.og)*p.l:], p.l, pt.col[(b-b0)*p.l:], ld, p.l, sg)
 						}
-						dyb, colb := dy[(b*p.cout+gi*p.og)*p.l:], pt.col[(b-b0)*p.l:]
-						if trans {
-							pt.gemm.run(false, true, p.k, p.og, p.l, colb, ld, dyb, p.l, beta, sg, p.og)
-						} else {
-							pt.gemm.run(false, true, p.og, p.k, p.l, dyb, p.l, colb, ld, beta, sg, p.k)
-						}
+						continue
 					}
+					convGatherDy(p, pt.buf, dy, gi, b0, b1, ld)
+					convWeightGemm(pt, trans, p, c == 0, pt.buf, ld, pt.col, ld, ld, sg)
 				}
 			}
 		}
@@ -584,6 +633,21 @@ func buildConvWeightGrad[T float](n *kernels.Node) (kernels.Func, error) {
 		dw, x, dy = nil, nil, nil
 		return nil
 	}, nil
+}
+
+// convWeightGemm adds dy·colsᵀ (og×k), or with trans cols·dyᵀ (k×og), to
+// sum, or with first writes it there: dy is og×inner with row stride ldy,
+// cols k×inner with row stride ldc.
+func convWeightGemm[T float](pt *convPart[T], trans bool, p *convPlan, first bool, dy []T, ldy int, cols []T, ldc, inner int, sum []T) {
+	beta := T(1)
+	if first {
+		beta = 0
+	}
+	if trans {
+		pt.gemm.run(false, true, p.k, p.og, inner, cols, ldc, dy, ldy, beta, sum, p.og)
+	} else {
+		pt.gemm.run(false, true, p.og, p.k, inner, dy, ldy, cols, ldc, beta, sum, p.k)
+	}
 }
 
 // convAddTransposed writes into dw the sum, in slab order, of the slabs'

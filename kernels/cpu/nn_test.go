@@ -113,16 +113,20 @@ var nnConvCases = []nnConvCase{
 
 // TestConvAgainstDirectLoop checks conv1d/conv2d, conv_input_grad and
 // conv_weight_grad against direct loops in float64 on many geometries,
-// with the batch in one chunk and in chunks of one image.
+// with the batch in one chunk and in chunks of one image, each chunk's
+// images in one gemm and each image in gemms of its own (convDirectL).
 func TestConvAgainstDirectLoop(t *testing.T) {
-	defer func(v int) { convChunkElems = v }(convChunkElems)
-	for _, chunk := range []int{1 << 18, 1} {
-		convChunkElems = chunk
-		for i, c := range nnConvCases {
-			t.Run(fmt.Sprintf("chunk%d/%d_%s%v", chunk, i, c.op(), c.x), func(t *testing.T) {
-				nnConvCheck[float32](t, c, uint64(i))
-				nnConvCheck[float64](t, c, uint64(i))
-			})
+	defer func(c, d int) { convChunkElems, convDirectL = c, d }(convChunkElems, convDirectL)
+	for _, directL := range []int{1 << 30, 1} {
+		convDirectL = directL
+		for _, chunk := range []int{1 << 18, 1} {
+			convChunkElems = chunk
+			for i, c := range nnConvCases {
+				t.Run(fmt.Sprintf("direct%d/chunk%d/%d_%s%v", directL, chunk, i, c.op(), c.x), func(t *testing.T) {
+					nnConvCheck[float32](t, c, uint64(i))
+					nnConvCheck[float64](t, c, uint64(i))
+				})
+			}
 		}
 	}
 }
