@@ -336,29 +336,34 @@ func convCol2imShifted[T float](p *convPlan, plane, row []T, t *convTap) {
 	vecVec(ir.OpAdd, dst, dst, src)
 }
 
-// convRun is a convolution kernel's state: its parts, each with its own
-// column matrix and gemm, and their bounds (batch elements, or the weight
-// gradient's slabs).
+// convRun is a convolution kernel's state: the bounds of its parts (batch
+// elements, or the weight gradient's slabs) and a set of chunk buffers
+// and gemm for each part that may run at once.
 //
 // A large convolution on the blocked gemm splits its batch into
 // contiguous ranges (convPartsPerWorker per worker), and each part takes
-// its images through every pass (unfold, gemms, fold) alone, chunk after
-// chunk, in its own buffer: what a pass writes is read by the next one on
-// the same core, never moved between cores. An image's result does not depend on the
-// chunk it falls in (its gemms are its own, and their sums depend only on
-// the inner dimension, gemm.go), so the bits are the same for any split.
-// Otherwise (a small convolution, one image, or gonum's BLAS) one part
-// takes the batch, and each gemm splits across the workers as a matmul's
-// does.
+// its images through every pass (unfold, gemm, scatter or fold) alone,
+// chunk after chunk, in the buffers it took: what a pass writes is read by
+// the next one on the same core, never moved between cores. An image's
+// result does not depend on the chunk it falls in or its columns there
+// (the gemms' sums depend only on the inner dimension, gemm.go), so the
+// bits are the same for any split. Otherwise (a small convolution, one
+// image, or gonum's BLAS) one part takes the batch, and each gemm splits
+// across the workers as a matmul's does.
 type convRun[T float] struct {
 	p      *convPlan
 	par    kernels.Parallel
-	parts  []convPart[T]
+	parts  int
 	bounds []int
-	body   func(q int) // the kernel's part q, made by its builder
+	// free holds the buffer sets not in use, one per worker: a part takes
+	// one and gives it back, so the few sets in use stay in the caches
+	// however many parts there are.
+	free chan *convPart[T]
+	body func(q int, pt *convPart[T]) // the kernel's part q, made by its builder
+	part func(q int)                  // body with a buffer set taken from free
 }
 
-// convPart is one part's chunk buffers and gemm.
+// convPart is a set of chunk buffers and a gemm.
 type convPart[T float] struct {
 	col  []T // a chunk's column matrix: k rows of nb·l
 	buf  []T // a chunk's output or dy for one group: og rows of nb·l (not direct)
@@ -388,19 +393,29 @@ func newConvRun[T float](p *convPlan, par kernels.Parallel, m, n, k, units int) 
 	if parts > 1 {
 		gemmPar = nil // each part's gemms run on the part's goroutine
 	}
-	cr.parts = make([]convPart[T], parts)
-	for q := range cr.parts {
-		cr.parts[q] = convPart[T]{col: make([]T, p.k*p.nb*p.l), gemm: newConvGemm[T](gemmPar, m, n, k)}
+	sets := min(parts, kernels.Workers(par))
+	cr.parts, cr.free = parts, make(chan *convPart[T], sets)
+	for range sets {
+		pt := &convPart[T]{col: make([]T, p.k*p.nb*p.l), gemm: newConvGemm[T](gemmPar, m, n, k)}
 		if !p.direct {
-			cr.parts[q].buf = make([]T, p.og*p.nb*p.l)
+			pt.buf = make([]T, p.og*p.nb*p.l)
 		}
+		cr.free <- pt
 	}
 	cr.bounds = parBounds(units, parts, 1)
+	cr.part = func(q int) {
+		pt := <-cr.free
+		defer cr.give(pt)
+		cr.body(q, pt)
+	}
 	return cr
 }
 
+// give returns a buffer set to free.
+func (cr *convRun[T]) give(pt *convPart[T]) { cr.free <- pt }
+
 // run runs the kernel's parts.
-func (cr *convRun[T]) run() { kernels.Run(cr.par, len(cr.parts), cr.body) }
+func (cr *convRun[T]) run() { kernels.Run(cr.par, cr.parts, cr.part) }
 
 // convChunks returns how many chunks the batch elements [lo, hi) take:
 // ceil((hi-lo)/nb), chunk c being [lo+c·(hi-lo)/nc, lo+(c+1)·(hi-lo)/nc).
@@ -444,8 +459,7 @@ func buildConv[T float](n *kernels.Node) (kernels.Func, error) {
 			}
 		}
 	}
-	cr.body = func(q int) {
-		pt := &cr.parts[q]
+	cr.body = func(q int, pt *convPart[T]) {
 		lo, hi := cr.bounds[q], cr.bounds[q+1]
 		nc := convChunks(p, lo, hi)
 		for c := range nc {
@@ -504,8 +518,7 @@ func buildConvInputGrad[T float](n *kernels.Node) (kernels.Func, error) {
 	p := newConvPlan(g)
 	cr := newConvRun[T](p, n.Par, p.k, p.nb*p.l, p.og, p.n)
 	var dx, dy, w []T
-	cr.body = func(q int) {
-		pt := &cr.parts[q]
+	cr.body = func(q int, pt *convPart[T]) {
 		lo, hi := cr.bounds[q], cr.bounds[q+1]
 		nc := convChunks(p, lo, hi)
 		for c := range nc {
@@ -581,8 +594,7 @@ func buildConvWeightGrad[T float](n *kernels.Node) (kernels.Func, error) {
 		partial = make([]T, slabs*size)
 	}
 	var dw, x, dy []T
-	cr.body = func(q int) {
-		pt := &cr.parts[q]
+	cr.body = func(q int, pt *convPart[T]) {
 		for s := cr.bounds[q]; s < cr.bounds[q+1]; s++ {
 			var sum []T
 			switch {

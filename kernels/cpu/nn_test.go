@@ -750,8 +750,11 @@ func TestDropoutStep(t *testing.T) {
 	}
 }
 
-// TestNNFuncsDoNotAllocate checks that no layer Func allocates per call.
+// TestNNFuncsDoNotAllocate checks that no layer Func allocates per call,
+// run alone and split into parts (every convolution split).
 func TestNNFuncsDoNotAllocate(t *testing.T) {
+	defer func(v int) { convSplitMACs = v }(convSplitMACs)
+	convSplitMACs = 1
 	r := newRand(9)
 	f32 := func(dims ...int) kernels.Tensor {
 		return tensorOf(dims, randVals[float32](r, ir.Shape(dims).NumElements(), false))
@@ -777,24 +780,27 @@ func TestNNFuncsDoNotAllocate(t *testing.T) {
 		{ir.OpDropout, nil, []kernels.Tensor{f32(4, 5)}},
 	}
 	for _, tc := range tests {
-		t.Run(tc.op.String(), func(t *testing.T) {
-			n := node(t, tc.op, tc.attrs, typesOf(tc.args)...)
-			var step int64 = 3
-			n.Step = &step
-			f, err := Kernels.Build(n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out := emptyOf(n.Out)
-			allocs := testing.AllocsPerRun(20, func() {
-				if err := f(out, tc.args); err != nil {
+		for _, par := range []kernels.Parallel{nil, seqPool(3)} {
+			t.Run(fmt.Sprintf("%s/workers=%d", tc.op, kernels.Workers(par)), func(t *testing.T) {
+				n := node(t, tc.op, tc.attrs, typesOf(tc.args)...)
+				n.Par = par
+				var step int64 = 3
+				n.Step = &step
+				f, err := Kernels.Build(n)
+				if err != nil {
 					t.Fatal(err)
 				}
+				out := emptyOf(n.Out)
+				allocs := testing.AllocsPerRun(20, func() {
+					if err := f(out, tc.args); err != nil {
+						t.Fatal(err)
+					}
+				})
+				if allocs != 0 {
+					t.Errorf("%s allocates %v times per call", n.Op, allocs)
+				}
 			})
-			if allocs != 0 {
-				t.Errorf("%s allocates %v times per call", n.Op, allocs)
-			}
-		})
+		}
 	}
 }
 
