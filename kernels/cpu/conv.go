@@ -11,18 +11,17 @@ import (
 
 // Convolutions: conv1d, conv2d and their gradient ops, by im2col and gemm.
 // A 1-D convolution runs as a 2-D one with height 1. The batch is taken in
-// chunks of nb elements (convPlan.nb, from the shapes alone): each chunk's
-// input windows, for one group, are unfolded side by side into one column
-// matrix (im2col) of C_in/groups·kH·kW rows and nb·OH·OW columns, so that
-// the chunk's convolution is one gemm with the group's weights, wide
-// enough to keep the micro-kernel busy where a single image's OH·OW is a
-// few dozen columns; its result is then moved into the NCHW output with
-// the bias. The input gradient gathers the chunk's dy the same way, runs
-// the transposed gemm and folds the columns back (col2im, adding in a
-// fixed order); the weight gradient is one gemm per chunk over the chunk's
-// columns, chunk after chunk into the result. The gemms split their
-// output's columns (or rows) across the executor's workers, the unfolding,
-// gathering and folding their batch elements; each output element is
+// chunks of at most nb elements (convPlan.nb, from the shapes): each
+// chunk's input windows, for one group, are unfolded side by side into one
+// column matrix (im2col) of C_in/groups·kH·kW rows and nb·OH·OW columns,
+// a few hundred KiB that stay in the core's cache for the gemms that read
+// them. Each image then has its own gemms, on its columns of the chunk
+// and on its planes of the NCHW tensors in place (their og planes of one
+// group are an og×OH·OW matrix): the forward writes W_g·cols into the
+// output and adds the bias; the input gradient writes W_gᵀ·dy into the
+// columns and folds them back (col2im, adding in a fixed order); the
+// weight gradient adds dy·colsᵀ of the images one after another. The batch
+// splits across the executor's workers (convRun); every output element is
 // computed by one worker with an order fixed by the shapes, so the result
 // is the same for any number of workers.
 
@@ -76,6 +75,7 @@ type convPlan struct {
 	k, l                   int  // rows (cg·kh·kw) and columns (oh·ow) of an image's column matrix
 	hw                     int  // h·w
 	nb                     int  // batch elements per chunk
+	direct                 bool // one gemm per image on the tensors in place (l ≥ convDirectL)
 	shifted                bool // unit strides and ow = w: im2col and col2im move whole planes
 }
 
@@ -83,6 +83,13 @@ type convPlan struct {
 // gathered output (or dy): nb is the most batch elements whose k·l and
 // og·l columns fit, at least 1.
 var convChunkElems = 1 << 18 // a variable for the tests
+
+// convDirectL is the fewest output positions per image (l) from which
+// each image has gemms of its own, reading and writing the NCHW tensors in
+// place: wide enough for the micro-kernel, and the gathering and scattering
+// copies of a chunk's gemm, a pass over the output or dy, are saved. Below
+// it the chunk's images share one gemm, nb·l wide.
+var convDirectL = 512 // a variable for the tests
 
 func newConvPlan(g ir.ConvGeom) *convPlan {
 	p := &convPlan{n: g.N, cin: g.CIn, cout: g.COut, groups: g.Groups,
@@ -95,7 +102,12 @@ func newConvPlan(g ir.ConvGeom) *convPlan {
 	p.w, p.kw, p.ow, p.sw, p.pw, p.dw = g.In[i], g.Kernel[i], g.Out[i], g.Stride[i], g.Padding[i], g.Dilation[i]
 	p.cg, p.og = p.cin/p.groups, p.cout/p.groups
 	p.k, p.l, p.hw = p.cg*p.kh*p.kw, p.oh*p.ow, p.h*p.w
-	p.nb = max(1, min(p.n, convChunkElems/max(1, max(p.k, p.og)*p.l)))
+	p.direct = p.l >= convDirectL
+	rows := max(p.k, p.og)
+	if p.direct {
+		rows = p.k // no gathered output or dy
+	}
+	p.nb = max(1, min(p.n, convChunkElems/max(1, rows*p.l)))
 	p.shifted = p.sw == 1 && p.sh == 1 && p.ow == p.w
 	return p
 }
@@ -324,67 +336,107 @@ func convCol2imShifted[T float](p *convPlan, plane, row []T, t *convTap) {
 	vecVec(ir.OpAdd, dst, dst, src)
 }
 
-// convRun is a convolution kernel's state: the chunk buffers, the split
-// gemm and the batch split of the per-image passes.
+// convRun is a convolution kernel's state: the bounds of its parts (batch
+// elements, or the weight gradient's slabs) and a set of chunk buffers
+// and gemm for each part that may run at once.
+//
+// A large convolution on the blocked gemm splits its batch into
+// contiguous ranges (convPartsPerWorker per worker), and each part takes
+// its images through every pass (unfold, gemm, scatter or fold) alone,
+// chunk after chunk, in the buffers it took: what a pass writes is read by
+// the next one on the same core, never moved between cores. An image's
+// result does not depend on the chunk it falls in or its columns there
+// (the gemms' sums depend only on the inner dimension, gemm.go), so the
+// bits are the same for any split. Otherwise (a small convolution, one
+// image, or gonum's BLAS) one part takes the batch, and each gemm splits
+// across the workers as a matmul's does.
 type convRun[T float] struct {
-	p    *convPlan
-	col  []T // a chunk's column matrix: k rows of nb·l
-	buf  []T // a chunk's output or dy for one group: og rows of nb·l
-	gemm *convGemm[T]
-	par  kernels.Parallel
-	each func(lo, hi int) // the per-image pass in progress (forEach)
-	nbs  []int            // parts of the chunk in progress: batch bounds
-	body func(part int)
+	p      *convPlan
+	par    kernels.Parallel
+	parts  int
+	bounds []int
+	// free holds the buffer sets not in use, one per worker: a part takes
+	// one and gives it back, so the few sets in use stay in the caches
+	// however many parts there are.
+	free chan *convPart[T]
+	body func(q int, pt *convPart[T]) // the kernel's part q, made by its builder
+	part func(q int)                  // body with a buffer set taken from free
 }
 
-// newConvRun returns the state of a convolution kernel under p whose gemm
-// multiplies at most m×k by k×n.
-func newConvRun[T float](p *convPlan, par kernels.Parallel, m, n, k int) *convRun[T] {
-	cr := &convRun[T]{p: p, col: make([]T, p.k*p.nb*p.l), buf: make([]T, p.og*p.nb*p.l), par: par}
-	cr.gemm = newConvGemm[T](par, m, n, k)
+// convPart is a set of chunk buffers and a gemm.
+type convPart[T float] struct {
+	col  []T // a chunk's column matrix: k rows of nb·l
+	buf  []T // a chunk's output or dy for one group: og rows of nb·l (not direct)
+	gemm *convGemm[T]
+}
+
+// convPartsPerWorker is how many parts a split convolution makes per
+// worker: the pool hands parts out one at a time, so a worker that starts
+// late (waking it takes microseconds) or is held up by another process
+// leaves its parts to the others rather than making them wait.
+const convPartsPerWorker = 4
+
+// convSplitMACs is the least number of multiply-adds of a convolution
+// whose batch splits across the workers.
+var convSplitMACs = 1 << 20 // a variable for the tests
+
+// newConvRun returns the state of a convolution kernel under p whose
+// gemms multiply at most m×k by k×n, with units (batch elements, or slabs)
+// to split across the parts.
+func newConvRun[T float](p *convPlan, par kernels.Parallel, m, n, k, units int) *convRun[T] {
+	cr := &convRun[T]{p: p, par: par}
 	parts := 1
-	if p.k*p.nb*p.l >= convSplitElems {
-		parts = min(kernels.Workers(par), p.nb)
+	if w := kernels.Workers(par); gemmAsm && w > 1 && p.n*p.cout*p.k*p.l >= convSplitMACs {
+		parts = max(1, min(convPartsPerWorker*w, units))
 	}
-	cr.nbs = make([]int, parts+1)
-	cr.body = func(part int) {
-		if lo, hi := cr.nbs[part], cr.nbs[part+1]; lo < hi {
-			cr.each(lo, hi)
+	gemmPar := par
+	if parts > 1 {
+		gemmPar = nil // each part's gemms run on the part's goroutine
+	}
+	sets := min(parts, kernels.Workers(par))
+	cr.parts, cr.free = parts, make(chan *convPart[T], sets)
+	for range sets {
+		pt := &convPart[T]{col: make([]T, p.k*p.nb*p.l), gemm: newConvGemm[T](gemmPar, m, n, k)}
+		if !p.direct {
+			pt.buf = make([]T, p.og*p.nb*p.l)
 		}
+		cr.free <- pt
+	}
+	cr.bounds = parBounds(units, parts, 1)
+	cr.part = func(q int) {
+		pt := <-cr.free
+		defer cr.give(pt)
+		cr.body(q, pt)
 	}
 	return cr
 }
 
-// gatherDy copies image b's dy (or any NCHW tensor shaped like the
-// output) for group gi into its columns of buf, the chunk from b0 with
-// rows ld long: the gemm's layout, og rows of the chunk's positions.
-func (cr *convRun[T]) gatherDy(dy []T, gi, b0, ld, b int) {
-	p := cr.p
-	for co := range p.og {
-		copy(cr.buf[co*ld+(b-b0)*p.l:co*ld+(b-b0+1)*p.l], dy[(b*p.cout+gi*p.og+co)*p.l:(b*p.cout+gi*p.og+co+1)*p.l])
-	}
-}
+// give returns a buffer set to free.
+func (cr *convRun[T]) give(pt *convPart[T]) { cr.free <- pt }
 
-// convSplitElems is the size of a chunk's column matrix from which the
-// per-image passes split the chunk's images across the workers.
-var convSplitElems = 1 << 14 // a variable for the tests
+// run runs the kernel's parts.
+func (cr *convRun[T]) run() { kernels.Run(cr.par, cr.parts, cr.part) }
 
-// forEach runs each(lo, hi) over the batch elements [b0, b1) cut into one
-// range per part, the parts split across the workers.
-func (cr *convRun[T]) forEach(b0, b1 int, each func(lo, hi int)) {
-	parts := len(cr.nbs) - 1
-	for q := range cr.nbs {
-		cr.nbs[q] = b0 + q*(b1-b0)/parts
+// convChunks returns how many chunks the batch elements [lo, hi) take:
+// ceil((hi-lo)/nb), chunk c being [lo+c·(hi-lo)/nc, lo+(c+1)·(hi-lo)/nc).
+func convChunks(p *convPlan, lo, hi int) int { return (hi - lo + p.nb - 1) / p.nb }
+
+// convGatherDy copies the dy (or any NCHW tensor shaped like the output)
+// of the batch elements [b0, b1) for group gi into buf, rows ld long: the
+// gemm's layout, og rows of the chunk's positions.
+func convGatherDy[T float](p *convPlan, buf, dy []T, gi, b0, b1, ld int) {
+	for b := b0; b < b1; b++ {
+		for co := range p.og {
+			src := dy[(b*p.cout+gi*p.og+co)*p.l : (b*p.cout+gi*p.og+co+1)*p.l]
+			copy(buf[co*ld+(b-b0)*p.l:co*ld+(b-b0+1)*p.l], src)
+		}
 	}
-	cr.each = each
-	kernels.Run(cr.par, parts, cr.body)
-	cr.each = nil
 }
 
 // buildConv builds conv1d and conv2d {stride, padding, dilation, groups}
 // with an optional bias, as torch.nn.functional.conv1d/conv2d: for each
-// chunk of images and group, out = W_g · im2col(x), then bias added per
-// output channel.
+// image and group, out = W_g · im2col(x) into the image's og output planes,
+// then bias added per output channel.
 func buildConv[T float](n *kernels.Node) (kernels.Func, error) {
 	g, err := ir.ConvGeometry(n.Args[0].Shape, n.Args[1].Shape, n.Attrs)
 	if err != nil {
@@ -392,22 +444,51 @@ func buildConv[T float](n *kernels.Node) (kernels.Func, error) {
 	}
 	p := newConvPlan(g)
 	hasBias := len(n.Args) == 3
-	cr := newConvRun[T](p, n.Par, p.og, p.nb*p.l, p.k)
+	cr := newConvRun[T](p, n.Par, p.og, p.nb*p.l, p.k, p.n)
 	var y, x, w, bias []T
-	var gi, b0, ld int
-	unfold := func(lo, hi int) {
-		convIm2col(p, cr.col[(lo-b0)*p.l:], ld, x[(lo*p.cin+gi*p.cg)*p.hw:], p.cin*p.hw, hi-lo)
+	direct := func(pt *convPart[T], gi, b0, b1, ld int) {
+		wg := w[gi*p.og*p.k : (gi+1)*p.og*p.k]
+		for b := b0; b < b1; b++ {
+			yb := y[(b*p.cout+gi*p.og)*p.l : (b*p.cout+(gi+1)*p.og)*p.l]
+			pt.gemm.run(false, false, p.og, p.l, p.k, wg, p.k, pt.col[(b-b0)*p.l:], ld, 0, yb, p.l)
+			if hasBias {
+				for co := range p.og {
+					row := yb[co*p.l : (co+1)*p.l]
+					vecScalar(ir.OpAdd, row, row, bias[gi*p.og+co])
+				}
+			}
+		}
 	}
-	scatter := func(lo, hi int) {
-		for b := lo; b < hi; b++ {
-			for co := range p.og {
-				src := cr.buf[co*ld+(b-b0)*p.l : co*ld+(b-b0+1)*p.l]
-				dst := y[(b*p.cout+gi*p.og+co)*p.l : (b*p.cout+gi*p.og+co+1)*p.l]
-				if !hasBias {
-					copy(dst, src)
+	cr.body = func(q int, pt *convPart[T]) {
+		lo, hi := cr.bounds[q], cr.bounds[q+1]
+		nc := convChunks(p, lo, hi)
+		for c := range nc {
+			b0, b1 := lo+c*(hi-lo)/nc, lo+(c+1)*(hi-lo)/nc
+			ld := (b1 - b0) * p.l
+			for gi := range p.groups {
+				if p.k > 0 {
+					convIm2col(p, pt.col, ld, x[(b0*p.cin+gi*p.cg)*p.hw:], p.cin*p.hw, b1-b0)
+				}
+				if p.direct && p.k > 0 {
+					direct(pt, gi, b0, b1, ld)
 					continue
 				}
-				vecScalar(ir.OpAdd, dst, src, bias[gi*p.og+co])
+				if p.k == 0 {
+					clear(pt.buf[:p.og*ld]) // no input channels: an empty sum
+				} else {
+					pt.gemm.run(false, false, p.og, ld, p.k, w[gi*p.og*p.k:(gi+1)*p.og*p.k], p.k, pt.col, ld, 0, pt.buf, ld)
+				}
+				for b := b0; b < b1; b++ {
+					for co := range p.og {
+						src := pt.buf[co*ld+(b-b0)*p.l : co*ld+(b-b0+1)*p.l]
+						dst := y[(b*p.cout+gi*p.og+co)*p.l : (b*p.cout+gi*p.og+co+1)*p.l]
+						if hasBias {
+							vecScalar(ir.OpAdd, dst, src, bias[gi*p.og+co])
+						} else {
+							copy(dst, src)
+						}
+					}
+				}
 			}
 		}
 	}
@@ -417,22 +498,10 @@ func buildConv[T float](n *kernels.Node) (kernels.Func, error) {
 		if hasBias {
 			bias = kernels.View[T](args[2])
 		}
-		if p.og == 0 || p.n == 0 {
-			return nil // y is empty
+		if len(y) == 0 {
+			return nil
 		}
-		for b0 = 0; b0 < p.n; b0 += p.nb {
-			b1 := min(p.n, b0+p.nb)
-			ld = (b1 - b0) * p.l
-			for gi = 0; gi < p.groups; gi++ {
-				if p.k == 0 {
-					clear(cr.buf[:p.og*ld]) // no input channels: an empty sum
-				} else {
-					cr.forEach(b0, b1, unfold)
-					cr.gemm.run(false, false, p.og, ld, p.k, w[gi*p.og*p.k:(gi+1)*p.og*p.k], p.k, cr.col, ld, 0, cr.buf, ld)
-				}
-				cr.forEach(b0, b1, scatter)
-			}
-		}
+		cr.run()
 		y, x, w, bias = nil, nil, nil, nil
 		return nil
 	}, nil
@@ -440,64 +509,120 @@ func buildConv[T float](n *kernels.Node) (kernels.Func, error) {
 
 // buildConvInputGrad builds conv_input_grad(dy, w) {..., input_shape}: the
 // gradient of the convolution with respect to its input, col2im(W_gᵀ · dy_g)
-// per chunk of images and group (the transposed convolution).
+// per image and group (the transposed convolution).
 func buildConvInputGrad[T float](n *kernels.Node) (kernels.Func, error) {
 	g, err := ir.ConvGeometry(n.Out.Shape, n.Args[1].Shape, n.Attrs)
 	if err != nil {
 		return nil, err
 	}
 	p := newConvPlan(g)
-	cr := newConvRun[T](p, n.Par, p.k, p.nb*p.l, p.og)
+	cr := newConvRun[T](p, n.Par, p.k, p.nb*p.l, p.og, p.n)
 	var dx, dy, w []T
-	var gi, b0, ld int
-	gather := func(lo, hi int) {
-		for b := lo; b < hi; b++ {
-			if gi == 0 {
-				clear(dx[b*p.cin*p.hw : (b+1)*p.cin*p.hw])
+	cr.body = func(q int, pt *convPart[T]) {
+		lo, hi := cr.bounds[q], cr.bounds[q+1]
+		nc := convChunks(p, lo, hi)
+		for c := range nc {
+			b0, b1 := lo+c*(hi-lo)/nc, lo+(c+1)*(hi-lo)/nc
+			ld := (b1 - b0) * p.l
+			clear(dx[b0*p.cin*p.hw : b1*p.cin*p.hw])
+			for gi := range p.groups {
+				wg := w[gi*p.og*p.k : (gi+1)*p.og*p.k]
+				if p.direct {
+					for b := b0; b < b1; b++ {
+						pt.gemm.run(true, false, p.k, p.l, p.og, wg, p.k, dy[(b*p.cout+gi*p.og)*p.l:], p.l, 0, pt.col[(b-b0)*p.l:], ld)
+					}
+				} else {
+					convGatherDy(p, pt.buf, dy, gi, b0, b1, ld)
+					pt.gemm.run(true, false, p.k, ld, p.og, wg, p.k, pt.buf, ld, 0, pt.col, ld)
+				}
+				convCol2im(p, dx[(b0*p.cin+gi*p.cg)*p.hw:], p.cin*p.hw, b1-b0, pt.col, ld)
 			}
-			cr.gatherDy(dy, gi, b0, ld, b)
 		}
-	}
-	fold := func(lo, hi int) {
-		convCol2im(p, dx[(lo*p.cin+gi*p.cg)*p.hw:], p.cin*p.hw, hi-lo, cr.col[(lo-b0)*p.l:], ld)
 	}
 	return func(out kernels.Tensor, args []kernels.Tensor) error {
 		dx, dy, w = kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1])
-		if p.og == 0 || p.k == 0 {
+		if p.og == 0 || p.k == 0 || p.l == 0 {
 			clear(dx)
 			return nil
 		}
-		for b0 = 0; b0 < p.n; b0 += p.nb {
-			b1 := min(p.n, b0+p.nb)
-			ld = (b1 - b0) * p.l
-			for gi = 0; gi < p.groups; gi++ {
-				cr.forEach(b0, b1, gather)
-				cr.gemm.run(true, false, p.k, ld, p.og, w[gi*p.og*p.k:(gi+1)*p.og*p.k], p.k, cr.buf, ld, 0, cr.col, ld)
-				cr.forEach(b0, b1, fold)
-			}
-		}
+		cr.run()
 		dx, dy, w = nil, nil, nil
 		return nil
 	}, nil
 }
 
+// convWeightSlabs is how many slabs a large weight gradient cuts its batch
+// into (at most one per batch element): each slab's sum is computed alone,
+// in one part, and the slabs' sums are added in slab order, so the slabs,
+// and the result, depend on the shapes alone and not on the workers.
+const convWeightSlabs = 8
+
 // buildConvWeightGrad builds conv_weight_grad(x, dy) {..., weight_shape}:
 // the gradient of the convolution with respect to its weight: per group,
-// dy_g · im2col(x)ᵀ over each chunk of images, chunk after chunk into the
-// result.
+// the sum over the images of dy_g · im2col(x)ᵀ, image after image. A large
+// convolution cuts its batch into slabs (convWeightSlabs) that split
+// across the workers, and adds their sums in slab order. Where k is
+// narrower than a micro-tile and og wider (a first layer: one input
+// channel, 3×3 taps), the gemms compute the sums transposed, im2col(x) ·
+// dy_gᵀ, whose tiles waste less, and the slabs' sums are added into the
+// result transposed back.
 func buildConvWeightGrad[T float](n *kernels.Node) (kernels.Func, error) {
 	g, err := ir.ConvGeometry(n.Args[0].Shape, n.Out.Shape, n.Attrs)
 	if err != nil {
 		return nil, err
 	}
 	p := newConvPlan(g)
-	cr := newConvRun[T](p, n.Par, p.og, p.k, p.nb*p.l)
+	slabs := 1
+	if p.n*p.cout*p.k*p.l >= convSplitMACs {
+		slabs = max(1, min(p.n, convWeightSlabs))
+	}
+	trans := false
+	if gemmAsm {
+		_, _, nr := gemmMicro[T]()
+		trans = p.k < nr && p.og > p.k
+	}
+	m, nn := p.og, p.k
+	if trans {
+		m, nn = p.k, p.og
+	}
+	cr := newConvRun[T](p, n.Par, m, nn, p.nb*p.l, slabs)
+	size := p.cout * p.k
+	// partial holds the sums of slabs 1, 2, ... (slab 0's goes into the
+	// result), or transposed those of every slab.
+	partial := make([]T, (slabs-1)*size)
+	if trans {
+		partial = make([]T, slabs*size)
+	}
 	var dw, x, dy []T
-	var gi, b0, ld int
-	unfold := func(lo, hi int) {
-		convIm2col(p, cr.col[(lo-b0)*p.l:], ld, x[(lo*p.cin+gi*p.cg)*p.hw:], p.cin*p.hw, hi-lo)
-		for b := lo; b < hi; b++ {
-			cr.gatherDy(dy, gi, b0, ld, b)
+	cr.body = func(q int, pt *convPart[T]) {
+		for s := cr.bounds[q]; s < cr.bounds[q+1]; s++ {
+			var sum []T
+			switch {
+			case trans:
+				sum = partial[s*size : (s+1)*size]
+			case s == 0:
+				sum = dw
+			default:
+				sum = partial[(s-1)*size : s*size]
+			}
+			lo, hi := s*p.n/slabs, (s+1)*p.n/slabs
+			nc := convChunks(p, lo, hi)
+			for gi := range p.groups {
+				sg := sum[gi*p.og*p.k : (gi+1)*p.og*p.k]
+				for c := range nc {
+					b0, b1 := lo+c*(hi-lo)/nc, lo+(c+1)*(hi-lo)/nc
+					ld := (b1 - b0) * p.l
+					convIm2col(p, pt.col, ld, x[(b0*p.cin+gi*p.cg)*p.hw:], p.cin*p.hw, b1-b0)
+					if p.direct {
+						for b := b0; b < b1; b++ {
+							convWeightGemm(pt, trans, p, b == lo, dy[(b*p.cout+gi*p.og)*p.l:], p.l, pt.col[(b-b0)*p.l:], ld, p.l, sg)
+						}
+						continue
+					}
+					convGatherDy(p, pt.buf, dy, gi, b0, b1, ld)
+					convWeightGemm(pt, trans, p, c == 0, pt.buf, ld, pt.col, ld, ld, sg)
+				}
+			}
 		}
 	}
 	return func(out kernels.Tensor, args []kernels.Tensor) error {
@@ -505,26 +630,55 @@ func buildConvWeightGrad[T float](n *kernels.Node) (kernels.Func, error) {
 		if p.og == 0 || p.k == 0 {
 			return nil // dw is empty
 		}
-		if p.n == 0 {
+		if p.n == 0 || p.l == 0 {
 			clear(dw)
 			return nil
 		}
-		for gi = 0; gi < p.groups; gi++ {
-			dwg := dw[gi*p.og*p.k : (gi+1)*p.og*p.k]
-			for b0 = 0; b0 < p.n; b0 += p.nb {
-				b1 := min(p.n, b0+p.nb)
-				ld = (b1 - b0) * p.l
-				cr.forEach(b0, b1, unfold)
-				beta := T(1)
-				if b0 == 0 {
-					beta = 0
-				}
-				cr.gemm.run(false, true, p.og, p.k, ld, cr.buf, ld, cr.col, ld, beta, dwg, p.k)
+		cr.run()
+		if trans {
+			convAddTransposed(p, dw, partial, slabs)
+		} else {
+			for s := 1; s < slabs; s++ {
+				vecVec(ir.OpAdd, dw, dw, partial[(s-1)*size:s*size])
 			}
 		}
 		dw, x, dy = nil, nil, nil
 		return nil
 	}, nil
+}
+
+// convWeightGemm adds dy·colsᵀ (og×k), or with trans cols·dyᵀ (k×og), to
+// sum, or with first writes it there: dy is og×inner with row stride ldy,
+// cols k×inner with row stride ldc.
+func convWeightGemm[T float](pt *convPart[T], trans bool, p *convPlan, first bool, dy []T, ldy int, cols []T, ldc, inner int, sum []T) {
+	beta := T(1)
+	if first {
+		beta = 0
+	}
+	if trans {
+		pt.gemm.run(false, true, p.k, p.og, inner, cols, ldc, dy, ldy, beta, sum, p.og)
+	} else {
+		pt.gemm.run(false, true, p.og, p.k, inner, dy, ldy, cols, ldc, beta, sum, p.k)
+	}
+}
+
+// convAddTransposed writes into dw the sum, in slab order, of the slabs'
+// transposed weight gradients in sums: per group, k×og matrices, those of
+// slab s from s·cout·k.
+func convAddTransposed[T float](p *convPlan, dw, sums []T, slabs int) {
+	size := p.cout * p.k
+	for gi := range p.groups {
+		for co := range p.og {
+			for t := range p.k {
+				i := gi*p.og*p.k + t*p.og + co
+				v := sums[i]
+				for s := 1; s < slabs; s++ {
+					v += sums[s*size+i]
+				}
+				dw[gi*p.og*p.k+co*p.k+t] = v
+			}
+		}
+	}
 }
 
 // convGemm is a convolution's gemm, c = op(a)·op(b) + beta·c, split across

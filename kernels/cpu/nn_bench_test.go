@@ -9,14 +9,17 @@ import (
 )
 
 // BenchmarkConvLayer times conv2d, conv_input_grad and conv_weight_grad on
-// one thread at the second layer of bench/cnn28.kir (64 images of 32×14×14,
+// 1 and 2 workers (goroutines started per part, as goPool does) at the
+// first and second layers of bench/cnn28.kir (64 images of 32×14×14,
 // 64 filters of 3×3, padding 1) and at the 4×4 layer of the digits CNN (32
-// images of 16×4×4, 32 filters), and reports GFLOP/s.
+// images of 16×4×4, 32 filters), and reports GFLOP/s and GFLOP per
+// CPU-second (on a loaded machine the second moves less).
 func BenchmarkConvLayer(b *testing.B) {
 	for _, s := range []struct {
 		name             string
 		n, cin, hw, cout int
 	}{
+		{"cnn28_conv1", 64, 1, 28, 32},
 		{"cnn28_conv2", 64, 32, 14, 64},
 		{"digits_conv2", 32, 16, 4, 32},
 	} {
@@ -37,20 +40,25 @@ func BenchmarkConvLayer(b *testing.B) {
 			{"input_grad", ir.OpConvInputGrad, at.With("input_shape", ir.Ints(s.n, s.cin, s.hw, s.hw)), []kernels.Tensor{dy, w}},
 			{"weight_grad", ir.OpConvWeightGrad, at.With("weight_shape", ir.Ints(s.cout, s.cin, 3, 3)), []kernels.Tensor{x, dy}},
 		} {
-			b.Run(s.name+"/"+c.name, func(b *testing.B) {
-				n := node(b, c.op, c.attrs, typesOf(c.args)...)
-				f, err := Kernels.Build(n)
-				if err != nil {
-					b.Fatal(err)
-				}
-				out := emptyOf(n.Out)
-				for b.Loop() {
-					if err := f(out, c.args); err != nil {
+			for _, workers := range []int{1, 2} {
+				b.Run(fmt.Sprintf("%s/%s/workers=%d", s.name, c.name, workers), func(b *testing.B) {
+					n := node(b, c.op, c.attrs, typesOf(c.args)...)
+					n.Par = goPool(workers)
+					f, err := Kernels.Build(n)
+					if err != nil {
 						b.Fatal(err)
 					}
-				}
-				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-			})
+					out := emptyOf(n.Out)
+					cpu0 := cpuSeconds()
+					for b.Loop() {
+						if err := f(out, c.args); err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+					reportPerCPU(b, flops*float64(b.N)/1e9, "GFLOP/cpu-s", cpu0)
+				})
+			}
 		}
 	}
 }

@@ -106,20 +106,27 @@ var nnConvCases = []nnConvCase{
 	{x: []int{1, 2, 4, 9}, w: []int{2, 2, 1, 5}, padding: []int{0, 2}, bias: true},
 	{x: []int{2, 3, 8}, w: []int{2, 3, 3}, padding: []int{1}},
 	{x: []int{1, 1, 2, 2}, w: []int{1, 1, 3, 3}, padding: []int{1}},
+	// A first layer (one input channel, more filters than taps): the
+	// weight gradient's gemms run transposed.
+	{x: []int{3, 1, 6, 5}, w: []int{20, 1, 3, 3}, padding: []int{1}, bias: true},
 }
 
 // TestConvAgainstDirectLoop checks conv1d/conv2d, conv_input_grad and
 // conv_weight_grad against direct loops in float64 on many geometries,
-// with the batch in one chunk and in chunks of one image.
+// with the batch in one chunk and in chunks of one image, each chunk's
+// images in one gemm and each image in gemms of its own (convDirectL).
 func TestConvAgainstDirectLoop(t *testing.T) {
-	defer func(v int) { convChunkElems = v }(convChunkElems)
-	for _, chunk := range []int{1 << 18, 1} {
-		convChunkElems = chunk
-		for i, c := range nnConvCases {
-			t.Run(fmt.Sprintf("chunk%d/%d_%s%v", chunk, i, c.op(), c.x), func(t *testing.T) {
-				nnConvCheck[float32](t, c, uint64(i))
-				nnConvCheck[float64](t, c, uint64(i))
-			})
+	defer func(c, d int) { convChunkElems, convDirectL = c, d }(convChunkElems, convDirectL)
+	for _, directL := range []int{1 << 30, 1} {
+		convDirectL = directL
+		for _, chunk := range []int{1 << 18, 1} {
+			convChunkElems = chunk
+			for i, c := range nnConvCases {
+				t.Run(fmt.Sprintf("direct%d/chunk%d/%d_%s%v", directL, chunk, i, c.op(), c.x), func(t *testing.T) {
+					nnConvCheck[float32](t, c, uint64(i))
+					nnConvCheck[float64](t, c, uint64(i))
+				})
+			}
 		}
 	}
 }
@@ -743,8 +750,11 @@ func TestDropoutStep(t *testing.T) {
 	}
 }
 
-// TestNNFuncsDoNotAllocate checks that no layer Func allocates per call.
+// TestNNFuncsDoNotAllocate checks that no layer Func allocates per call,
+// run alone and split into parts (every convolution split).
 func TestNNFuncsDoNotAllocate(t *testing.T) {
+	defer func(v int) { convSplitMACs = v }(convSplitMACs)
+	convSplitMACs = 1
 	r := newRand(9)
 	f32 := func(dims ...int) kernels.Tensor {
 		return tensorOf(dims, randVals[float32](r, ir.Shape(dims).NumElements(), false))
@@ -770,24 +780,27 @@ func TestNNFuncsDoNotAllocate(t *testing.T) {
 		{ir.OpDropout, nil, []kernels.Tensor{f32(4, 5)}},
 	}
 	for _, tc := range tests {
-		t.Run(tc.op.String(), func(t *testing.T) {
-			n := node(t, tc.op, tc.attrs, typesOf(tc.args)...)
-			var step int64 = 3
-			n.Step = &step
-			f, err := Kernels.Build(n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out := emptyOf(n.Out)
-			allocs := testing.AllocsPerRun(20, func() {
-				if err := f(out, tc.args); err != nil {
+		for _, par := range []kernels.Parallel{nil, seqPool(3)} {
+			t.Run(fmt.Sprintf("%s/workers=%d", tc.op, kernels.Workers(par)), func(t *testing.T) {
+				n := node(t, tc.op, tc.attrs, typesOf(tc.args)...)
+				n.Par = par
+				var step int64 = 3
+				n.Step = &step
+				f, err := Kernels.Build(n)
+				if err != nil {
 					t.Fatal(err)
 				}
+				out := emptyOf(n.Out)
+				allocs := testing.AllocsPerRun(20, func() {
+					if err := f(out, tc.args); err != nil {
+						t.Fatal(err)
+					}
+				})
+				if allocs != 0 {
+					t.Errorf("%s allocates %v times per call", n.Op, allocs)
+				}
 			})
-			if allocs != 0 {
-				t.Errorf("%s allocates %v times per call", n.Op, allocs)
-			}
-		})
+		}
 	}
 }
 

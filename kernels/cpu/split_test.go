@@ -441,14 +441,24 @@ func testMaxPoolArgmaxesFastPath[T float](t *testing.T, dt ir.DType) {
 	}
 }
 
-// TestConvSplitBitwise checks that the convolution kernels split across 2,
-// 3 and 8 workers (every gemm and every per-image pass split, whatever its
-// size) give the bits of the unsplit kernels, with the batch in one chunk
-// and in chunks of 2 and 3 images.
+// TestConvSplitBitwise checks that the convolution kernels on 1, 2, 3 and
+// 7 workers (every convolution split, whatever its size: the batch across
+// the parts, or the gemm where the batch is one image) give the bits of
+// the kernels run without a pool, with the batch in one chunk and in
+// chunks of 2 and 3 images, each chunk's images in one gemm and each image
+// in gemms of its own (convDirectL), on nnConvCases and on batches of 5 to
+// 11 images (a weight gradient of more slabs than parts, and of fewer).
 func TestConvSplitBitwise(t *testing.T) {
-	defer func(m, e, c int) { matmulSplitMACs, convSplitElems, convChunkElems = m, e, c }(matmulSplitMACs, convSplitElems, convChunkElems)
-	matmulSplitMACs, convSplitElems = 1, 1
-	for _, c := range nnConvCases {
+	defer func(m, e, c, d int) {
+		matmulSplitMACs, convSplitMACs, convChunkElems, convDirectL = m, e, c, d
+	}(matmulSplitMACs, convSplitMACs, convChunkElems, convDirectL)
+	matmulSplitMACs, convSplitMACs = 1, 1
+	cases := append([]nnConvCase{
+		{x: []int{9, 3, 6, 5}, w: []int{4, 3, 3, 3}, padding: []int{1}, bias: true},
+		{x: []int{11, 4, 7, 6}, w: []int{6, 2, 3, 2}, stride: []int{2, 1}, padding: []int{1, 0}, groups: 2},
+		{x: []int{5, 2, 9}, w: []int{3, 2, 3}, dilation: []int{2}, bias: true},
+	}, nnConvCases...)
+	for _, c := range cases {
 		g, err := ir.ConvGeometry(c.x, c.w, c.attrs())
 		if err != nil {
 			t.Fatal(err)
@@ -473,13 +483,18 @@ func TestConvSplitBitwise(t *testing.T) {
 				{ir.OpConvInputGrad, c.attrs().With("input_shape", ir.Ints(c.x...)), []kernels.Tensor{dy, w}},
 				{ir.OpConvWeightGrad, c.attrs().With("weight_shape", ir.Ints(c.w...)), []kernels.Tensor{x, dy}},
 			}
-			for _, chunk := range []int{1 << 18, 2 * per, 3 * per} {
-				convChunkElems = chunk
+			for _, chunkDirect := range [][2]int{{1 << 18, 1 << 30}, {2 * per, 1 << 30}, {3 * per, 1 << 30}, {1 << 18, 1}, {3 * per, 1}} {
+				chunk := chunkDirect[0]
+				convChunkElems, convDirectL = chunk, chunkDirect[1]
 				for _, run := range runs {
 					want := buildWith(t, nil, run.op, run.attrs, run.args...)
-					for _, workers := range []int{2, 3, 8} {
-						if got := buildWith(t, goPool(workers), run.op, run.attrs, run.args...); !bytes.Equal(got.Data, want.Data) {
-							t.Errorf("%s %s x%v w%v, chunks of %d elements, on %d workers: differs from 1 worker", run.op, dt, c.x, c.w, chunk, workers)
+					for _, workers := range []int{1, 2, 3, 7} {
+						p := &countPool{goPool: goPool(workers)}
+						if got := buildWith(t, p, run.op, run.attrs, run.args...); !bytes.Equal(got.Data, want.Data) {
+							t.Errorf("%s %s x%v w%v, chunks of %d elements, direct from l=%d, on %d workers: differs from no pool", run.op, dt, c.x, c.w, chunk, convDirectL, workers)
+						}
+						if gemmAsm && workers > 1 && c.x[0] > 1 && p.parts < 2 {
+							t.Errorf("%s %s x%v w%v on %d workers: not split", run.op, dt, c.x, c.w, workers)
 						}
 					}
 				}
