@@ -29,8 +29,9 @@ func init() {
 // fusepatBuildSoftmaxGrad builds softmax_grad(dy, y) {axis}, y * (dy -
 // sum(dy*y)), or log_softmax_grad(dy, y) {axis}, dy - exp(y) * sum(dy), with
 // the tensors viewed as [outer, n, inner] and n the axis. Per slice: one
-// pass sums dy*y (each product rounded) or dy in index order, one pass
-// writes the result. For the last axis the slices are contiguous rows;
+// pass sums dy*y (each product rounded) or dy in index order (in blocks,
+// as sum_all.go's, when the tensor is one slice), one pass writes the
+// result. For the last axis the slices are contiguous rows;
 // otherwise the Func sweeps the axis with all inner columns at once, the
 // sums in scratch made here.
 func fusepatBuildSoftmaxGrad[T float](n *kernels.Node) (kernels.Func, error) {
@@ -61,9 +62,14 @@ func fusepatBuildSoftmaxGrad[T float](n *kernels.Node) (kernels.Func, error) {
 			for r := r0; r < r1; r += fusepatBlock {
 				k := min(fusepatBlock, r1-r)
 				lo, hi := r*dim, (r+k)*dim
-				if logGrad {
+				switch {
+				case outer == 1 && logGrad: // the sum of a whole tensor (sum_all.go)
+					sums[0] = sumAll(dy)
+				case outer == 1:
+					sums[0] = sumAllProducts(dy, y)
+				case logGrad:
 					fusepatRowSums(sums[:k], dy[lo:hi], nil, dim)
-				} else {
+				default:
 					fusepatRowSums(sums[:k], dy[lo:hi], y[lo:hi], dim)
 				}
 				for j, s := range sums[:k] {
@@ -429,8 +435,12 @@ func fusepatSoftmaxCEProbs[T float](classes int, scale func([]T, int) T) parRows
 			sc := scale(dy, r)
 			or, xr, tr := o[r*classes:(r+1)*classes], x[r*classes:(r+1)*classes], t[r*classes:(r+1)*classes]
 			var st T
-			for _, v := range tr {
-				st += v
+			if len(t) == classes { // one row: the sum of a whole tensor (sum_all.go)
+				st = sumAll(tr)
+			} else {
+				for _, v := range tr {
+					st += v
+				}
 			}
 			_, s := softmaxStats(or, xr)
 			for c := range xr {
