@@ -44,16 +44,16 @@ func softmaxSeqRow[T float](x []T, logOut bool) []T {
 // rowMax's lanes, and rows whose maximum is a tie of -0 and +0, whose
 // first or a later element is NaN, or that hold ±inf.
 func TestSoftmaxRowsBitwise(t *testing.T) {
-	nan, inf := math.NaN(), math.Inf(1)
+	nan, inf, negZero := math.NaN(), math.Inf(1), math.Copysign(0, -1)
 	special := [][]float64{
-		{-0.0, 0, -1, -2},
-		{0, -0.0, -1, -2},
+		{negZero, 0, -1, -2},
+		{0, negZero, -1, -2},
 		{nan, 1, 2, 3},
 		{1, 2, nan, 3},
 		{-inf, 1, 2, 3},
 		{1, inf, 2, 3},
 		{-inf, -inf, -inf, -inf},
-		{-3, -0.0, -5, 0},
+		{-3, negZero, -5, 0},
 	}
 	for _, dim := range []int{1, 5, 31, 32, 33, 100, 1024} {
 		for _, rows := range []int{1, 3, 4, 9} {
