@@ -53,7 +53,11 @@ func fusepatBuildSoftmaxGrad[T float](n *kernels.Node) (kernels.Func, error) {
 	// as in an unsplit call.
 	parts := parParts(n.Par, outer, 3*dim*inner)
 	if inner == 1 {
-		return parRows(n.Par, parts, outer, fusepatBlock, func(_ int, out kernels.Tensor, args []kernels.Tensor, r0, r1 int) error {
+		diffs := make([][]T, parts) // each part's dy - s of a row
+		for p := range diffs {
+			diffs[p] = make([]T, dim)
+		}
+		return parRows(n.Par, parts, outer, fusepatBlock, func(part int, out kernels.Tensor, args []kernels.Tensor, r0, r1 int) error {
 			o, dy, y := kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1])
 			if dim == 0 {
 				return nil
@@ -77,7 +81,7 @@ func fusepatBuildSoftmaxGrad[T float](n *kernels.Node) (kernels.Func, error) {
 					if logGrad {
 						fusepatLogSoftmaxGradRow(o[a:b], dy[a:b], y[a:b], s)
 					} else {
-						fusepatSoftmaxGradRow(o[a:b], dy[a:b], y[a:b], s)
+						fusepatSoftmaxGradRow(o[a:b], dy[a:b], y[a:b], s, diffs[part])
 					}
 				}
 			}
@@ -176,20 +180,13 @@ func fusepatRowSums[T float](sums, dy, y []T, dim int) {
 }
 
 // fusepatSoftmaxGradRow writes y * (dy - s) for one row whose sum of dy*y
-// is s.
-func fusepatSoftmaxGradRow[T float](out, dy, y []T, s T) {
-	y, out = y[:len(dy)], out[:len(dy)]
-	i := 0
-	for ; i+4 <= len(dy); i += 4 {
-		d4, y4, o4 := dy[i:i+4:i+4], y[i:i+4:i+4], out[i:i+4:i+4]
-		o4[0] = y4[0] * (d4[0] - s)
-		o4[1] = y4[1] * (d4[1] - s)
-		o4[2] = y4[2] * (d4[2] - s)
-		o4[3] = y4[3] * (d4[3] - s)
-	}
-	for ; i < len(dy); i++ {
-		out[i] = y[i] * (dy[i] - s)
-	}
+// is s: dy - s into diff (as long as the row), then the products, each a
+// vector call of sub's and mul's row code (the same IEEE operations, each
+// rounded). out may be dy's or y's memory.
+func fusepatSoftmaxGradRow[T float](out, dy, y []T, s T, diff []T) {
+	diff = diff[:len(dy)]
+	vecScalar(ir.OpSub, diff, dy, s)
+	vecVec(ir.OpMul, out[:len(dy)], y, diff)
 }
 
 // fusepatLogSoftmaxGradRow writes dy - exp(y) * s for one row whose sum of
