@@ -57,6 +57,13 @@ func fusepatBuildSoftmaxGrad[T float](n *kernels.Node) (kernels.Func, error) {
 		for p := range diffs {
 			diffs[p] = make([]T, dim)
 		}
+		// A large result is written with streaming stores (as
+		// fused_elementwise's, fuseewStreamBytes): no line of it is read
+		// before it is written.
+		var mul func(out, a, b []T)
+		if n.Out.Bytes() >= fuseewStreamBytes {
+			mul = ewVecVecFunc[T](ir.OpMul, true)
+		}
 		return parRows(n.Par, parts, outer, fusepatBlock, func(part int, out kernels.Tensor, args []kernels.Tensor, r0, r1 int) error {
 			o, dy, y := kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1])
 			if dim == 0 {
@@ -81,9 +88,12 @@ func fusepatBuildSoftmaxGrad[T float](n *kernels.Node) (kernels.Func, error) {
 					if logGrad {
 						fusepatLogSoftmaxGradRow(o[a:b], dy[a:b], y[a:b], s)
 					} else {
-						fusepatSoftmaxGradRow(o[a:b], dy[a:b], y[a:b], s, diffs[part])
+						fusepatSoftmaxGradRow(o[a:b], dy[a:b], y[a:b], s, diffs[part], mul)
 					}
 				}
+			}
+			if mul != nil {
+				storeFence()
 			}
 			return nil
 		}), nil
@@ -182,10 +192,15 @@ func fusepatRowSums[T float](sums, dy, y []T, dim int) {
 // fusepatSoftmaxGradRow writes y * (dy - s) for one row whose sum of dy*y
 // is s: dy - s into diff (as long as the row), then the products, each a
 // vector call of sub's and mul's row code (the same IEEE operations, each
-// rounded). out may be dy's or y's memory.
-func fusepatSoftmaxGradRow[T float](out, dy, y []T, s T, diff []T) {
+// rounded); mul, when not nil, is mul's row code with streaming stores.
+// out may be dy's or y's memory.
+func fusepatSoftmaxGradRow[T float](out, dy, y []T, s T, diff []T, mul func(out, a, b []T)) {
 	diff = diff[:len(dy)]
 	vecScalar(ir.OpSub, diff, dy, s)
+	if mul != nil {
+		mul(out[:len(dy)], y[:len(dy)], diff)
+		return
+	}
 	vecVec(ir.OpMul, out[:len(dy)], y, diff)
 }
 

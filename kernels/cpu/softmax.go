@@ -48,8 +48,13 @@ func buildSoftmax[T float](n *kernels.Node) (kernels.Func, error) {
 	// normalized as in an unsplit call (par.go).
 	parts := parParts(n.Par, outer, dim*inner*parCostExp)
 	if inner == 1 {
-		return parRows(n.Par, parts, outer, fusepatBlock, func(_ int, out kernels.Tensor, args []kernels.Tensor, lo, hi int) error {
+		sm := softmaxStreamer[T](n.Out, dim, logOut, parts)
+		return parRows(n.Par, parts, outer, fusepatBlock, func(part int, out kernels.Tensor, args []kernels.Tensor, lo, hi int) error {
 			o, x := kernels.View[T](out), kernels.View[T](args[0])
+			if sm != nil {
+				sm.rows(part, o[lo*dim:hi*dim], x[lo*dim:hi*dim], dim)
+				return nil
+			}
 			softmaxRows(o[lo*dim:hi*dim], x[lo*dim:hi*dim], dim, logOut)
 			return nil
 		}), nil
@@ -241,6 +246,52 @@ func expSum[T float](s T, row []T, m T) T {
 		}
 	}
 	return s
+}
+
+// softmaxStream is softmax over the last axis of a large output
+// (fuseewStreamBytes or more: its reader finds it in memory, not in the
+// cache) written with streaming stores, so that no line of the output is
+// read before it is written: the exponentials of fusepatBlock rows go
+// into scratch of the part's own, and the division writes them out by
+// div, div's row code with streaming stores. The arithmetic is
+// softmaxRows'.
+type softmaxStream[T float] struct {
+	bufs [][]T
+	div  func(out, a []T, s T)
+}
+
+// softmaxStreamer returns the streaming softmax of parts parts for an
+// output of type out and rows of dim, or nil where it does not apply:
+// log_softmax, a small output, rows too long for the scratch (64Ki
+// elements), or no streaming loops (no AVX2).
+func softmaxStreamer[T float](out ir.Type, dim int, logOut bool, parts int) *softmaxStream[T] {
+	div := ewVecScalarFunc[T](ir.OpDiv, true)
+	if logOut || out.Bytes() < fuseewStreamBytes || dim > 1<<16 || div == nil {
+		return nil
+	}
+	sm := &softmaxStream[T]{bufs: make([][]T, parts), div: div}
+	for p := range sm.bufs {
+		sm.bufs[p] = make([]T, fusepatBlock*dim)
+	}
+	return sm
+}
+
+// rows is softmaxRows over part's rows.
+func (sm *softmaxStream[T]) rows(part int, out, x []T, dim int) {
+	var ms, ss [fusepatBlock]T
+	buf := sm.bufs[part]
+	for r := 0; r < len(x)/dim; r += fusepatBlock {
+		k := min(fusepatBlock, len(x)/dim-r)
+		xb, e := x[r*dim:(r+k)*dim], buf[:k*dim]
+		for j := range k {
+			ms[j] = softmaxExp(e[j*dim:(j+1)*dim], xb[j*dim:(j+1)*dim])
+		}
+		fusepatRowSums(ss[:k], e, nil, dim)
+		for j := range k {
+			sm.div(out[(r+j)*dim:(r+j+1)*dim], e[j*dim:(j+1)*dim], ss[j])
+		}
+	}
+	storeFence()
 }
 
 // softmaxNorm is pass 2: it divides the exponentials softmaxStats left in
