@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"math"
+	"unsafe"
 
 	"github.com/kilnml/kiln/internal/vmath"
 	"github.com/kilnml/kiln/ir"
@@ -108,6 +109,20 @@ func exp[T float](x T) T {
 func rowMax[T float](x []T) T {
 	if len(x) < 32 {
 		return rowMaxSeq(x)
+	}
+	if f, ok := any(x).([]float32); ok && rowMaxAsm {
+		// The same lanes as vectors (rowmax_amd64.s), the rest in order.
+		k := len(f) &^ 7
+		m := rowMaxF32(unsafe.Pointer(&f[0]), k)
+		for _, v := range f[k:] {
+			if v > m {
+				m = v
+			}
+		}
+		if m == 0 {
+			return rowMaxSeq(x)
+		}
+		return T(m)
 	}
 	m0 := x[0]
 	m1, m2, m3, m4, m5, m6, m7 := m0, m0, m0, m0, m0, m0, m0

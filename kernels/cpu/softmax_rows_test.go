@@ -90,8 +90,9 @@ func softmaxRowsCase[T float](t *testing.T, x []T, rows, dim int, special [][]fl
 	}
 }
 
-// TestRowMaxTies checks rowMax against the sequential loop for ties of -0
-// and +0 in every lane position and NaN first or later.
+// TestRowMaxTies checks rowMax (its vector lanes where the CPU has them)
+// against the sequential loop for ties of -0 and +0 in every lane position
+// and NaN first or later.
 func TestRowMaxTies(t *testing.T) {
 	for _, n := range []int{32, 40, 65} {
 		for i := range n {
@@ -107,6 +108,10 @@ func TestRowMaxTies(t *testing.T) {
 				}
 			}
 			x := make([]float32, n)
+			for j := range x {
+				x[j] = float32(j%5) - 7
+			}
+			x[(i+7)%n] = 3
 			x[i] = float32(math.NaN())
 			if got, want := rowMax(x), rowMaxSeq(x); math.Float32bits(got) != math.Float32bits(want) {
 				t.Errorf("n %d, NaN at %d: rowMax %v, want %v", n, i, got, want)
