@@ -15,7 +15,9 @@ import (
 
 // TestParallelBitwiseEqual trains the digits MLP, a CNN (with dropout),
 // the 784-512-512-10 MLP (whose matmuls split across the workers) and the
-// transformer example (whose row-wise kernels split too) with Adam
+// transformer example (whose row-wise kernels split too) with Adam, and
+// the softmax step of bench/softmax_step.kir on 64 rows (whose loss, a
+// sum into one value, splits by blocks),
 // for three steps on 1, 2, 3 and 8 workers: every param, state, input and
 // output is equal, bit for bit, to the one-worker run's.
 func TestParallelBitwiseEqual(t *testing.T) {
@@ -47,10 +49,20 @@ func TestParallelBitwiseEqual(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The softmax step on 64 rows: its loss, a sum of 65536 products into
+	// one value, splits by blocks across the workers.
+	src, err = os.ReadFile("../bench/softmax_step.kir")
+	if err != nil {
+		t.Fatal(err)
+	}
+	softmaxStep, err := ir.Parse("softmax_step.kir", bytes.ReplaceAll(src, []byte("[4096,1024]"), []byte("[64,1024]")))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		g    *ir.Graph
-	}{{"mlp", mlp}, {"cnn", nnDigitsCNN(t, 16)}, {"mlp784", mlp784}, {"transformer", transformer}} {
+	}{{"mlp", mlp}, {"cnn", nnDigitsCNN(t, 16)}, {"mlp784", mlp784}, {"transformer", transformer}, {"softmax step", softmaxStep}} {
 		t.Run(tc.name, func(t *testing.T) {
 			opt, err := passes.DefaultOptimizer("adam")
 			if err != nil {

@@ -24,6 +24,9 @@ func buildBinary[T number](n *kernels.Node) (kernels.Func, error) {
 		return nil, fmt.Errorf("%s is not a binary elementwise op", op)
 	}
 	w := newWalk(n.Out.Shape, broadcastStrides(n.Args[0].Shape, n.Out.Shape), broadcastStrides(n.Args[1].Shape, n.Out.Shape))
+	if f := binaryStream[T](n, w); f != nil {
+		return f, nil
+	}
 	if f := parWalk(n.Par, w, 1, func(o, a, b []T, ao, bo, ia, ib int) { binaryRow(op, o, a, b, ao, bo, ia, ib) }); f != nil {
 		return f, nil // split across the workers (par.go)
 	}
@@ -35,6 +38,29 @@ func buildBinary[T number](n *kernels.Node) (kernels.Func, error) {
 		})
 		return nil
 	}, nil
+}
+
+// binaryStream returns the Func of a binary op of two operands of the
+// output's shape whose output is large (fuseewStreamBytes or more, as
+// fused_elementwise's: its reader finds it in memory, not in the cache):
+// the op's row code with streaming stores, so that no line of the output
+// is read before it is written, split like parWalk's; nil otherwise or
+// without the streaming loops (no AVX2).
+func binaryStream[T number](n *kernels.Node, w *walk) kernels.Func {
+	if n.Out.Bytes() < fuseewStreamBytes || len(w.dims) != 0 || w.ia != 1 || w.ib != 1 {
+		return nil
+	}
+	vv := ewVecVecFunc[T](n.Op, true)
+	if vv == nil {
+		return nil
+	}
+	return parRows(n.Par, parParts(n.Par, w.n, 1), w.n, parAlign, func(_ int, out kernels.Tensor, args []kernels.Tensor, lo, hi int) error {
+		if lo < hi {
+			vv(kernels.View[T](out)[lo:hi], kernels.View[T](args[0])[lo:hi], kernels.View[T](args[1])[lo:hi])
+			storeFence()
+		}
+		return nil
+	})
 }
 
 // binaryRow computes one row: out[j] = a[ao+j*ia] op b[bo+j*ib].

@@ -148,6 +148,7 @@ type fuseewMachine[T float] struct {
 	res   int  // the result's float slot
 	rbuf  []T  // the result row when it is not the output (fused_reduce)
 	fence bool // the last step streams its stores: fence them after a run
+	off   int  // during runTo: the element the output row starts at
 
 	// With AVX2, the steps are grouped into runs: each stretch of add, sub,
 	// mul and div steps is one call of arith (fuseewArithF32 or F64, the
@@ -515,7 +516,7 @@ func (mc *fuseewMachine[T]) run(self []T, args []kernels.Tensor, lo, hi int, sum
 			fuseewRow(&mc.bin[i], mc.bs, s, m)
 		}
 		if red == nil {
-			mc.fs[mc.res] = self[s : s+m]
+			mc.fs[mc.res] = self[s-mc.off : s-mc.off+m]
 		}
 		fs := mc.fs
 		if mc.arith != nil {
@@ -536,6 +537,15 @@ func (mc *fuseewMachine[T]) run(self []T, args []kernels.Tensor, lo, hi int, sum
 	if mc.fence {
 		storeFence()
 	}
+}
+
+// runTo writes the program's result for elements [lo, hi) into
+// dst[:hi-lo] (for a program with no input -1: fused_reduce's, whose
+// blocks of a sum over a whole tensor are summed from dst).
+func (mc *fuseewMachine[T]) runTo(dst []T, args []kernels.Tensor, lo, hi int) {
+	mc.off = lo
+	mc.run(dst, args, lo, hi, nil, nil)
+	mc.off = 0
 }
 
 // runSteps runs the steps over a block of m elements one by one.
@@ -731,8 +741,9 @@ func buildFusedMatmul[T float](n *kernels.Node) (kernels.Func, error) {
 
 // buildFusedReduce builds fused_reduce: the program's result, block by
 // block, added into the sums in the order of buildReduce (each sum from
-// zero, its elements in increasing index order, in T), then divided by the
-// count for mean.
+// zero, its elements in increasing index order, in T; a sum of the whole
+// result in sumAllBlock blocks, sum_all.go), then divided by the count
+// for mean.
 func buildFusedReduce[T float](n *kernels.Node) (kernels.Func, error) {
 	prog, err := ir.EwProgramOf(n.Attrs)
 	if err != nil {
@@ -767,6 +778,9 @@ func buildFusedReduce[T float](n *kernels.Node) (kernels.Func, error) {
 	}
 	red := newFuseewCursor(xs, dst)
 	div := T(count)
+	if n.Out.Shape.NumElements() == 1 && count > sumAllBlock {
+		return fusedReduceAll[T](n, prog, xs, count, mean, div)
+	}
 	if f, err := splitFusedReduce[T](n, prog, xs, axes, count, div, mean); f != nil || err != nil {
 		return f, err
 	}
@@ -779,6 +793,31 @@ func buildFusedReduce[T float](n *kernels.Node) (kernels.Func, error) {
 		}
 		return nil
 	}, nil
+}
+
+// fusedReduceAll returns the Func of a fused_reduce of count elements
+// into one, in the block order of sum_all.go: part p computes the
+// program's result four blocks at a time into scratch of its own
+// (runTo), whose blocks sumAllBlocks sums.
+func fusedReduceAll[T float](n *kernels.Node, prog ir.EwProgram, xs ir.Shape, count int, mean bool, div T) (kernels.Func, error) {
+	parts := sumAllParts(n.Par, count, len(prog)+1)
+	mcs := make([]*fuseewMachine[T], parts)
+	bufs := make([][]T, parts)
+	for p := range mcs {
+		var err error
+		if mcs[p], err = newFuseewMachine[T](prog, n.Args, fuseewArgs(len(n.Args), 0), xs); err != nil {
+			return nil, err
+		}
+		bufs[p] = make([]T, 4*sumAllBlock)
+	}
+	return sumAllFunc(n.Par, parts, count, mean, div, func(p int, sums []T, args []kernels.Tensor, k0, k1 int) {
+		mc, buf := mcs[p], bufs[p]
+		for k := k0; k < k1; k += 4 {
+			lo, hi := k*sumAllBlock, min((k+4)*sumAllBlock, k1*sumAllBlock, count)
+			mc.runTo(buf, args, lo, hi)
+			sumAllBlocks(sums[k:min(k+4, k1)], buf[:hi-lo])
+		}
+	}), nil
 }
 
 // splitFusedReduce returns fused_reduce's Func split across n.Par's

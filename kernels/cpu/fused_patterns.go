@@ -29,8 +29,9 @@ func init() {
 // fusepatBuildSoftmaxGrad builds softmax_grad(dy, y) {axis}, y * (dy -
 // sum(dy*y)), or log_softmax_grad(dy, y) {axis}, dy - exp(y) * sum(dy), with
 // the tensors viewed as [outer, n, inner] and n the axis. Per slice: one
-// pass sums dy*y (each product rounded) or dy in index order, one pass
-// writes the result. For the last axis the slices are contiguous rows;
+// pass sums dy*y (each product rounded) or dy in index order (in blocks,
+// as sum_all.go's, when the tensor is one slice), one pass writes the
+// result. For the last axis the slices are contiguous rows;
 // otherwise the Func sweeps the axis with all inner columns at once, the
 // sums in scratch made here.
 func fusepatBuildSoftmaxGrad[T float](n *kernels.Node) (kernels.Func, error) {
@@ -52,7 +53,18 @@ func fusepatBuildSoftmaxGrad[T float](n *kernels.Node) (kernels.Func, error) {
 	// as in an unsplit call.
 	parts := parParts(n.Par, outer, 3*dim*inner)
 	if inner == 1 {
-		return parRows(n.Par, parts, outer, fusepatBlock, func(_ int, out kernels.Tensor, args []kernels.Tensor, r0, r1 int) error {
+		diffs := make([][]T, parts) // each part's dy - s of a row
+		for p := range diffs {
+			diffs[p] = make([]T, dim)
+		}
+		// A large result is written with streaming stores (as
+		// fused_elementwise's, fuseewStreamBytes): no line of it is read
+		// before it is written.
+		var mul func(out, a, b []T)
+		if n.Out.Bytes() >= fuseewStreamBytes {
+			mul = ewVecVecFunc[T](ir.OpMul, true)
+		}
+		return parRows(n.Par, parts, outer, fusepatBlock, func(part int, out kernels.Tensor, args []kernels.Tensor, r0, r1 int) error {
 			o, dy, y := kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1])
 			if dim == 0 {
 				return nil
@@ -61,9 +73,14 @@ func fusepatBuildSoftmaxGrad[T float](n *kernels.Node) (kernels.Func, error) {
 			for r := r0; r < r1; r += fusepatBlock {
 				k := min(fusepatBlock, r1-r)
 				lo, hi := r*dim, (r+k)*dim
-				if logGrad {
+				switch {
+				case outer == 1 && logGrad: // the sum of a whole tensor (sum_all.go)
+					sums[0] = sumAll(dy)
+				case outer == 1:
+					sums[0] = sumAllProducts(dy, y)
+				case logGrad:
 					fusepatRowSums(sums[:k], dy[lo:hi], nil, dim)
-				} else {
+				default:
 					fusepatRowSums(sums[:k], dy[lo:hi], y[lo:hi], dim)
 				}
 				for j, s := range sums[:k] {
@@ -71,9 +88,12 @@ func fusepatBuildSoftmaxGrad[T float](n *kernels.Node) (kernels.Func, error) {
 					if logGrad {
 						fusepatLogSoftmaxGradRow(o[a:b], dy[a:b], y[a:b], s)
 					} else {
-						fusepatSoftmaxGradRow(o[a:b], dy[a:b], y[a:b], s)
+						fusepatSoftmaxGradRow(o[a:b], dy[a:b], y[a:b], s, diffs[part], mul)
 					}
 				}
+			}
+			if mul != nil {
+				storeFence()
 			}
 			return nil
 		}), nil
@@ -170,20 +190,18 @@ func fusepatRowSums[T float](sums, dy, y []T, dim int) {
 }
 
 // fusepatSoftmaxGradRow writes y * (dy - s) for one row whose sum of dy*y
-// is s.
-func fusepatSoftmaxGradRow[T float](out, dy, y []T, s T) {
-	y, out = y[:len(dy)], out[:len(dy)]
-	i := 0
-	for ; i+4 <= len(dy); i += 4 {
-		d4, y4, o4 := dy[i:i+4:i+4], y[i:i+4:i+4], out[i:i+4:i+4]
-		o4[0] = y4[0] * (d4[0] - s)
-		o4[1] = y4[1] * (d4[1] - s)
-		o4[2] = y4[2] * (d4[2] - s)
-		o4[3] = y4[3] * (d4[3] - s)
+// is s: dy - s into diff (as long as the row), then the products, each a
+// vector call of sub's and mul's row code (the same IEEE operations, each
+// rounded); mul, when not nil, is mul's row code with streaming stores.
+// out may be dy's or y's memory.
+func fusepatSoftmaxGradRow[T float](out, dy, y []T, s T, diff []T, mul func(out, a, b []T)) {
+	diff = diff[:len(dy)]
+	vecScalar(ir.OpSub, diff, dy, s)
+	if mul != nil {
+		mul(out[:len(dy)], y[:len(dy)], diff)
+		return
 	}
-	for ; i < len(dy); i++ {
-		out[i] = y[i] * (dy[i] - s)
-	}
+	vecVec(ir.OpMul, out[:len(dy)], y, diff)
 }
 
 // fusepatLogSoftmaxGradRow writes dy - exp(y) * s for one row whose sum of
@@ -429,8 +447,12 @@ func fusepatSoftmaxCEProbs[T float](classes int, scale func([]T, int) T) parRows
 			sc := scale(dy, r)
 			or, xr, tr := o[r*classes:(r+1)*classes], x[r*classes:(r+1)*classes], t[r*classes:(r+1)*classes]
 			var st T
-			for _, v := range tr {
-				st += v
+			if len(t) == classes { // one row: the sum of a whole tensor (sum_all.go)
+				st = sumAll(tr)
+			} else {
+				for _, v := range tr {
+					st += v
+				}
 			}
 			_, s := softmaxStats(or, xr)
 			for c := range xr {

@@ -187,6 +187,7 @@ func buildKanLogicGate[T float](n *kernels.Node) (kernels.Func, error) {
 	coef := make([]T, 4*gates)
 	table := ir.LogicGateCoefficients()
 	var ct [4][16]T
+	p := make([]T, 16) // softmax's row: made here, as softmaxRow's vector calls would make a local array escape
 	for i, c := range table {
 		for k, v := range c {
 			ct[k][i] = T(v)
@@ -195,7 +196,7 @@ func buildKanLogicGate[T float](n *kernels.Node) (kernels.Func, error) {
 	return func(out kernels.Tensor, args []kernels.Tensor) error {
 		y, a, b, lg := kernels.View[T](out), kernels.View[T](args[0]), kernels.View[T](args[1]), kernels.View[T](args[2])
 		for g := range gates {
-			kanGateCoefficients(coef[4*g:4*g+4], lg[16*g:16*g+16], &ct)
+			kanGateCoefficients(coef[4*g:4*g+4], lg[16*g:16*g+16], &ct, p)
 		}
 		inner, ia, ib := w.inner, w.ia, w.ib
 		w.each(func(oo, ao, bo int) {
@@ -216,10 +217,10 @@ func buildKanLogicGate[T float](n *kernels.Node) (kernels.Func, error) {
 }
 
 // kanGateCoefficients writes [A,B,C,D] = softmax(logits) @ coeff for one
-// gate.
-func kanGateCoefficients[T float](out, logits []T, ct *[4][16]T) {
-	var p [16]T
-	softmaxRow(p[:], logits, false)
+// gate, with p (16 elements) for the probabilities.
+func kanGateCoefficients[T float](out, logits []T, ct *[4][16]T, p []T) {
+	p = p[:16]
+	softmaxRow(p, logits, false)
 	for k := range out {
 		var acc T
 		for i, v := range p {

@@ -147,12 +147,15 @@ func parCases() []parCase {
 	}
 	prog := fuseewProgram("t0 = mul i0, i1", "t1 = exp t0", "t2 = add t1, i0")
 	for _, op := range []string{"sum", "mean"} {
+		reduceOp, _ := ir.LookupOp(op)
 		cases = append(cases,
 			parCase{"fused_reduce " + op + " rows", ir.OpFusedReduce, prog.With("op", ir.String(op)).With("axes", ir.Ints(-1)), xy(1100, 33)},
 			parCase{"fused_reduce " + op + " two axes", ir.OpFusedReduce, prog.With("op", ir.String(op)).With("axes", ir.Ints(1, 2)), xy(700, 4, 16)},
 			parCase{"fused_reduce " + op + " leading axis", ir.OpFusedReduce, prog.With("op", ir.String(op)).With("axes", ir.Ints(0)), xy(301, 128)},
 			parCase{"fused_reduce " + op + " leading axes", ir.OpFusedReduce, prog.With("op", ir.String(op)).With("axes", ir.Ints(0, 1)), xy(5, 61, 192)},
-			parCase{"fused_reduce " + op + " middle axis", ir.OpFusedReduce, prog.With("op", ir.String(op)).With("axes", ir.Ints(1)), xy(3, 61, 192)})
+			parCase{"fused_reduce " + op + " middle axis", ir.OpFusedReduce, prog.With("op", ir.String(op)).With("axes", ir.Ints(1)), xy(3, 61, 192)},
+			parCase{"fused_reduce " + op + " all", ir.OpFusedReduce, prog.With("op", ir.String(op)), xy(7, 4099)},
+			parCase{op + " all", reduceOp, nil, x(7, 4099)})
 	}
 	for _, op := range []ir.Op{ir.OpExp, ir.OpLog, ir.OpTanh, ir.OpSigmoid, ir.OpRelu, ir.OpNeg, ir.OpErf, ir.OpAbs, ir.OpSquare, ir.OpGelu, ir.OpSilu, ir.OpSoftplus} {
 		cases = append(cases, parCase{op.String(), op, nil, x(7, 143)})

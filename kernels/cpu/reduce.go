@@ -18,7 +18,8 @@ import (
 // contiguous trailing axes is one sequential sum per output element, and
 // reducing leading axes adds whole input rows into the output row. mean
 // then divides by the number of reduced elements (0/0 = NaN when that
-// number is 0).
+// number is 0). A sum of more than sumAllBlock elements into one output
+// element adds them in blocks instead (sum_all.go).
 func buildReduce[T number](n *kernels.Node) (kernels.Func, error) {
 	mean := false
 	switch n.Op {
@@ -43,8 +44,11 @@ func buildReduce[T number](n *kernels.Node) (kernels.Func, error) {
 		dst[ax] = 0
 		count *= xs[ax]
 	}
-	w := newWalk(xs, dst, nil)
 	div := T(count)
+	if n.Out.Shape.NumElements() == 1 && count > sumAllBlock {
+		return buildSumAll(n, count, mean, div), nil // sum_all.go
+	}
+	w := newWalk(xs, dst, nil)
 	if f := splitReduce[T](n, xs, dst, w, mean, div); f != nil {
 		return f, nil
 	}

@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"math"
+	"unsafe"
 
 	"github.com/kilnml/kiln/internal/vmath"
 	"github.com/kilnml/kiln/ir"
@@ -48,11 +49,14 @@ func buildSoftmax[T float](n *kernels.Node) (kernels.Func, error) {
 	// normalized as in an unsplit call (par.go).
 	parts := parParts(n.Par, outer, dim*inner*parCostExp)
 	if inner == 1 {
-		return parRows(n.Par, parts, outer, 1, func(_ int, out kernels.Tensor, args []kernels.Tensor, lo, hi int) error {
+		sm := softmaxStreamer[T](n.Out, dim, logOut, parts)
+		return parRows(n.Par, parts, outer, fusepatBlock, func(part int, out kernels.Tensor, args []kernels.Tensor, lo, hi int) error {
 			o, x := kernels.View[T](out), kernels.View[T](args[0])
-			for r := lo; r < hi; r++ {
-				softmaxRow(o[r*dim:(r+1)*dim], x[r*dim:(r+1)*dim], logOut)
+			if sm != nil {
+				sm.rows(part, o[lo*dim:hi*dim], x[lo*dim:hi*dim], dim)
+				return nil
 			}
+			softmaxRows(o[lo*dim:hi*dim], x[lo*dim:hi*dim], dim, logOut)
 			return nil
 		}), nil
 	}
@@ -95,8 +99,80 @@ func exp[T float](x T) T {
 	return T(math.Exp(float64(x)))
 }
 
-// rowMax returns the largest element of a non-empty row.
+// rowMax returns the largest element of a non-empty row: the first of
+// the largest ones, and x[0] when x[0] is NaN (later NaNs are passed
+// over). Eight lanes, each starting at x[0], keep the maxima of every
+// eighth element, so that their compares overlap; the lanes' maximum is
+// the row's, the same value the sequential loop finds. Where ties of
+// different bits can matter (a maximum of ±0) or x[0] is NaN, the
+// sequential loop decides.
 func rowMax[T float](x []T) T {
+	if len(x) < 32 {
+		return rowMaxSeq(x)
+	}
+	if f, ok := any(x).([]float32); ok && rowMaxAsm {
+		// The same lanes as vectors (rowmax_amd64.s), the rest in order.
+		k := len(f) &^ 7
+		m := rowMaxF32(unsafe.Pointer(&f[0]), k)
+		for _, v := range f[k:] {
+			if v > m {
+				m = v
+			}
+		}
+		if m == 0 {
+			return rowMaxSeq(x)
+		}
+		return T(m)
+	}
+	m0 := x[0]
+	m1, m2, m3, m4, m5, m6, m7 := m0, m0, m0, m0, m0, m0, m0
+	i := 0
+	for ; i+8 <= len(x); i += 8 {
+		v := x[i : i+8 : i+8]
+		if v[0] > m0 {
+			m0 = v[0]
+		}
+		if v[1] > m1 {
+			m1 = v[1]
+		}
+		if v[2] > m2 {
+			m2 = v[2]
+		}
+		if v[3] > m3 {
+			m3 = v[3]
+		}
+		if v[4] > m4 {
+			m4 = v[4]
+		}
+		if v[5] > m5 {
+			m5 = v[5]
+		}
+		if v[6] > m6 {
+			m6 = v[6]
+		}
+		if v[7] > m7 {
+			m7 = v[7]
+		}
+	}
+	for _, v := range x[i:] {
+		if v > m0 {
+			m0 = v
+		}
+	}
+	m := m0
+	for _, v := range [...]T{m1, m2, m3, m4, m5, m6, m7} {
+		if v > m {
+			m = v
+		}
+	}
+	if m == 0 || m != m {
+		return rowMaxSeq(x)
+	}
+	return m
+}
+
+// rowMaxSeq is rowMax's sequential loop.
+func rowMaxSeq[T float](x []T) T {
 	m := x[0]
 	for _, v := range x[1:] {
 		if v > m {
@@ -115,16 +191,42 @@ func rowMax[T float](x []T) T {
 // (-inf - -inf) makes s, and so the whole row, NaN, as the textbook
 // formula and PyTorch give; a -inf element below a finite maximum gets 0.
 func softmaxStats[T float](out, x []T) (m, s T) {
-	m = rowMax(x)
-	out = out[:len(x)]
-	for i, v := range x {
-		out[i] = v - m
-	}
-	expRow(out)
-	for _, e := range out {
+	m = softmaxExp(out, x)
+	for _, e := range out[:len(x)] {
 		s += e
 	}
 	return m, s
+}
+
+// softmaxExp is softmaxStats without the sum: it returns the maximum m of
+// the non-empty row x and leaves exp(x[i] - m) in out[i]; the difference
+// is one vector call of sub's own row code (the same IEEE subtraction).
+func softmaxExp[T float](out, x []T) T {
+	m := rowMax(x)
+	out = out[:len(x)]
+	vecScalar(ir.OpSub, out, x, m)
+	expRow(out)
+	return m
+}
+
+// softmaxRows writes softmax (or log_softmax) of the rows of length dim of
+// x to out, as softmaxRow does each (the same bits), up to fusepatBlock
+// rows at a time: their exponentials first, then their sums side by side
+// (fusepatRowSums: each from zero in index order), so that the sums'
+// dependent adds overlap.
+func softmaxRows[T float](out, x []T, dim int, logOut bool) {
+	var ms, ss [fusepatBlock]T
+	for r := 0; r < len(x)/dim; r += fusepatBlock {
+		k := min(fusepatBlock, len(x)/dim-r)
+		o, xb := out[r*dim:(r+k)*dim], x[r*dim:(r+k)*dim]
+		for j := range k {
+			ms[j] = softmaxExp(o[j*dim:(j+1)*dim], xb[j*dim:(j+1)*dim])
+		}
+		fusepatRowSums(ss[:k], o, nil, dim)
+		for j := range k {
+			softmaxFinish(o[j*dim:(j+1)*dim], xb[j*dim:(j+1)*dim], ms[j], ss[j], logOut)
+		}
+	}
 }
 
 // expRow sets x[i] = e^x[i]: vmath's vector exp for float32 (bitwise its
@@ -161,26 +263,77 @@ func expSum[T float](s T, row []T, m T) T {
 	return s
 }
 
-// softmaxNorm is pass 2: it divides the exponentials softmaxStats left in
-// out by their sum s.
-func softmaxNorm[T float](out []T, s T) {
-	for i, e := range out {
-		out[i] = e / s
+// softmaxStream is softmax over the last axis of a large output
+// (fuseewStreamBytes or more: its reader finds it in memory, not in the
+// cache) written with streaming stores, so that no line of the output is
+// read before it is written: the exponentials of fusepatBlock rows go
+// into scratch of the part's own, and the division writes them out by
+// div, div's row code with streaming stores. The arithmetic is
+// softmaxRows'.
+type softmaxStream[T float] struct {
+	bufs [][]T
+	div  func(out, a []T, s T)
+}
+
+// softmaxStreamer returns the streaming softmax of parts parts for an
+// output of type out and rows of dim, or nil where it does not apply:
+// log_softmax, a small output, rows too long for the scratch (64Ki
+// elements), or no streaming loops (no AVX2).
+func softmaxStreamer[T float](out ir.Type, dim int, logOut bool, parts int) *softmaxStream[T] {
+	div := ewVecScalarFunc[T](ir.OpDiv, true)
+	if logOut || out.Bytes() < fuseewStreamBytes || dim > 1<<16 || div == nil {
+		return nil
 	}
+	sm := &softmaxStream[T]{bufs: make([][]T, parts), div: div}
+	for p := range sm.bufs {
+		sm.bufs[p] = make([]T, fusepatBlock*dim)
+	}
+	return sm
+}
+
+// rows is softmaxRows over part's rows.
+func (sm *softmaxStream[T]) rows(part int, out, x []T, dim int) {
+	var ms, ss [fusepatBlock]T
+	buf := sm.bufs[part]
+	for r := 0; r < len(x)/dim; r += fusepatBlock {
+		k := min(fusepatBlock, len(x)/dim-r)
+		xb, e := x[r*dim:(r+k)*dim], buf[:k*dim]
+		for j := range k {
+			ms[j] = softmaxExp(e[j*dim:(j+1)*dim], xb[j*dim:(j+1)*dim])
+		}
+		fusepatRowSums(ss[:k], e, nil, dim)
+		for j := range k {
+			sm.div(out[(r+j)*dim:(r+j+1)*dim], e[j*dim:(j+1)*dim], ss[j])
+		}
+	}
+	storeFence()
+}
+
+// softmaxNorm is pass 2: it divides the exponentials softmaxStats left in
+// out by their sum s (one vector call of div's row code).
+func softmaxNorm[T float](out []T, s T) {
+	vecScalar(ir.OpDiv, out, out, s)
 }
 
 // softmaxRow writes softmax (or log_softmax) of the non-empty row x to out
-// in two passes: softmaxStats, then softmaxNorm (or x - m - log(s)).
+// in two passes: softmaxStats, then softmaxFinish.
 func softmaxRow[T float](out, x []T, logOut bool) {
 	m, s := softmaxStats(out, x)
+	softmaxFinish(out, x, m, s, logOut)
+}
+
+// softmaxFinish is softmax's pass 2 over the row x whose maximum is m and
+// sum of exponentials (left in out) s: softmaxNorm, or for log_softmax x
+// - m - log(s), each difference rounded, by vector calls of sub's row code.
+func softmaxFinish[T float](out, x []T, m, s T, logOut bool) {
+	out = out[:len(x)]
 	if logOut {
 		ls := T(math.Log(float64(s)))
-		for i, v := range x {
-			out[i] = v - m - ls
-		}
+		vecScalar(ir.OpSub, out, x, m)
+		vecScalar(ir.OpSub, out, out, ls)
 		return
 	}
-	softmaxNorm(out[:len(x)], s)
+	softmaxNorm(out, s)
 }
 
 // softmaxCols is the per-column state of the softmax along a non-last

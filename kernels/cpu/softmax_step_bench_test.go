@@ -1,0 +1,55 @@
+package cpu
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/kilnml/kiln/ir"
+	"github.com/kilnml/kiln/kernels"
+)
+
+// BenchmarkSoftmaxStepKernels times the kernels of bench/softmax_step.kir's
+// step on its [4096,1024] f32 tensors, on 1 and 2 workers: softmax,
+// softmax_grad, the loss's fused_reduce of a product into one value, and
+// mul (softmax_grad's y is random: the timing does not depend on it).
+// cpu-ms/op is the process's CPU time per call (all workers together,
+// where it can be read), which the machine's load inflates less than the
+// time per call.
+func BenchmarkSoftmaxStepKernels(b *testing.B) {
+	r := newRand(1)
+	x := fuseewRandom(r, ir.TensorOf(ir.F32, 4096, 1024))
+	t := fuseewRandom(r, ir.TensorOf(ir.F32, 4096, 1024))
+	for _, w := range []int{1, 2} {
+		pool := goPool(w)
+		for _, c := range []struct {
+			name  string
+			op    ir.Op
+			attrs ir.Attrs
+			args  []kernels.Tensor
+		}{
+			{"softmax", ir.OpSoftmax, nil, []kernels.Tensor{x}},
+			{"softmax_grad", ir.OpSoftmaxGrad, nil, []kernels.Tensor{t, x}},
+			{"fused_reduce", ir.OpFusedReduce, fuseewProgram("t0 = mul i0, i1").With("op", ir.String("sum")), []kernels.Tensor{x, t}},
+			{"mul", ir.OpMul, nil, []kernels.Tensor{x, t}},
+		} {
+			n := node(b, c.op, c.attrs, typesOf(c.args)...)
+			n.Par = pool
+			f, err := Kernels.Build(n)
+			if err != nil {
+				b.Fatal(err)
+			}
+			out := emptyOf(n.Out)
+			b.Run(fmt.Sprintf("%s/workers=%d", c.name, w), func(b *testing.B) {
+				c0 := cpuSeconds()
+				for range b.N {
+					if err := f(out, c.args); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if c0 > 0 {
+					b.ReportMetric((cpuSeconds()-c0)*1e3/float64(b.N), "cpu-ms/op")
+				}
+			})
+		}
+	}
+}
