@@ -54,13 +54,16 @@ const (
 	erp6 = float32(8.6988271505e-05)
 )
 
-// erfTail returns R(a) and e^(m v^2) 2^64 for 0 <= v <= 15, a = v k
-// rounded (k = 1 or 1/sqrt 2 = kh + kl, kh of 12 bits) and m = -1 or -1/2.
+// erfTail returns the pieces of R(a) e^(m v^2) 2^64 for 0 <= v <= 15, a =
+// v k rounded (k = 1 or 1/sqrt 2 = kh + kl, kh of 12 bits) and m = -1 or
+// -1/2: R(a) = r0 + pd, e^(m v^2) = (1 + s) 2^n and sc = 2^(n+64). The
+// callers form r0 + (pd + (r0 + pd) s), times sc, rounding the sum once.
+//
 // v is split into vh + vl (Dekker's split, 12 bits each), so that v^2 =
 // pp + qq exactly, the argument of exp is h + l = m pp + m qq (both
 // exact) and d = vk - r is (vh kh - r) + (vl kh + v kl), the first two
 // products exact: R does not see the rounding of a.
-func erfTail(v, a, kh, kl, m float32) (rv, e float32) {
+func erfTail(v, a, kh, kl, m float32) (r0, pd, s, sc float32) {
 	c := float32(v * split)
 	vh := c - float32(c-v)
 	vl := v - vh
@@ -74,7 +77,7 @@ func erfTail(v, a, kh, kl, m float32) (rv, e float32) {
 	r3 := float32(r1+float32(r*r2)) * twoThirds
 	p := float32(d*r3) + r2
 	p = float32(p*d) + r1
-	rv = float32(p*d) + r0
+	pd = float32(p*d) + math.Float32frombits(erfTable[2][i])
 
 	pp := float32(v * v)
 	qq := float32(float32(vh*vh)-pp) + float32(float32(vh*vl)*2)
@@ -92,9 +95,13 @@ func erfTail(v, a, kh, kl, m float32) (rv, e float32) {
 	q = float32(q*x) + ep3
 	q = float32(q*x) + ep4
 	q = float32(q*x) + ep5
-	q = float32(q*x2) + x
-	q += one
-	return rv, q * math.Float32frombits(uint32(int32(n)+expBias64)<<23)
+	s = float32(q*x2) + x
+	return r0, pd, s, math.Float32frombits(uint32(int32(n)+expBias64) << 23)
+}
+
+// tailProduct returns (r0 + pd)(1 + s) as r0 + (pd + (r0 + pd) s).
+func tailProduct(r0, pd, s float32) float32 {
+	return r0 + float32(pd+float32(float32(r0+pd)*s))
 }
 
 // erf1 returns erf(x): one element of Erf32.
@@ -116,26 +123,26 @@ func erf1(x float32) float32 {
 	if a > erfAMax {
 		a = erfAMax
 	}
-	rv, e := erfTail(a, a, one, 0, mone)
-	q := float32(rv * e)
+	r0, pd, s, sc := erfTail(a, a, one, 0, mone)
+	q := float32(tailProduct(r0, pd, s) * sc)
 	y := one - float32(q*twoM64)
 	return math.Float32frombits(math.Float32bits(y) | math.Float32bits(x)&signBit)
 }
 
-// geluParts returns, for x not NaN, v = min(|x|, 15), R(|x|/sqrt 2), a =
-// v/sqrt 2 and e^(-x^2/2) 2^64, 0 where |x| > 15.
-func geluParts(x float32) (r, a, e float32) {
+// geluParts returns, for x not NaN, erfTail's pieces for gelu (v =
+// min(|x|, 15), a = v/sqrt 2), with sc = 0 where |x| > 15.
+func geluParts(x float32) (r0, pd, s, sc, a float32) {
 	v := abs32(x)
 	in := v <= geluVMax
 	if !in {
 		v = geluVMax
 	}
 	a = float32(v * sqrt1_2)
-	r, e = erfTail(v, a, sqrt1_2Hi, sqrt1_2Lo, mhalf)
+	r0, pd, s, sc = erfTail(v, a, sqrt1_2Hi, sqrt1_2Lo, mhalf)
 	if !in {
-		e = 0
+		sc = 0
 	}
-	return r, a, e
+	return r0, pd, s, sc, a
 }
 
 // gelu1 returns gelu(x) = x Phi(x): one element of GeluExact32.
@@ -143,8 +150,8 @@ func gelu1(x float32) float32 {
 	if x != x {
 		return x + x
 	}
-	r, _, e := geluParts(x)
-	q := float32(r * e)
+	r0, pd, s, sc, _ := geluParts(x)
+	q := float32(tailProduct(r0, pd, s) * sc)
 	if x < 0 {
 		return float32(x*q) * twoM65
 	}
@@ -153,16 +160,16 @@ func gelu1(x float32) float32 {
 
 // geluGrad1 returns dy gelu'(x): one element of GeluExactGrad32.
 func geluGrad1(dy, x float32) float32 {
-	if x != x {
-		return x + x
+	if !(abs32(x) < inf) {
+		return x - x // NaN for ±Inf too
 	}
-	r, a, e := geluParts(x)
-	w := r - float32(twoSqrtPi*a)
-	s := float32(float32(w*e) * twoM65)
+	r0, pd, s, sc, a := geluParts(x)
+	w := float32(r0+pd) - float32(twoSqrtPi*a)
+	g := float32(float32(w+float32(w*s))*sc) * twoM65
 	if x >= 0 {
-		s = one - s
+		g = one - g
 	}
-	return dy * s
+	return dy * g
 }
 
 // The row functions: whole vectors by the loops of erf_amd64.s, the rest
@@ -207,7 +214,8 @@ func GeluExact32(dst, src []float32) { geluRow(best, dst, src) }
 
 // GeluExactGrad32 sets dst[i] = dy[i] gelu'(x[i]) for the exact gelu,
 // gelu'(x) = Phi(x) + x phi(x) (the gradient of GeluExact32); dy and x are
-// at least as long as dst. gelu'(-Inf) = 0 and gelu'(+Inf) = 1. Maximum
-// error: 3 ulp of max(|gelu'(x)|, 1/4) (near the zero of gelu', at x =
+// at least as long as dst. gelu'(±Inf) is NaN, as PyTorch's Phi(x) +
+// x phi(x) (the tanh form's gradient takes its limits there). Maximum
+// error: 2 ulp of max(|gelu'(x)|, 1/4) (near the zero of gelu', at x =
 // -0.7518, the terms that cancel are about 0.3), 4 ulp for x < -1.5.
 func GeluExactGrad32(dst, dy, x []float32) { geluGradRow(best, dst, dy, x) }

@@ -11,10 +11,10 @@ import "math"
 // own from m and R, R' from r.
 //
 //go:noescape
-func erf32AVX2(mode int, dst, x, dy *float32, n int, k *[kRows][16]uint32, e *[eRows][16]uint32, m *[mRows][16]uint32, r *[2][erfTabLen]uint32)
+func erf32AVX2(mode int, dst, x, dy *float32, n int, k *[kRows][16]uint32, e *[eRows][16]uint32, m *[mRows][16]uint32, r *[3][erfTabLen]uint32)
 
 //go:noescape
-func erf32AVX512(mode int, dst, x, dy *float32, n int, k *[kRows][16]uint32, e *[eRows][16]uint32, m *[mRows][16]uint32, r *[2][erfTabLen]uint32)
+func erf32AVX512(mode int, dst, x, dy *float32, n int, k *[kRows][16]uint32, e *[eRows][16]uint32, m *[mRows][16]uint32, r *[3][erfTabLen]uint32)
 
 // vecErf32 computes the leading elements of the erf-family function mode
 // that fill whole vectors of path p and returns how many.
@@ -60,6 +60,7 @@ const (
 	eRP6
 	eBias
 	eOne
+	eInf
 	eRows
 )
 
@@ -92,7 +93,7 @@ var (
 			eSixtyFour: f(erfTabN), eInvN: f(erfInvN), eSplit: f(split), eTwoThirds: f(twoThirds),
 			eAbs: signBit - 1, eSign: signBit, eTwoSqrtPi: f(twoSqrtPi), eTwoM64: f(twoM64), eTwoM65: f(twoM65),
 			eSmall: f(erfSmall), eRP0: f(erp0), eRP1: f(erp1), eRP2: f(erp2), eRP3: f(erp3), eRP4: f(erp4),
-			eRP5: f(erp5), eRP6: f(erp6), eBias: expBias64, eOne: f(one),
+			eRP5: f(erp5), eRP6: f(erp6), eBias: expBias64, eOne: f(one), eInf: f(inf),
 		})
 		return &t
 	}()

@@ -34,6 +34,7 @@
 #define ERP6 1024
 #define EBIAS 1088
 #define EONE 1152
+#define EINF 1216
 
 // Rows of emode[mode].
 #define MK 0
@@ -42,8 +43,9 @@
 #define MM 192
 #define MCLAMP 256
 
-// Offset of R' in erfTable (erfTabLen*4).
+// Offsets of rows 1 and 2 of erfTable (erfTabLen*4 each).
 #define R1OFF 2752
+#define R2OFF 5504
 
 // The loops follow erfTail, erf1, gelu1 and geluGrad1 (erf32.go)
 // operation by operation.
@@ -74,7 +76,6 @@ TEXT ·erf32AVX512(SB), NOSPLIT, $0-72
 	VMOVUPS E64(BX), Z28
 	VMOVUPS EINVN(BX), Z29
 	VMOVUPS ESPLIT(BX), Z30
-	VMOVUPS ETWOTHIRDS(BX), Z31
 	VMOVUPS MK(R10), Z11
 	VMOVUPS MKHI(R10), Z12
 	VMOVUPS MKLO(R10), Z13
@@ -108,33 +109,35 @@ erf16:
 	VGATHERDPS (R8)(Z6*4), K1, Z8       // r0
 	KXNORW  K0, K0, K1
 	VGATHERDPS R1OFF(R8)(Z6*4), K1, Z9  // r1
+	KXNORW  K0, K0, K1
+	VGATHERDPS R2OFF(R8)(Z6*4), K1, Z31 // lo
 	VMULPS  Z9, Z5, Z10
 	VADDPS  Z10, Z8, Z10        // r2 = r0 + r r1
 	VMULPS  Z10, Z5, Z5
 	VADDPS  Z5, Z9, Z5
-	VMULPS  Z31, Z5, Z5         // r3 = (r1 + r r2) 2/3
+	VMULPS  ETWOTHIRDS(BX), Z5, Z5 // r3 = (r1 + r r2) 2/3
 	VMULPS  Z5, Z7, Z5
 	VADDPS  Z10, Z5, Z5
 	VMULPS  Z7, Z5, Z5
 	VADDPS  Z9, Z5, Z5
 	VMULPS  Z7, Z5, Z5
-	VADDPS  Z8, Z5, Z5          // rv
+	VADDPS  Z31, Z5, Z5         // pd = p d + lo
 	VMULPS  Z1, Z1, Z6          // pp
 	VMULPS  Z3, Z3, Z7
 	VSUBPS  Z6, Z7, Z7
-	VMULPS  Z4, Z3, Z8
-	VADDPS  Z8, Z8, Z8
-	VADDPS  Z8, Z7, Z7
-	VMULPS  Z4, Z4, Z8
-	VADDPS  Z8, Z7, Z7          // qq
+	VMULPS  Z4, Z3, Z9
+	VADDPS  Z9, Z9, Z9
+	VADDPS  Z9, Z7, Z7
+	VMULPS  Z4, Z4, Z9
+	VADDPS  Z9, Z7, Z7          // qq
 	VMULPS  Z14, Z6, Z6         // h
 	VMULPS  Z14, Z7, Z7         // l
-	VMULPS  Z17, Z6, Z8
-	VADDPS  Z16, Z8, Z8
-	VSUBPS  Z16, Z8, Z8         // n
-	VMULPS  Z18, Z8, Z9
+	VMULPS  Z17, Z6, Z10
+	VADDPS  Z16, Z10, Z10
+	VSUBPS  Z16, Z10, Z10       // n
+	VMULPS  Z18, Z10, Z9
 	VSUBPS  Z9, Z6, Z6
-	VMULPS  Z19, Z8, Z9
+	VMULPS  Z19, Z10, Z9
 	VSUBPS  Z9, Z6, Z6
 	VADDPS  Z7, Z6, Z6          // reduced argument
 	VMULPS  Z6, Z6, Z7
@@ -149,19 +152,21 @@ erf16:
 	VMULPS  Z6, Z9, Z9
 	VADDPS  Z25, Z9, Z9
 	VMULPS  Z7, Z9, Z9
-	VADDPS  Z6, Z9, Z9
-	VADDPS  Z26, Z9, Z9
-	VCVTTPS2DQ Z8, Z8
-	VPADDD  EBIAS(BX), Z8, Z8
-	VPSLLD  $23, Z8, Z8
-	VMULPS  Z8, Z9, Z9          // e = exp 2^64
+	VADDPS  Z6, Z9, Z9          // s: exp = 1 + s
+	VCVTTPS2DQ Z10, Z10
+	VPADDD  EBIAS(BX), Z10, Z10
+	VPSLLD  $23, Z10, Z10       // sc = 2^(n+64)
+	VADDPS  Z5, Z8, Z7          // rv = r0 + pd
 	VPXORD  Z6, Z6, Z6
 	CMPQ    R9, $1
 	JEQ     gelu16
 	JGT     grad16
-	VMULPS  Z9, Z5, Z9          // erf: q = rv e
+	VMULPS  Z9, Z7, Z9          // erf: q = r0 + (pd + rv s)
+	VADDPS  Z9, Z5, Z9
+	VADDPS  Z9, Z8, Z9
+	VMULPS  Z10, Z9, Z9         // q sc
 	VMULPS  ETWOM64(BX), Z9, Z9
-	VSUBPS  Z9, Z26, Z9         // 1 - q 2^-64
+	VSUBPS  Z9, Z26, Z9         // 1 - q sc 2^-64
 	VPANDD  ESIGN(BX), Z0, Z8
 	VPORD   Z8, Z9, Z9
 	VMULPS  Z0, Z0, Z8          // z = x x
@@ -184,33 +189,44 @@ erf16:
 	JMP     store16
 
 gelu16:
-	VMULPS  Z9, Z5, Z9          // q = rv e
-	VMOVAPS Z9, K2, Z6          // 0 where |x| > 15
-	VMULPS  Z6, Z0, Z7
+	VMOVAPS Z10, K2, Z6         // sc, 0 where |x| > 15
+	VMULPS  Z9, Z7, Z9          // q = r0 + (pd + rv s)
+	VADDPS  Z9, Z5, Z9
+	VADDPS  Z9, Z8, Z9
+	VMULPS  Z6, Z9, Z9          // q sc
+	VMULPS  Z9, Z0, Z7
 	VMULPS  ETWOM65(BX), Z7, Z7 // x < 0: (x q) 2^-65
-	VMULPS  ETWOM65(BX), Z6, Z6
-	VSUBPS  Z6, Z26, Z6
-	VMULPS  Z6, Z0, Z9          // else x (1 - q 2^-65)
+	VMULPS  ETWOM65(BX), Z9, Z9
+	VSUBPS  Z9, Z26, Z9
+	VMULPS  Z9, Z0, Z9          // else x (1 - q 2^-65)
 	VPXORD  Z6, Z6, Z6
 	VCMPPS  $1, Z6, Z0, K3
 	VMOVAPS Z7, K3, Z9
 	JMP     store16
 
 grad16:
-	VMOVAPS Z9, K2, Z6          // e, 0 where |x| > 15
-	VMULPS  ETWOSQRTPI(BX), Z2, Z7
-	VSUBPS  Z7, Z5, Z7          // w = rv - a 2/sqrt(pi)
-	VMULPS  Z6, Z7, Z7
-	VMULPS  ETWOM65(BX), Z7, Z7 // s
-	VSUBPS  Z7, Z26, Z9         // x >= 0: 1 - s
+	VMOVAPS Z10, K2, Z6         // sc, 0 where |x| > 15
+	VMULPS  ETWOSQRTPI(BX), Z2, Z8
+	VSUBPS  Z8, Z7, Z7          // w = rv - a 2/sqrt(pi)
+	VMULPS  Z9, Z7, Z9
+	VADDPS  Z9, Z7, Z9          // w + w s
+	VMULPS  Z6, Z9, Z9
+	VMULPS  ETWOM65(BX), Z9, Z7 // g
+	VSUBPS  Z7, Z26, Z9         // x >= 0: 1 - g
 	VPXORD  Z6, Z6, Z6
 	VCMPPS  $1, Z6, Z0, K3
 	VMOVAPS Z7, K3, Z9
 	VMULPS  (DX), Z9, Z9        // dy gelu'
+	VPANDD  Z27, Z0, Z6
+	VCMPPS  $5, EINF(BX), Z6, K1 // ±Inf, NaN: x - x
+	VSUBPS  Z0, Z0, K1, Z9
+	JMP     put16
 
 store16:
 	VCMPPS  $3, Z0, Z0, K1      // NaN: x + x
 	VADDPS  Z0, Z0, K1, Z9
+
+put16:
 	VMOVUPS Z9, (DI)
 	ADDQ $64, SI
 	ADDQ $64, DI
@@ -261,6 +277,8 @@ erf8:
 	VGATHERDPS Y13, (R8)(Y6*4), Y8      // r0
 	VPCMPEQD Y13, Y13, Y13
 	VGATHERDPS Y13, R1OFF(R8)(Y6*4), Y9 // r1
+	VPCMPEQD Y13, Y13, Y13
+	VGATHERDPS Y13, R2OFF(R8)(Y6*4), Y11 // lo
 	VMULPS  Y9, Y5, Y10
 	VADDPS  Y10, Y8, Y10        // r2
 	VMULPS  Y10, Y5, Y5
@@ -271,23 +289,23 @@ erf8:
 	VMULPS  Y7, Y5, Y5
 	VADDPS  Y9, Y5, Y5
 	VMULPS  Y7, Y5, Y5
-	VADDPS  Y8, Y5, Y5          // rv
+	VADDPS  Y11, Y5, Y5         // pd = p d + lo
 	VMULPS  Y1, Y1, Y6          // pp
 	VMULPS  Y3, Y3, Y7
 	VSUBPS  Y6, Y7, Y7
-	VMULPS  Y4, Y3, Y8
-	VADDPS  Y8, Y8, Y8
-	VADDPS  Y8, Y7, Y7
-	VMULPS  Y4, Y4, Y8
-	VADDPS  Y8, Y7, Y7          // qq
+	VMULPS  Y4, Y3, Y9
+	VADDPS  Y9, Y9, Y9
+	VADDPS  Y9, Y7, Y7
+	VMULPS  Y4, Y4, Y9
+	VADDPS  Y9, Y7, Y7          // qq
 	VMULPS  MM(R10), Y6, Y6     // h
 	VMULPS  MM(R10), Y7, Y7     // l
-	VMULPS  LOG2E(AX), Y6, Y8
-	VADDPS  MAGIC(AX), Y8, Y8
-	VSUBPS  MAGIC(AX), Y8, Y8   // n
-	VMULPS  LN2HI(AX), Y8, Y9
+	VMULPS  LOG2E(AX), Y6, Y10
+	VADDPS  MAGIC(AX), Y10, Y10
+	VSUBPS  MAGIC(AX), Y10, Y10 // n
+	VMULPS  LN2HI(AX), Y10, Y9
 	VSUBPS  Y9, Y6, Y6
-	VMULPS  LN2LO(AX), Y8, Y9
+	VMULPS  LN2LO(AX), Y10, Y9
 	VSUBPS  Y9, Y6, Y6
 	VADDPS  Y7, Y6, Y6          // reduced argument
 	VMULPS  Y6, Y6, Y7
@@ -302,21 +320,23 @@ erf8:
 	VMULPS  Y6, Y9, Y9
 	VADDPS  EP5(AX), Y9, Y9
 	VMULPS  Y7, Y9, Y9
-	VADDPS  Y6, Y9, Y9
-	VADDPS  EONE(BX), Y9, Y9
-	VCVTTPS2DQ Y8, Y8
-	VPADDD  EBIAS(BX), Y8, Y8
-	VPSLLD  $23, Y8, Y8
-	VMULPS  Y8, Y9, Y9          // e = exp 2^64
+	VADDPS  Y6, Y9, Y9          // s: exp = 1 + s
+	VCVTTPS2DQ Y10, Y10
+	VPADDD  EBIAS(BX), Y10, Y10
+	VPSLLD  $23, Y10, Y10       // sc = 2^(n+64)
+	VADDPS  Y5, Y8, Y7          // rv = r0 + pd
 	VMOVUPS EONE(BX), Y11
 	VXORPS  Y12, Y12, Y12
 	VCMPPS  $1, Y12, Y0, Y12    // x < 0
 	CMPQ    R9, $1
 	JEQ     gelu8
 	JGT     grad8
-	VMULPS  Y9, Y5, Y9          // erf: q = rv e
+	VMULPS  Y9, Y7, Y9          // erf: q = r0 + (pd + rv s)
+	VADDPS  Y9, Y5, Y9
+	VADDPS  Y9, Y8, Y9
+	VMULPS  Y10, Y9, Y9         // q sc
 	VMULPS  ETWOM64(BX), Y9, Y9
-	VSUBPS  Y9, Y11, Y9         // 1 - q 2^-64
+	VSUBPS  Y9, Y11, Y9         // 1 - q sc 2^-64
 	VANDPS  ESIGN(BX), Y0, Y8
 	VORPS   Y8, Y9, Y9
 	VMULPS  Y0, Y0, Y8          // z = x x
@@ -339,30 +359,42 @@ erf8:
 	JMP     store8
 
 gelu8:
-	VMULPS  Y9, Y5, Y9          // q = rv e
-	VANDPS  Y15, Y9, Y6         // 0 where |x| > 15
-	VMULPS  Y6, Y0, Y7
+	VANDPS  Y15, Y10, Y6        // sc, 0 where |x| > 15
+	VMULPS  Y9, Y7, Y9          // q = r0 + (pd + rv s)
+	VADDPS  Y9, Y5, Y9
+	VADDPS  Y9, Y8, Y9
+	VMULPS  Y6, Y9, Y9          // q sc
+	VMULPS  Y9, Y0, Y7
 	VMULPS  ETWOM65(BX), Y7, Y7 // x < 0: (x q) 2^-65
-	VMULPS  ETWOM65(BX), Y6, Y6
-	VSUBPS  Y6, Y11, Y6
-	VMULPS  Y6, Y0, Y9          // else x (1 - q 2^-65)
+	VMULPS  ETWOM65(BX), Y9, Y9
+	VSUBPS  Y9, Y11, Y9
+	VMULPS  Y9, Y0, Y9          // else x (1 - q 2^-65)
 	VBLENDVPS Y12, Y7, Y9, Y9
 	JMP     store8
 
 grad8:
-	VANDPS  Y15, Y9, Y6         // e, 0 where |x| > 15
-	VMULPS  ETWOSQRTPI(BX), Y2, Y7
-	VSUBPS  Y7, Y5, Y7          // w
-	VMULPS  Y6, Y7, Y7
-	VMULPS  ETWOM65(BX), Y7, Y7 // s
-	VSUBPS  Y7, Y11, Y9         // x >= 0: 1 - s
+	VANDPS  Y15, Y10, Y6        // sc, 0 where |x| > 15
+	VMULPS  ETWOSQRTPI(BX), Y2, Y8
+	VSUBPS  Y8, Y7, Y7          // w = rv - a 2/sqrt(pi)
+	VMULPS  Y9, Y7, Y9
+	VADDPS  Y9, Y7, Y9          // w + w s
+	VMULPS  Y6, Y9, Y9
+	VMULPS  ETWOM65(BX), Y9, Y7 // g
+	VSUBPS  Y7, Y11, Y9         // x >= 0: 1 - g
 	VBLENDVPS Y12, Y7, Y9, Y9
 	VMULPS  (DX), Y9, Y9        // dy gelu'
+	VANDPS  EABS(BX), Y0, Y6
+	VCMPPS  $5, EINF(BX), Y6, Y8 // ±Inf, NaN: x - x
+	VSUBPS  Y0, Y0, Y7
+	VBLENDVPS Y8, Y7, Y9, Y9
+	JMP     put8
 
 store8:
 	VCMPPS  $3, Y0, Y0, Y8      // NaN: x + x
 	VADDPS  Y0, Y0, Y7
 	VBLENDVPS Y8, Y7, Y9, Y9
+
+put8:
 	VMOVUPS Y9, (DI)
 	ADDQ $32, SI
 	ADDQ $32, DI

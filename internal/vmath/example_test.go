@@ -32,5 +32,5 @@ func ExampleGeluExactGrad32() {
 	g := make([]float32, len(x))
 	vmath.GeluExactGrad32(g, dy, x)
 	fmt.Println(g)
-	// Output: [-0.011945646 -0.08331548 0.5 1.0833155 2.0238912]
+	// Output: [-0.011945647 -0.08331548 0.5 1.0833155 2.0238912]
 }

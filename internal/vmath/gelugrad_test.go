@@ -23,11 +23,9 @@ type grad32 struct {
 const gradFloor = 0x1p-2
 
 // geluExactGrad64 and geluTanhGrad64 are the derivatives in float64
-// (kernels/cpu's f64 code), with the limits 0 and 1 at ∓Inf.
+// (kernels/cpu's f64 code): NaN at ±Inf for the exact form, as PyTorch,
+// and the limits 0 and 1 for the tanh form.
 func geluExactGrad64(x float64) float64 {
-	if math.IsInf(x, 0) {
-		return math.Max(0, math.Copysign(1, x))
-	}
 	return 0.5*math.Erfc(-x*geluSqrt1_2) + x*0.3989422804014327*math.Exp(-0.5*x*x)
 }
 
@@ -44,7 +42,7 @@ func geluTanhGrad64(x float64) float64 {
 }
 
 var grads32 = []grad32{
-	{"GeluExactGrad32", geluGradRow, geluExactGrad64, 3},
+	{"GeluExactGrad32", geluGradRow, geluExactGrad64, 2},
 	{"GeluTanhGrad32", geluTanhGrad32, geluTanhGrad64, 2},
 }
 

@@ -8,3 +8,4 @@ func vecLog32(p impl, dst, src []float32) int { return 0 }
 func vecErf32(p impl, mode int, dst, x, dy []float32) int { return 0 }
 
 const best = implScalar
+
