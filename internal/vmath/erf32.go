@@ -209,7 +209,7 @@ func Erf32(dst, src []float32) { erfRow(best, dst, src) }
 // GeluExact32 sets dst[i] = x Phi(x), x = src[i], PyTorch's gelu
 // {approximate="none"}, 0.5 x (1 + erf(x/sqrt 2)), computed as x/2
 // erfc(|x|/sqrt 2) for x < 0 without the cancellation (PyTorch rounds the
-// tiny results to 0 there). Maximum error: 4 ulp.
+// tiny results to 0 there). Maximum error: 2 ulp.
 func GeluExact32(dst, src []float32) { geluRow(best, dst, src) }
 
 // GeluExactGrad32 sets dst[i] = dy[i] gelu'(x[i]) for the exact gelu,

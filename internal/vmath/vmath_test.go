@@ -45,7 +45,7 @@ var fns32 = []fn32{
 	{"Expm1_32", expm132, math.Expm1, 3},
 	{"GeluTanh32", geluTanh32, GeluTanh64, 4},
 	{"Erf32", erfRow, math.Erf, 1},
-	{"GeluExact32", geluRow, GeluExact64, 4},
+	{"GeluExact32", geluRow, GeluExact64, 2},
 	{"Sin32", func(p impl, dst, src []float32) { sinCosRow(p, 0, dst, src) }, math.Sin, 2},
 	{"Cos32", func(p impl, dst, src []float32) { sinCosRow(p, 1, dst, src) }, math.Cos, 2},
 	{"Softplus32", func(p impl, dst, src []float32) { softplus32(p, 1, 20, dst, src) }, func(x float64) float64 {
