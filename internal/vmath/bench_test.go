@@ -40,3 +40,32 @@ func BenchmarkRow(b *testing.B) {
 	}
 	_ = math.Pi
 }
+
+// BenchmarkGradRow measures the gelu gradients as BenchmarkRow does:
+// "vmath" the f32 row function, "float64" the kernels' former route,
+// float32(dy*f'(x)) per element in float64.
+func BenchmarkGradRow(b *testing.B) {
+	const n = 4096
+	x, dy, out := make([]float32, n), make([]float32, n), make([]float32, n)
+	for i := range x {
+		x[i] = float32(i)/n*20 - 10
+		dy[i] = 1 + float32(i%7)/8
+	}
+	for _, g := range grads32 {
+		b.Run(g.name+"/vmath", func(b *testing.B) {
+			for b.Loop() {
+				g.f(best, out, dy, x)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/elem")
+		})
+		ref := g.ref
+		b.Run(g.name+"/float64", func(b *testing.B) {
+			for b.Loop() {
+				for i, v := range x {
+					out[i] = float32(float64(dy[i]) * ref(float64(v)))
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/elem")
+		})
+	}
+}

@@ -25,3 +25,12 @@ func ExampleLookup() {
 	// true <nil>
 	// [-0.15880802 0 0.841192]
 }
+
+func ExampleGeluExactGrad32() {
+	x := []float32{-3, -1, 0, 1, 3}
+	dy := []float32{1, 1, 1, 1, 2}
+	g := make([]float32, len(x))
+	vmath.GeluExactGrad32(g, dy, x)
+	fmt.Println(g)
+	// Output: [-0.011945647 -0.08331548 0.5 1.0833155 2.0238912]
+}

@@ -39,7 +39,10 @@ func GeluTanh64(x float64) float64 {
 // where the product is subnormal it is rounded once.
 const expShift = -64
 
-var expOfShift = float32(math.Exp(expShift))
+var (
+	expOfShift   = float32(math.Exp(expShift))
+	expOfShift64 = math.Exp(expShift)
+)
 
 func geluTanh32(p impl, dst, src []float32) {
 	src = src[:len(dst)]
@@ -83,3 +86,55 @@ func geluTanh32(p impl, dst, src []float32) {
 // x = src[i], PyTorch's gelu {approximate="tanh"}, as x sigmoid(2u) with
 // the argument of exp computed in float64. Maximum error: 4 ulp.
 func GeluTanh32(dst, src []float32) { geluTanh32(best, dst, src) }
+
+func geluTanhGrad32(p impl, dst, dy, x []float32) {
+	dy, x = dy[:len(dst)], x[:len(dst)]
+	var ab, lb [blockLen]float32
+	var sb [blockLen]bool
+	for lo := 0; lo < len(dst); lo += blockLen {
+		d, g, s := dst[lo:min(lo+blockLen, len(dst))], dy[lo:], x[lo:]
+		a, l, shifted := ab[:len(d)], lb[:len(d)], sb[:len(d)]
+		// e^-|2u| from float32 a plus a correction l, as in geluTanh32,
+		// and shifted by expShift where it would be subnormal in float32.
+		for i := range a {
+			v := float64(s[i])
+			// The conversions keep the compiler from fusing products
+			// and sums (as on arm64): the same bits on every machine.
+			t := -math.Abs(2 * geluK * (v + float64(float64(geluC*v)*v)*v))
+			if t < -200 {
+				t = -200 // e^t is 0 in float32; keeps l finite
+			}
+			shifted[i] = t < expShift
+			if shifted[i] {
+				t -= expShift
+			}
+			a[i] = float32(t)
+			l[i] = float32(t - float64(a[i]))
+		}
+		exp32Row(p, a, a)
+		for i := range d {
+			v := float64(s[i])
+			e := float64(a[i]) * (1 + float64(l[i]))
+			if shifted[i] {
+				e *= expOfShift64
+			}
+			q := 1 + e
+			sg := 1 / q // sigmoid(2u): u has the sign of x
+			if v < 0 {
+				sg = e / q
+			}
+			r := sg
+			if ss := e / (q * q); ss != 0 { // sigmoid(2u) sigmoid(-2u)
+				r += float64(float64(2*v*ss*geluK) * (1 + float64(float64(3*geluC*v)*v)))
+			}
+			d[i] = float32(float64(g[i]) * r)
+		}
+	}
+}
+
+// GeluTanhGrad32 sets dst[i] = dy[i] gelu'(x[i]) for the tanh form of
+// gelu (the gradient of GeluTanh32): sigmoid(2u) + x sigmoid(2u)
+// sigmoid(-2u) 2u', with e^-|2u| from the vector exp and the rest in
+// float64; dy and x are at least as long as dst. gelu'(-Inf) = 0 and
+// gelu'(+Inf) = 1. Maximum error: 2 ulp of max(|gelu'(x)|, 1/4).
+func GeluTanhGrad32(dst, dy, x []float32) { geluTanhGrad32(best, dst, dy, x) }

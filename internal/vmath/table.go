@@ -23,10 +23,10 @@ type Unary struct {
 // have; err reports an attribute the op does not accept.
 //
 // The f32 functions of exp, log, tanh, sigmoid, silu, softplus, log1p,
-// expm1, erf and gelu are the ones of this package; the other ops, and
-// every f64 function, compute in float64 with Go's math (f32 rounded
-// once), which floor, ceil, round and reciprocal make exact and where the
-// rest (rsqrt, log2, log10, sin, cos, elu) are not yet vectorized.
+// expm1, erf, gelu, sin and cos are the ones of this package; the other
+// ops, and every f64 function, compute in float64 with Go's math (f32
+// rounded once), which floor, ceil, round and reciprocal make exact and
+// where the rest (rsqrt, log2, log10, elu) are not yet vectorized.
 func Lookup(op ir.Op, a ir.Attrs) (u Unary, ok bool, err error) {
 	mk, ok := table[op]
 	if !ok {
@@ -60,8 +60,8 @@ var table = map[ir.Op]func(ir.Attrs) (Unary, error){
 	ir.OpReciprocal: fixed(nil, func(x float64) float64 { return 1 / x }),
 	ir.OpLog2:       fixed(nil, math.Log2),
 	ir.OpLog10:      fixed(nil, Log10_64),
-	ir.OpSin:        fixed(nil, math.Sin),
-	ir.OpCos:        fixed(nil, math.Cos),
+	ir.OpSin:        fixed(Sin32, math.Sin),
+	ir.OpCos:        fixed(Cos32, math.Cos),
 	ir.OpErf:        fixed(Erf32, math.Erf),
 	ir.OpFloor:      fixed(nil, math.Floor),
 	ir.OpCeil:       fixed(nil, math.Ceil),

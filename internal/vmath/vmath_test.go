@@ -44,8 +44,10 @@ var fns32 = []fn32{
 	{"Log1p32", log1p32, math.Log1p, 1},
 	{"Expm1_32", expm132, math.Expm1, 3},
 	{"GeluTanh32", geluTanh32, GeluTanh64, 4},
-	{"Erf32", erf32, math.Erf, 1},
-	{"GeluExact32", geluExact32, GeluExact64, 2},
+	{"Erf32", erfRow, math.Erf, 1},
+	{"GeluExact32", geluRow, GeluExact64, 2},
+	{"Sin32", func(p impl, dst, src []float32) { sinCosRow(p, 0, dst, src) }, math.Sin, 2},
+	{"Cos32", func(p impl, dst, src []float32) { sinCosRow(p, 1, dst, src) }, math.Cos, 2},
 	{"Softplus32", func(p impl, dst, src []float32) { softplus32(p, 1, 20, dst, src) }, func(x float64) float64 {
 		if x > 20 {
 			return x
@@ -136,7 +138,7 @@ func TestULP(t *testing.T) {
 			if !re.MatchString(f.name) {
 				continue
 			}
-			worst, at := exhaustiveULP(f)
+			worst, at := exhaustiveMax(func(in []float32) (float64, float32) { return maxULP(f, best, in) })
 			t.Logf("%s: max %.0f ulp (at %g, %#08x), stated %.0f", f.name, worst, at, math.Float32bits(at), f.ulps)
 			if worst > f.ulps {
 				t.Errorf("%s: %.0f ulp at %g exceeds the stated %.0f", f.name, worst, at, f.ulps)
@@ -155,9 +157,9 @@ func TestULP(t *testing.T) {
 	}
 }
 
-// exhaustiveULP measures f over every float32 with the best path, in
-// parallel chunks.
-func exhaustiveULP(f fn32) (float64, float32) {
+// exhaustiveMax returns the largest of m over every float32 input and
+// where it occurs, measuring chunks in parallel.
+func exhaustiveMax(m func(in []float32) (float64, float32)) (float64, float32) {
 	const chunk = 1 << 20
 	workers := runtime.NumCPU()
 	type res struct {
@@ -175,7 +177,7 @@ func exhaustiveULP(f fn32) (float64, float32) {
 				for i := range in {
 					in[i] = math.Float32frombits(uint32(c*chunk + uint64(i)))
 				}
-				if u, at := maxULP(f, best, in); u > results[w].ulp {
+				if u, at := m(in); u > results[w].ulp {
 					results[w] = res{u, at}
 				}
 			}

@@ -88,16 +88,20 @@ func buildGeluGrad[T float](n *kernels.Node) (kernels.Func, error) {
 
 // activationGeluGradRow returns the code of gelu_grad {approximate},
 // o[i] = dy[i]*gelu'(x[i]), shared by its kernel and the fused elementwise
-// interpreter.
+// interpreter: vmath's vector code for f32, float64 math for f64.
 func activationGeluGradRow[T float](a ir.Attrs) (func(o, dy, x []T), error) {
 	var d func(float64) float64
+	var f32 func(o, dy, x []float32)
 	switch s := a.Str("approximate", "none"); s {
 	case "none":
-		d = geluExactGrad
+		d, f32 = geluExactGrad, vmath.GeluExactGrad32
 	case "tanh":
-		d = geluTanhGrad
+		d, f32 = geluTanhGrad, vmath.GeluTanhGrad32
 	default:
 		return nil, fmt.Errorf(`approximate must be "none" or "tanh", found %q`, s)
+	}
+	if f, ok := any(f32).(func(o, dy, x []T)); ok {
+		return f, nil
 	}
 	return func(o, dy, x []T) {
 		dy, x = dy[:len(o)], x[:len(o)]
