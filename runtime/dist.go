@@ -50,7 +50,7 @@ func checkRanks(p *planner.Plan, c *dist.Comm) (int, error) {
 	case ranks == size:
 		return ranks, nil
 	case ranks == 1:
-		return 0, fmt.Errorf("the training step is compiled for one process, but this job has %d ranks: compile it with -dist (the dataparallel pass)", size)
+		return 0, fmt.Errorf("the training step is compiled for one process, but this job has %d ranks: compile it for them (kiln train -dist, kiln compile -ranks %d)", size, size)
 	case c == nil:
 		return 0, fmt.Errorf("the training step is compiled for data-parallel training on %d ranks, but this process is not part of such a job: launch it under mpirun with -dist mpi", ranks)
 	}
