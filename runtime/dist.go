@@ -57,6 +57,11 @@ func checkRanks(p *planner.Plan, c *dist.Comm) (int, error) {
 	return 0, fmt.Errorf("the training step is compiled for %d ranks, but this job has %d", ranks, size)
 }
 
+// Sharded reports whether each rank keeps its own shard of the optimizer
+// state (the plan was compiled with Shard): a checkpoint of one rank then
+// holds that rank's shard, so every rank saves and loads its own.
+func (t *Trainer) Sharded() bool { return t.sharded }
+
 // Ranks returns the number of processes training together (1 without a
 // communicator).
 func (t *Trainer) Ranks() int { return t.ranks }

@@ -107,9 +107,6 @@ func stateName(step int64) string { return fmt.Sprintf("state-%08d.safetensors",
 // removed. A process killed at any point thus leaves a manifest that names
 // a complete state file: the previous checkpoint or the new one.
 func (t *Trainer) SaveCheckpoint(dir string, s TrainState) error {
-	if t.sharded {
-		return fmt.Errorf("checkpoint %s: each rank keeps its own shard of the optimizer state (-dist-shard), which checkpoints do not gather yet; train without -dist-shard to checkpoint", dir)
-	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}

@@ -220,14 +220,14 @@ func guard(f func() error) (err error) {
 
 // saveCheckpoint saves the training state in dir: with several ranks the
 // tally of every rank's batches, written by rank 0 alone (the params and
-// optimizer state are every rank's alike). Every rank calls it at the same
-// steps.
+// optimizer state are every rank's alike), or with sharded optimizer state
+// by every rank in its own dir. Every rank calls it at the same steps.
 func saveCheckpoint(t *kiln.Trainer, dir string, st kiln.TrainState) error {
 	var err error
 	if st.Tally, err = t.ReduceTally(st.Tally); err != nil {
 		return err
 	}
-	if t.Rank() != 0 {
+	if t.Rank() != 0 && !t.Sharded() {
 		return nil
 	}
 	return t.SaveCheckpoint(dir, st)

@@ -14,6 +14,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -197,7 +198,12 @@ func (l *loopFlags) generated() bool { return l.dataPath == kan2dData || l.dataP
 func (l *loopFlags) train(stdout io.Writer, t *kiln.Trainer, model, optDesc string, settings map[string]string, data *dataset.Dataset, dataName string) error {
 	if t.Rank() != 0 {
 		// Rank 0 alone writes; every rank still computes what it writes.
+		// With sharded optimizer state each rank checkpoints its own
+		// shard, rank r in DIR/rankR.
 		l.savePath, l.saveONNX, l.plotPath, l.saveBest = "", "", "", ""
+		if t.Sharded() && l.ckptDir != "" {
+			l.ckptDir = filepath.Join(l.ckptDir, fmt.Sprintf("rank%d", t.Rank()))
+		}
 	}
 	if l.initPath != "" {
 		if err := t.LoadParams(l.initPath); err != nil {
@@ -771,9 +777,6 @@ func runTrain(args []string, stdout io.Writer) error {
 	}
 	if err := df.check(); err != nil {
 		return err
-	}
-	if df.shard && lf.ckptDir != "" {
-		return usagef("-dist-shard keeps a shard of the optimizer state on each rank, which -checkpoint does not gather yet; drop one of them")
 	}
 	opt, err := cflags.optimizer()
 	if err != nil {
