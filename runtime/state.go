@@ -105,7 +105,10 @@ func stateName(step int64) string { return fmt.Sprintf("state-%08d.safetensors",
 // written to a temporary file, synced and renamed; the manifest is written
 // last and names the new state file, and only then are older state files
 // removed. A process killed at any point thus leaves a manifest that names
-// a complete state file: the previous checkpoint or the new one.
+// a complete state file: the previous checkpoint or the new one. In
+// data-parallel training the state is every rank's alike, so one rank
+// saves it, unless it is Sharded: then each rank saves its own, in a
+// directory of its own.
 func (t *Trainer) SaveCheckpoint(dir string, s TrainState) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
