@@ -47,7 +47,7 @@ func (c *Comm) AllreduceSum(data []byte, dt ir.DType) error {
 	defer c.mu.Unlock()
 	es := dt.Size()
 	n := len(data) / es
-	shard := shardLen(n, c.Size()) * es
+	shard := ir.ShardLen(n, c.Size()) * es
 	mine, err := c.reduceScatter(data, dt, shard)
 	if err != nil {
 		return err
@@ -57,11 +57,17 @@ func (c *Comm) AllreduceSum(data []byte, dt ir.DType) error {
 
 // SumFloat64s replaces v by its elementwise sum over the ranks, in rank
 // order (AllreduceSum).
-func (c *Comm) SumFloat64s(v []float64) error {
-	if len(v) == 0 {
-		return nil
-	}
-	return c.AllreduceSum(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), 8*len(v)), ir.F64)
+func (c *Comm) SumFloat64s(v []float64) error { return c.AllreduceSum(float64Bytes(v), ir.F64) }
+
+// AllgatherFloat64s sets all to every rank's v in rank order:
+// len(all) == Size()*len(v).
+func (c *Comm) AllgatherFloat64s(v, all []float64) error {
+	return c.Allgather(float64Bytes(v), float64Bytes(all))
+}
+
+// float64Bytes returns v's memory as bytes.
+func float64Bytes(v []float64) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), 8*len(v))
 }
 
 // ReduceScatter sets shard, this rank's shard of data (see ShardRange), to
@@ -70,7 +76,7 @@ func (c *Comm) ReduceScatter(data []byte, dt ir.DType, shard []byte) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	es := dt.Size()
-	if want := shardLen(len(data)/es, c.Size()) * es; len(shard) != want {
+	if want := ir.ShardLen(len(data)/es, c.Size()) * es; len(shard) != want {
 		return fmt.Errorf("reduce-scatter: shard of %d bytes, expected %d", len(shard), want)
 	}
 	mine, err := c.reduceScatter(data, dt, len(shard))
@@ -97,16 +103,12 @@ func (c *Comm) Bcast(data []byte, root int) error {
 }
 
 // ShardRange returns the elements [lo, hi) of n that rank r's shard holds
-// on ranks ranks: shards of ceil(n/ranks) elements in rank order, the
-// last ones cut at n (and empty past it).
+// on ranks ranks: shards of ir.ShardLen(n, ranks) elements in rank order,
+// the last ones cut at n (and empty past it).
 func ShardRange(n, ranks, r int) (lo, hi int) {
-	s := shardLen(n, ranks)
+	s := ir.ShardLen(n, ranks)
 	return min(r*s, n), min((r+1)*s, n)
 }
-
-// ShardLen returns the elements of every rank's shard of n elements on
-// ranks ranks, padding included: ceil(n/ranks).
-func ShardLen(n, ranks int) int { return shardLen(n, ranks) }
 
 // grow returns c's scratch with at least n bytes.
 func (c *Comm) grow(n int) []byte {

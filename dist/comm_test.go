@@ -81,7 +81,7 @@ func TestReduceScatterAllgather(t *testing.T) {
 	}
 	runRanks(ranks, func(c *Comm) {
 		x := rankData(c.Rank(), n)
-		shard := make([]float32, ShardLen(n, ranks))
+		shard := make([]float32, ir.ShardLen(n, ranks))
 		if err := c.ReduceScatter(f32Bytes(x), ir.F32, f32Bytes(shard)); err != nil {
 			t.Error(err)
 			return

@@ -56,11 +56,6 @@ func LaunchedRanks() int {
 	return 1
 }
 
-// shardLen returns the elements of each rank's shard of n elements over
-// ranks: ceil(n/ranks), so that the shards cover n (the last may run past
-// it; the excess is padding).
-func shardLen(n, ranks int) int { return (n + ranks - 1) / ranks }
-
 func checkSize(what string, t Transport, ranks int) error {
 	if t.Size() != ranks {
 		return fmt.Errorf("%s was compiled for %d ranks, but this job has %d", what, ranks, t.Size())

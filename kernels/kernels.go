@@ -107,12 +107,27 @@ type Collective interface {
 	Allgather(shard, data []byte) error
 }
 
-// Shard sets out, a shard of x's elements (ir.ShardLen of them), to rank's
-// part of x: the bytes from rank*len(out), zeros past the end of x.
-func Shard(out, x []byte, rank int) {
-	lo := min(rank*len(out), len(x))
-	k := copy(out, x[lo:])
-	clear(out[k:])
+// RunCollective computes out, the result of op (one of the ops of
+// data-parallel training, ir.Op.IsCollective), from its argument x on c:
+// the host code every backend runs them with.
+func RunCollective(c Collective, op ir.Op, out, x Tensor) error {
+	switch op {
+	case ir.OpAllReduce:
+		copy(out.Data, x.Data)
+		return c.AllreduceSum(out.Data, out.Type.DType)
+	case ir.OpReduceScatter:
+		return c.ReduceScatter(x.Data, x.Type.DType, out.Data)
+	case ir.OpAllGather:
+		return c.Allgather(x.Data, out.Data)
+	case ir.OpShard:
+		// This rank's part of x: the bytes from rank*len(out), zeros past
+		// the end of x.
+		lo := min(c.Rank()*len(out.Data), len(x.Data))
+		k := copy(out.Data, x.Data[lo:])
+		clear(out.Data[k:])
+		return nil
+	}
+	return fmt.Errorf("%s is not an op of data-parallel training", op)
 }
 
 // CheckCollective reports an error when a collective compiled for the

@@ -79,40 +79,19 @@ func DataParallel(g *ir.Graph, ranks int, bucketBytes int64) error {
 	buckets := Buckets(g, bucketBytes)
 	ready := make([]ir.ID, len(buckets)) // per bucket: the last gradient it waits for
 	ends := make([]ir.ID, len(buckets))  // per bucket: one past its last value
-	prev := ir.NoID
-	attrs := ir.MakeAttrs("ranks", ir.Int(ranks))
+	c := newChain(e, ranks)
 	for k, b := range buckets {
-		for _, i := range b.Grads {
-			ready[k] = max(ready[k], g.Grads[i].Grad)
+		grads := make([]ir.ID, len(b.Grads))
+		for j, i := range b.Grads {
+			grads[j] = g.Grads[i].Grad
+			ready[k] = max(ready[k], grads[j])
 		}
 		if k > 0 {
 			ready[k] = max(ready[k], ready[k-1])
 		}
-		args := func(x ir.ID) []ir.ID {
-			if prev == ir.NoID {
-				return []ir.ID{x}
-			}
-			return []ir.ID{x, prev}
-		}
-		if len(b.Grads) == 1 {
-			i := b.Grads[0]
-			prev = e.Op(ir.OpAllReduce, attrs, args(g.Grads[i].Grad)...)
-			g.Grads[i].Grad = mean(e, prev, ranks)
-			ends[k] = ir.ID(len(g.Values))
-			continue
-		}
-		flat := make([]ir.ID, len(b.Grads))
-		for j, i := range b.Grads {
-			flat[j] = e.Reshape(g.Grads[i].Grad, ir.Shape{g.Type(g.Grads[i].Grad).Shape.NumElements()})
-		}
-		prev = e.Op(ir.OpAllReduce, attrs, args(e.Op(ir.OpConcat, ir.MakeAttrs("axis", ir.Int(0)), flat...))...)
-		off := 0
-		for _, i := range b.Grads {
-			t := g.Type(g.Grads[i].Grad)
-			n := t.Shape.NumElements()
-			part := e.Op(ir.OpSlice, ir.MakeAttrs("axis", ir.Int(0), "start", ir.Int(off), "end", ir.Int(off+n)), prev)
-			g.Grads[i].Grad = mean(e, e.Reshape(part, t.Shape), ranks)
-			off += n
+		sum := c.op(ir.OpAllReduce, nil, flat(e, grads))
+		for j, part := range unflat(e, sum, grads) {
+			g.Grads[b.Grads[j]].Grad = mean(e, part, ranks)
 		}
 		ends[k] = ir.ID(len(g.Values))
 	}
@@ -138,6 +117,65 @@ func DataParallel(g *ir.Graph, ranks int, bucketBytes int64) error {
 	return g.Permute(order)
 }
 
+// chain emits the collectives of data-parallel training, each taking the
+// one emitted before it as its "after" argument, so that every rank
+// issues them in the same order.
+type chain struct {
+	e     *ir.Emitter
+	attrs ir.Attrs // ranks
+	prev  ir.ID
+}
+
+func newChain(e *ir.Emitter, ranks int) *chain {
+	return &chain{e: e, attrs: ir.MakeAttrs("ranks", ir.Int(ranks)), prev: ir.NoID}
+}
+
+// op appends op on x with the chain's attributes and attrs' and returns it.
+func (c *chain) op(op ir.Op, attrs ir.Attrs, x ir.ID) ir.ID {
+	a := c.attrs
+	for _, kv := range attrs {
+		a = a.With(kv.Key, kv.Value)
+	}
+	if c.prev == ir.NoID {
+		c.prev = c.e.Op(op, a, x)
+	} else {
+		c.prev = c.e.Op(op, a, x, c.prev)
+	}
+	return c.prev
+}
+
+// flat returns the values ids as one reduction's operand: their elements
+// concatenated in order, or the one value itself (the collectives read any
+// shape as its elements in order).
+func flat(e *ir.Emitter, ids []ir.ID) ir.ID {
+	if len(ids) == 1 {
+		return ids[0]
+	}
+	parts := make([]ir.ID, len(ids))
+	for j, id := range ids {
+		parts[j] = e.Reshape(id, ir.Shape{e.Type(id).Shape.NumElements()})
+	}
+	return e.Op(ir.OpConcat, ir.MakeAttrs("axis", ir.Int(0)), parts...)
+}
+
+// unflat cuts all, the elements of the values like (as flat joined them),
+// back into values of their shapes.
+func unflat(e *ir.Emitter, all ir.ID, like []ir.ID) []ir.ID {
+	out := make([]ir.ID, len(like))
+	off := 0
+	for j, id := range like {
+		t := e.Type(id)
+		n := t.Shape.NumElements()
+		part := all
+		if len(like) > 1 {
+			part = e.Op(ir.OpSlice, ir.MakeAttrs("axis", ir.Int(0), "start", ir.Int(off), "end", ir.Int(off+n)), all)
+		}
+		out[j] = e.Reshape(part, t.Shape)
+		off += n
+	}
+	return out
+}
+
 // mean returns sum divided by ranks, in the gradient's dtype, as the
 // optimizer's accumulate divides its sum by the steps.
 func mean(e *ir.Emitter, sum ir.ID, ranks int) ir.ID {
@@ -156,50 +194,21 @@ func mean(e *ir.Emitter, sum ir.ID, ranks int) ir.ID {
 // 1/ranks of the optimizer state. The collectives are chained in the order
 // they are made: the reductions, then the gathers.
 func shardSlots(g *ir.Graph, e *ir.Emitter, grads []ir.ID, sh *sharding, update func(target, value ir.ID)) []slot {
-	attrs := ir.MakeAttrs("ranks", ir.Int(sh.ranks))
-	prev := ir.NoID
-	chained := func(op ir.Op, a ir.Attrs, x ir.ID) ir.ID {
-		if prev == ir.NoID {
-			prev = e.Op(op, a, x)
-		} else {
-			prev = e.Op(op, a, x, prev)
-		}
-		return prev
-	}
-	flat := func(ids []ir.ID) ir.ID {
-		parts := make([]ir.ID, len(ids))
-		for j, id := range ids {
-			parts[j] = e.Reshape(id, ir.Shape{g.Type(id).Shape.NumElements()})
-		}
-		if len(parts) == 1 {
-			return parts[0]
-		}
-		return e.Op(ir.OpConcat, ir.MakeAttrs("axis", ir.Int(0)), parts...)
-	}
+	c := newChain(e, sh.ranks)
 	var slots []slot
 	for k, b := range Buckets(g, sh.bucketBytes) {
 		gs, ps := make([]ir.ID, len(b.Grads)), make([]ir.ID, len(b.Grads))
+		n := 0
 		for j, i := range b.Grads {
 			gs[j], ps[j] = grads[i], g.Grads[i].Param
+			n += g.Type(ps[j]).Shape.NumElements()
 		}
-		n := 0
-		for _, p := range ps {
-			n += g.Type(p).Shape.NumElements()
-		}
-		grad := mean(e, chained(ir.OpReduceScatter, attrs, flat(gs)), sh.ranks)
-		value := e.Op(ir.OpShard, attrs, flat(ps))
+		grad := mean(e, c.op(ir.OpReduceScatter, nil, flat(e, gs)), sh.ranks)
+		value := e.Op(ir.OpShard, c.attrs, flat(e, ps))
 		slots = append(slots, slot{name: fmt.Sprintf("dist.bucket%d", k), value: value, grad: grad, set: func(next ir.ID) {
-			all := chained(ir.OpAllGather, attrs.With("shape", ir.Ints(n)), next)
-			off := 0
-			for _, p := range ps {
-				t := g.Type(p)
-				m := t.Shape.NumElements()
-				part := all
-				if m != n {
-					part = e.Op(ir.OpSlice, ir.MakeAttrs("axis", ir.Int(0), "start", ir.Int(off), "end", ir.Int(off+m)), all)
-				}
-				update(p, e.Reshape(part, t.Shape))
-				off += m
+			all := c.op(ir.OpAllGather, ir.MakeAttrs("shape", ir.Ints(n)), next)
+			for j, part := range unflat(e, all, ps) {
+				update(ps[j], part)
 			}
 		}})
 	}

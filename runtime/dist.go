@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"fmt"
-	"unsafe"
 
 	"github.com/kilnml/kiln/dist"
 	"github.com/kilnml/kiln/planner"
@@ -115,7 +114,7 @@ func (t *Trainer) ReduceTally(a Tally) (Tally, error) {
 	}
 	enc := encodeTally(a, k)
 	all := make([]float64, len(enc)*t.ranks)
-	if err := t.comm.Allgather(f64Bytes(enc), f64Bytes(all)); err != nil {
+	if err := t.comm.AllgatherFloat64s(enc, all); err != nil {
 		return a, fmt.Errorf("reducing the tallies of the ranks: %v", err)
 	}
 	var sum Tally
@@ -169,13 +168,6 @@ func decodeTally(v []float64, k int) Tally {
 		a.Squares = append([]float64(nil), v[5+2*k:5+3*k]...)
 	}
 	return a
-}
-
-func f64Bytes(v []float64) []byte {
-	if len(v) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), 8*len(v))
 }
 
 // SameParams checks that every rank holds the same params, bit for bit,

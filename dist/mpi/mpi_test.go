@@ -173,7 +173,7 @@ func TestReduceScatterAllgather(t *testing.T) {
 		xs := allRankData[float32](w.Size(), n)
 		want := rankOrderSum(xs)
 		x := xs[w.Rank()]
-		shard := make([]float32, dist.ShardLen(n, w.Size()))
+		shard := make([]float32, ir.ShardLen(n, w.Size()))
 		if err := c.ReduceScatter(asBytes(x), ir.F32, asBytes(shard)); err != nil {
 			t.Fatal(err)
 		}

@@ -697,24 +697,8 @@ func (x *Executor) runCollective(s int) error {
 	if err := x.read(st.Args[0], in); err != nil {
 		return fmt.Errorf("step %d (%s): %v", s, x.describe(s), err)
 	}
-	out := in
-	if st.Op != ir.OpAllReduce {
-		out = kernels.New(x.plan.Buffers[st.Out].Type)
-	}
-	var err error
-	switch st.Op {
-	case ir.OpAllReduce:
-		err = x.comm.AllreduceSum(out.Data, out.Type.DType)
-	case ir.OpReduceScatter:
-		err = x.comm.ReduceScatter(in.Data, in.Type.DType, out.Data)
-	case ir.OpAllGather:
-		err = x.comm.Allgather(in.Data, out.Data)
-	case ir.OpShard:
-		kernels.Shard(out.Data, in.Data, x.comm.Rank())
-	default:
-		err = fmt.Errorf("no host kernel for %s", st.Op)
-	}
-	if err != nil {
+	out := kernels.New(x.plan.Buffers[st.Out].Type)
+	if err := kernels.RunCollective(x.comm, st.Op, out, in); err != nil {
 		return fmt.Errorf("step %d (%s): %v", s, x.describe(s), err)
 	}
 	return x.upload(st.Out, out.Data)

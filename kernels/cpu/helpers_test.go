@@ -111,13 +111,19 @@ func typesOf(args []kernels.Tensor) []ir.Type {
 // kernel which forgets to write an element is caught.
 func run(t testing.TB, op ir.Op, attrs ir.Attrs, args ...kernels.Tensor) (kernels.Tensor, error) {
 	t.Helper()
-	n := node(t, op, attrs, typesOf(args)...)
+	return runNode(t, node(t, op, attrs, typesOf(args)...), args...)
+}
+
+// runNode is run for the node n, built by node (and completed by the
+// caller: a communicator, a pool).
+func runNode(t testing.TB, n *kernels.Node, args ...kernels.Tensor) (kernels.Tensor, error) {
+	t.Helper()
 	f, err := Kernels.Build(n)
 	if err != nil {
-		t.Fatalf("build %s%s on %v: %v", op, attrs, n.Args, err)
+		t.Fatalf("build %s%s on %v: %v", n.Op, n.Attrs, n.Args, err)
 	}
 	exercised.Lock()
-	exercised.m[kernels.Key{Op: op, DType: n.Out.DType}] = true
+	exercised.m[kernels.Key{Op: n.Op, DType: n.Out.DType}] = true
 	exercised.Unlock()
 	out := emptyOf(n.Out)
 	for i := range out.Data {
