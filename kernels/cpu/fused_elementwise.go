@@ -137,6 +137,34 @@ func fuseewAccumulate[T number](c *fuseewCursor, o, src []T) {
 	}
 }
 
+// accumulate adds the next len(src) elements of the reduced operand into
+// the sums o as buildReduce does: with the innermost axis kept, element by
+// element (fuseewAccumulate); else each run (a row of the walk, reduced
+// into one sum) in rowSum's order (rowsum.go), its blocks of sumAllBlock
+// gathered in pend, so that a run split across the program's blocks sums
+// as a whole. A run's elements all come in one call of run.
+func (mc *fuseewMachine[T]) accumulate(c *fuseewCursor, o, src []T) {
+	if c.ia != 0 {
+		fuseewAccumulate(c, o, src)
+		return
+	}
+	for len(src) > 0 {
+		n := min(len(src), c.inner-c.j, sumAllBlock-len(mc.pend))
+		mc.pend = append(mc.pend, src[:n]...)
+		src = src[n:]
+		row := c.row
+		c.advance(n)
+		if len(mc.pend) == sumAllBlock || c.j == 0 {
+			mc.runSum += blockSum(mc.pend)
+			mc.pend = mc.pend[:0]
+		}
+		if c.j == 0 { // the run ended
+			o[row] += mc.runSum
+			mc.runSum = 0
+		}
+	}
+}
+
 // fuseewMachine runs one program over T values (and bool intermediates).
 type fuseewMachine[T float] struct {
 	n     int      // elements of the program's result
@@ -149,6 +177,11 @@ type fuseewMachine[T float] struct {
 	rbuf  []T  // the result row when it is not the output (fused_reduce)
 	fence bool // the last step streams its stores: fence them after a run
 	off   int  // during runTo: the element the output row starts at
+
+	// fused_reduce into sums of runs (ia = 0): the current block of the
+	// current run, and the sum of the run's blocks so far (accumulate).
+	pend   []T
+	runSum T
 
 	// With AVX2, the steps are grouped into runs: each stretch of add, sub,
 	// mul and div steps is one call of arith (fuseewArithF32 or F64, the
@@ -506,6 +539,10 @@ func (mc *fuseewMachine[T]) run(self []T, args []kernels.Tensor, lo, hi int, sum
 	}
 	if red != nil {
 		red.seek(lo)
+		if cap(mc.pend) == 0 {
+			mc.pend = make([]T, 0, sumAllBlock)
+		}
+		mc.pend, mc.runSum = mc.pend[:0], 0
 	}
 	for s := lo; s < hi; s += fuseewBlock {
 		m := min(fuseewBlock, hi-s)
@@ -531,7 +568,7 @@ func (mc *fuseewMachine[T]) run(self []T, args []kernels.Tensor, lo, hi int, sum
 			mc.runSteps(m)
 		}
 		if red != nil {
-			fuseewAccumulate(red, sums, mc.rbuf[:m])
+			mc.accumulate(red, sums, mc.rbuf[:m])
 		}
 	}
 	if mc.fence {
@@ -741,9 +778,9 @@ func buildFusedMatmul[T float](n *kernels.Node) (kernels.Func, error) {
 
 // buildFusedReduce builds fused_reduce: the program's result, block by
 // block, added into the sums in the order of buildReduce (each sum from
-// zero, its elements in increasing index order, in T; a sum of the whole
-// result in sumAllBlock blocks, sum_all.go), then divided by the count
-// for mean.
+// zero in T, each run of reduced elements in rowSum's order, rowsum.go; a
+// sum of the whole result in sumAllBlock blocks, sum_all.go), then divided
+// by the count for mean.
 func buildFusedReduce[T float](n *kernels.Node) (kernels.Func, error) {
 	prog, err := ir.EwProgramOf(n.Attrs)
 	if err != nil {
@@ -823,8 +860,8 @@ func fusedReduceAll[T float](n *kernels.Node, prog ir.EwProgram, xs ir.Shape, co
 // splitFusedReduce returns fused_reduce's Func split across n.Par's
 // workers, or nil when it stays on one. Each part has a machine and a
 // cursor of its own and adds the same elements, in the same order, into
-// each sum as an unsplit run (each sum from zero in index order), so the
-// bits do not depend on the number of parts:
+// each sum as an unsplit run (each sum from zero, in buildReduce's order),
+// so the bits do not depend on the number of parts:
 //
 //   - over trailing axes (each output element sums a contiguous run of
 //     count elements), part p computes the output elements [bounds[p],

@@ -11,7 +11,8 @@ import (
 // log_softmax_grad, max_grad and softmax_ce_grad. Each does, element for
 // element and in the same order, the arithmetic of the ops it replaces, as
 // their own kernels do it (products rounded to T before they are added,
-// sums in index order from zero in T, exp in float64 rounded once), so a
+// sums from zero in T in the sum kernel's order: rowSum's along a row,
+// rowsum.go, index order down a column), so a
 // fused graph gives the unfused results bit for bit; what changes is the
 // number of passes over memory and of buffers written.
 
@@ -29,8 +30,8 @@ func init() {
 // fusepatBuildSoftmaxGrad builds softmax_grad(dy, y) {axis}, y * (dy -
 // sum(dy*y)), or log_softmax_grad(dy, y) {axis}, dy - exp(y) * sum(dy), with
 // the tensors viewed as [outer, n, inner] and n the axis. Per slice: one
-// pass sums dy*y (each product rounded) or dy in index order (in blocks,
-// as sum_all.go's, when the tensor is one slice), one pass writes the
+// pass sums dy*y (each product rounded) or dy, along a row in rowSum's
+// order (rowsum.go), down a column in index order; one pass writes the
 // result. For the last axis the slices are contiguous rows;
 // otherwise the Func sweeps the axis with all inner columns at once, the
 // sums in scratch made here.
@@ -73,14 +74,9 @@ func fusepatBuildSoftmaxGrad[T float](n *kernels.Node) (kernels.Func, error) {
 			for r := r0; r < r1; r += fusepatBlock {
 				k := min(fusepatBlock, r1-r)
 				lo, hi := r*dim, (r+k)*dim
-				switch {
-				case outer == 1 && logGrad: // the sum of a whole tensor (sum_all.go)
-					sums[0] = sumAll(dy)
-				case outer == 1:
-					sums[0] = sumAllProducts(dy, y)
-				case logGrad:
+				if logGrad {
 					fusepatRowSums(sums[:k], dy[lo:hi], nil, dim)
-				default:
+				} else {
 					fusepatRowSums(sums[:k], dy[lo:hi], y[lo:hi], dim)
 				}
 				for j, s := range sums[:k] {
@@ -136,57 +132,23 @@ func fusepatBuildSoftmaxGrad[T float](n *kernels.Node) (kernels.Func, error) {
 	}), nil
 }
 
-// fusepatBlock is the number of rows whose sums fusepatRowSums forms
-// together.
+// fusepatBlock is the number of rows a softmax or softmax_grad kernel
+// takes at a time: their sums first, then their results.
 const fusepatBlock = 4
 
 // fusepatRowSums sets sums[j] to the sum of row j of the len(sums)
 // consecutive rows of length dim in dy, of dy*y (each product rounded to
-// T) when y is non-nil. Each row is summed from zero in index order, as the
-// sum kernel does, but up to fusepatBlock rows advance together, so that
-// their additions, each waiting on its own row's previous one, overlap.
+// T) when y is non-nil, each in rowSum's order (rowsum.go), as the sum
+// kernel adds a row.
 func fusepatRowSums[T float](sums, dy, y []T, dim int) {
-	if len(sums) < fusepatBlock {
-		for j := range sums {
-			var s T
-			d := dy[j*dim : (j+1)*dim]
-			if y == nil {
-				for _, v := range d {
-					s += v
-				}
-			} else {
-				yr := y[j*dim : (j+1)*dim]
-				yr = yr[:len(d)]
-				for i, v := range d {
-					s += T(v * yr[i])
-				}
-			}
-			sums[j] = s
-		}
-		return
-	}
-	d0, d1, d2, d3 := dy[:dim], dy[dim:2*dim], dy[2*dim:3*dim], dy[3*dim:4*dim]
-	var s0, s1, s2, s3 T
-	if y == nil {
-		d1, d2, d3 = d1[:len(d0)], d2[:len(d0)], d3[:len(d0)]
-		for i, v := range d0 {
-			s0 += v
-			s1 += d1[i]
-			s2 += d2[i]
-			s3 += d3[i]
-		}
-	} else {
-		y0, y1, y2, y3 := y[:dim], y[dim:2*dim], y[2*dim:3*dim], y[3*dim:4*dim]
-		d1, d2, d3 = d1[:len(d0)], d2[:len(d0)], d3[:len(d0)]
-		y0, y1, y2, y3 = y0[:len(d0)], y1[:len(d0)], y2[:len(d0)], y3[:len(d0)]
-		for i, v := range d0 {
-			s0 += T(v * y0[i])
-			s1 += T(d1[i] * y1[i])
-			s2 += T(d2[i] * y2[i])
-			s3 += T(d3[i] * y3[i])
+	for j := range sums {
+		d := dy[j*dim : (j+1)*dim]
+		if y == nil {
+			sums[j] = rowSum(d)
+		} else {
+			sums[j] = rowDot(d, y[j*dim:(j+1)*dim])
 		}
 	}
-	sums[0], sums[1], sums[2], sums[3] = s0, s1, s2, s3
 }
 
 // fusepatSoftmaxGradRow writes y * (dy - s) for one row whose sum of dy*y
@@ -448,7 +410,7 @@ func fusepatSoftmaxCEProbs[T float](classes int, scale func([]T, int) T) parRows
 			or, xr, tr := o[r*classes:(r+1)*classes], x[r*classes:(r+1)*classes], t[r*classes:(r+1)*classes]
 			var st T
 			if len(t) == classes { // one row: the sum of a whole tensor (sum_all.go)
-				st = sumAll(tr)
+				st = rowSum(tr)
 			} else {
 				for _, v := range tr {
 					st += v

@@ -10,16 +10,16 @@ import (
 // buildReduce builds sum or mean {axes, keepdims}. keepdims changes only the
 // result's shape, not its layout.
 //
-// The input is walked in row-major order and each element is added to its
-// output element, so every output element is the sum of its inputs in
-// increasing index order, accumulated in T (float32 for f32: exactly what a
-// plain loop "out[j] += x[i]" over float32 values computes) and starting
-// from zero. The walk coalesces axes, which gives the fast paths: reducing
-// contiguous trailing axes is one sequential sum per output element, and
-// reducing leading axes adds whole input rows into the output row. mean
-// then divides by the number of reduced elements (0/0 = NaN when that
-// number is 0). A sum of more than sumAllBlock elements into one output
-// element adds them in blocks instead (sum_all.go).
+// The input is walked in row-major order, the walk coalescing axes into
+// rows, and every output element starts from zero in T. A row whose axis
+// is reduced is summed on its own in rowSum's order (rowsum.go: lanes of
+// 16 in blocks of sumAllBlock) and added to its output element, the rows
+// in the walk's order; a row whose axis is kept is added element by
+// element into a row of outputs, so a sum over leading axes adds each
+// output's inputs in index order. mean then divides by the number of
+// reduced elements (0/0 = NaN when that number is 0). A sum of more than
+// sumAllBlock elements into one output element splits its blocks across
+// the workers (sum_all.go).
 func buildReduce[T number](n *kernels.Node) (kernels.Func, error) {
 	mean := false
 	switch n.Op {
@@ -72,65 +72,14 @@ func buildReduce[T number](n *kernels.Node) (kernels.Func, error) {
 
 // reduceRows adds every row of the walk w (ia = 0: each row into one
 // output element) whose output element lies in [lo, hi) into o, in the
-// walk's order, through a reduceQueue.
+// walk's order, each row summed on its own (reduceAddRow).
 func reduceRows[T number](w *walk, o, x []T, lo, hi int) {
-	var q reduceQueue[T]
 	inner := w.inner
 	w.each(func(xo, oo, _ int) {
 		if oo >= lo && oo < hi {
-			q.add(o, x, inner, xo, oo)
+			o[oo] += rowSum(x[xo : xo+inner])
 		}
 	})
-	q.flush(o, x, inner)
-}
-
-// reduceQueue holds up to four rows, each summed into its own output
-// element (ia = 0), so that their sums run side by side: one row's sum is
-// a chain of dependent adds, bound by the add's latency, and four
-// independent chains keep the adder busy. A row for an output already
-// queued first flushes the queue, so every output element still adds its
-// rows one after another, in the walk's order, each from left to right:
-// the same sums as reduceAddRow's.
-type reduceQueue[T number] struct {
-	xo, oo [4]int
-	n      int
-}
-
-// add queues the row of inner elements at x[xo:] for output element oo.
-func (q *reduceQueue[T]) add(o, x []T, inner, xo, oo int) {
-	for i := range q.n {
-		if q.oo[i] == oo {
-			q.flush(o, x, inner)
-			break
-		}
-	}
-	q.xo[q.n], q.oo[q.n] = xo, oo
-	q.n++
-	if q.n == len(q.xo) {
-		q.flush(o, x, inner)
-	}
-}
-
-// flush adds the queued rows into their output elements.
-func (q *reduceQueue[T]) flush(o, x []T, inner int) {
-	if q.n == 4 {
-		r0, r1 := x[q.xo[0]:q.xo[0]+inner], x[q.xo[1]:q.xo[1]+inner]
-		r2, r3 := x[q.xo[2]:q.xo[2]+inner], x[q.xo[3]:q.xo[3]+inner]
-		r1, r2, r3 = r1[:len(r0)], r2[:len(r0)], r3[:len(r0)]
-		s0, s1, s2, s3 := o[q.oo[0]], o[q.oo[1]], o[q.oo[2]], o[q.oo[3]]
-		for i, v := range r0 {
-			s0 += v
-			s1 += r1[i]
-			s2 += r2[i]
-			s3 += r3[i]
-		}
-		o[q.oo[0]], o[q.oo[1]], o[q.oo[2]], o[q.oo[3]] = s0, s1, s2, s3
-	} else {
-		for i := range q.n {
-			reduceAddRow(o, x[q.xo[i]:q.xo[i]+inner], q.oo[i], 0)
-		}
-	}
-	q.n = 0
 }
 
 // reduceSplitElems is the size (input elements) from which a sum or mean
@@ -223,18 +172,14 @@ func reduceSplitFunc[T number](par kernels.Parallel, parts int, body func(int), 
 	}
 }
 
-// reduceAddRow adds the elements of row, in order, into o: all into o[oo]
+// reduceAddRow adds row into o: its sum (rowSum's, rowsum.go) into o[oo]
 // when ia is 0 (the row's axis is reduced), else row[i] into o[oo+i] (the
 // row's axis is kept). It is the summation of sum and mean, shared by their
 // kernel and fused_reduce, so both add in the same order.
 func reduceAddRow[T number](o, row []T, oo, ia int) {
 	switch ia {
 	case 0:
-		s := o[oo]
-		for _, v := range row {
-			s += v
-		}
-		o[oo] = s
+		o[oo] += rowSum(row)
 	default: // 1: the innermost axis is kept: dst[i] = dst[i] + row[i]
 		dst := o[oo : oo+len(row)]
 		vecVec(ir.OpAdd, dst, dst, row)

@@ -49,8 +49,9 @@ func reduceValues[T number](t *testing.T, op ir.Op, attrs ir.Attrs, x []float64,
 }
 
 // TestReduceOrder checks sum and mean over many axis sets, with and without
-// keepdims, against a plain loop that adds each input element to its output
-// element in index order in T. The kernels promise exactly that order, so
+// keepdims, against a plain loop over the input in index order that adds
+// each run of reduced trailing elements, summed as refRowSum writes out,
+// to its output element in T. The kernels promise exactly that order, so
 // float results must be bitwise equal.
 func TestReduceOrder(t *testing.T) {
 	tests := []struct {
@@ -78,6 +79,11 @@ func TestReduceOrder(t *testing.T) {
 		{[]int{2, 5, 7, 3}, []int{0, 2, 3}},
 		{[]int{4, 9, 33}, []int{0, 2}},
 		{[]int{5, 3, 17}, []int{0, 2}},
+		// Runs long enough for lanes, and longer than a block.
+		{[]int{4, 100}, []int{1}},
+		{[]int{3, 40, 50}, []int{0, 2}},
+		{[]int{3, 7, 20}, []int{1, 2}},
+		{[]int{2, 5000}, []int{1}},
 		{[]int{5}, []int{}},
 		{[]int{}, nil},
 		{[]int{}, []int{}},
@@ -117,8 +123,15 @@ func reduceOrder[T number](t *testing.T, op ir.Op, shape []int, attrs ir.Attrs) 
 		reduced[ax] = true
 		count *= xs[ax]
 	}
+	// A run: the elements of the trailing axes that are reduced (or of
+	// size 1), summed on its own (refRowSum) into its output element.
+	run := 1
+	for k := len(xs) - 1; k >= 0 && (reduced[k] || xs[k] == 1); k-- {
+		run *= xs[k]
+	}
 	want := make([]T, keep.NumElements())
-	for i, v := range x {
+	for i := 0; i < len(x); i += max(run, 1) {
+		v := refRowSum(x[i:min(i+max(run, 1), len(x))])
 		idx := unravel(xs, i)
 		for k := range idx {
 			if reduced[k] {

@@ -13,7 +13,7 @@ import (
 // buildSoftmax builds softmax or log_softmax {axis}. The input is viewed as
 // [outer, n, inner] with n the normalized axis, and each of the outer×inner
 // slices is normalized in two passes: the maximum m, then exp(x - m) and
-// its sum s in index order (softmaxStats), then softmax is exp(x - m) / s
+// its sum s in rowSum's order (softmaxStats; rowsum.go), then softmax is exp(x - m) / s
 // and log_softmax x - m - log(s). No exp overflows (every argument is <=
 // 0), so rows of ±1000 stay finite; a NaN, a +inf or a slice of only -inf
 // makes the slice NaN, as PyTorch's.
@@ -22,7 +22,7 @@ import (
 // exponentials are one vector call for f32. Otherwise the Func sweeps the
 // axis with all inner columns at once, keeping the per-column state in
 // scratch made here, so that memory is read in order; both paths do the
-// same arithmetic in the same order. Large inputs split their slices
+// same arithmetic in the same order (the sums in rowSum's, rowsum.go). Large inputs split their slices
 // across the workers by outer index (par.go), which changes no slice's
 // arithmetic.
 func buildSoftmax[T float](n *kernels.Node) (kernels.Func, error) {
@@ -184,7 +184,7 @@ func rowMaxSeq[T float](x []T) T {
 
 // softmaxStats is pass 1 of the softmax over the non-empty row x: it
 // returns the maximum m (NaN when x[0] is) and the sum s of exp(x - m),
-// added in index order, and leaves exp(x[i] - m) in out[i], which
+// added in rowSum's order, and leaves exp(x[i] - m) in out[i], which
 // softmaxNorm divides by s (log_softmax only reads m and s). The
 // exponentials of an f32 row are one vector call of vmath's exp, bitwise
 // the exp op's own code. A NaN, a +inf (inf - inf) or a row of only -inf
@@ -192,10 +192,7 @@ func rowMaxSeq[T float](x []T) T {
 // formula and PyTorch give; a -inf element below a finite maximum gets 0.
 func softmaxStats[T float](out, x []T) (m, s T) {
 	m = softmaxExp(out, x)
-	for _, e := range out[:len(x)] {
-		s += e
-	}
-	return m, s
+	return m, rowSum(out[:len(x)])
 }
 
 // softmaxExp is softmaxStats without the sum: it returns the maximum m of
@@ -211,9 +208,8 @@ func softmaxExp[T float](out, x []T) T {
 
 // softmaxRows writes softmax (or log_softmax) of the rows of length dim of
 // x to out, as softmaxRow does each (the same bits), up to fusepatBlock
-// rows at a time: their exponentials first, then their sums side by side
-// (fusepatRowSums: each from zero in index order), so that the sums'
-// dependent adds overlap.
+// rows at a time: their exponentials first, then their sums
+// (fusepatRowSums), then their results.
 func softmaxRows[T float](out, x []T, dim int, logOut bool) {
 	var ms, ss [fusepatBlock]T
 	for r := 0; r < len(x)/dim; r += fusepatBlock {
@@ -339,13 +335,14 @@ func softmaxFinish[T float](out, x []T, m, s T, logOut bool) {
 // softmaxCols is the per-column state of the softmax along a non-last
 // axis: the slices are the columns of a [dim, inner] block, swept row by
 // row. Its arithmetic per column is softmaxStats' and softmaxNorm's, in the
-// same order (the scalar exp is bitwise the vector one).
+// same order (the scalar exp is bitwise the vector one, and colSums sums
+// each column in rowSum's order).
 type softmaxCols[T float] struct {
-	max, sum []T
+	max, sum, lanes []T
 }
 
 func newSoftmaxCols[T float](inner int) *softmaxCols[T] {
-	return &softmaxCols[T]{make([]T, inner), make([]T, inner)}
+	return &softmaxCols[T]{make([]T, inner), make([]T, inner), make([]T, laneCount*inner)}
 }
 
 // stats is softmaxStats for every column of the [dim, inner] block x.
@@ -359,14 +356,44 @@ func (c *softmaxCols[T]) stats(out, x []T, dim int) {
 			}
 		}
 	}
-	clear(c.sum)
 	for k := range dim {
 		xr, or := x[k*inner:(k+1)*inner], out[k*inner:(k+1)*inner]
 		for j, v := range xr {
-			e := exp(v - c.max[j])
-			or[j] = e
-			c.sum[j] += e
+			or[j] = exp(v - c.max[j])
 		}
+	}
+	colSums(c.sum, out, dim, c.lanes)
+}
+
+// colSums sets sums[j] to the sum of column j of the [dim, len(sums)]
+// block x in rowSum's order (rowsum.go), all columns at once: per block of
+// sumAllBlock rows, row k is added into lane k mod 16 of every column (a
+// vector add of rows into lanes, scratch of laneCount*len(sums)), the
+// lanes are folded in halves, and the block's last rows (fewer than 16)
+// are added in order.
+func colSums[T float](sums, x []T, dim int, lanes []T) {
+	inner := len(sums)
+	clear(sums)
+	for lo := 0; lo < dim; lo += sumAllBlock {
+		hi := min(lo+sumAllBlock, dim)
+		full := lo + (hi-lo)&^(laneCount-1)
+		clear(lanes)
+		for k := lo; k < full; k++ {
+			l := (k - lo) % laneCount
+			ln := lanes[l*inner : (l+1)*inner]
+			vecVec(ir.OpAdd, ln, ln, x[k*inner:(k+1)*inner])
+		}
+		for w := laneCount / 2; w >= 1; w /= 2 {
+			for l := range w {
+				a := lanes[l*inner : (l+1)*inner]
+				vecVec(ir.OpAdd, a, a, lanes[(l+w)*inner:(l+w+1)*inner])
+			}
+		}
+		bs := lanes[:inner]
+		for k := full; k < hi; k++ {
+			vecVec(ir.OpAdd, bs, bs, x[k*inner:(k+1)*inner])
+		}
+		vecVec(ir.OpAdd, sums, sums, bs)
 	}
 }
 

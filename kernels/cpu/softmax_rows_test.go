@@ -12,7 +12,7 @@ import (
 // softmaxSeqRow is softmax's arithmetic written out one element at a
 // time: the first largest element m, each x - m rounded, its exponential
 // (exp's scalar code, which the vector calls match bit for bit), the sum
-// from zero in index order, then each exponential divided by the sum (or
+// in rowSum's order (refRowSum), then each exponential divided by the sum (or
 // x - m - log(sum) for log_softmax).
 func softmaxSeqRow[T float](x []T, logOut bool) []T {
 	m := x[0]
@@ -22,11 +22,10 @@ func softmaxSeqRow[T float](x []T, logOut bool) []T {
 		}
 	}
 	out := make([]T, len(x))
-	var s T
 	for i, v := range x {
 		out[i] = exp(v - m)
-		s += out[i]
 	}
+	s := refRowSum(out)
 	ls := T(math.Log(float64(s)))
 	for i, v := range x {
 		if logOut {

@@ -8,78 +8,25 @@ import "github.com/kilnml/kiln/kernels"
 // has one element, and the fused patterns whose sum covers a whole tensor
 // (softmax_grad and log_softmax_grad of a tensor that is one slice,
 // softmax_ce_grad's target sum over a batch of one) add the elements in
-// blocks of sumAllBlock in index order: each block's sum from zero in
-// index order, then the block sums from zero in block order. Up to
-// sumAllBlock elements that is the plain sequential sum every other
-// reduction does. Beyond it the blocks are independent: they split across
-// the executor's workers by whole blocks, and each part sums four blocks
-// side by side (sumAllBlocks), so that four chains of dependent adds
-// overlap. The order depends on the element count alone, so the bits are
-// the same for any number of workers, and fused and unfused graphs share
-// them.
+// rowSum's order (rowsum.go): blocks of sumAllBlock, each summed in lanes
+// from zero, then the block sums from zero in block order. Beyond one
+// block the blocks are independent: they split across the executor's
+// workers by whole blocks. The order depends on the element count alone,
+// so the bits are the same for any number of workers, and fused and
+// unfused graphs share them.
 
-// sumAllBlock is the number of elements of one block of a sum of a whole
-// tensor: 16 KiB of f32, so that four blocks of a fused_reduce's program
-// result stay in a core's L2 cache.
+// sumAllBlock is the number of elements of one block of a sum along a run
+// (rowsum.go): 16 KiB of f32, so that four blocks of a fused_reduce's
+// program result stay in a core's L2 cache.
 const sumAllBlock = 4096
 
 // sumAllBlocks sets sums[k] to the sum of block k of x (blocks of
 // sumAllBlock elements, the last one possibly shorter; len(sums) is their
-// number), each from zero in index order. Four whole blocks are summed
-// together, one chain of adds each.
+// number), each rowSum's block sum.
 func sumAllBlocks[T number](sums, x []T) {
-	const b = sumAllBlock
-	k := 0
-	for ; (k+4)*b <= len(x); k += 4 {
-		x0 := x[k*b : (k+1)*b]
-		x1, x2, x3 := x[(k+1)*b:(k+2)*b], x[(k+2)*b:(k+3)*b], x[(k+3)*b:(k+4)*b]
-		x1, x2, x3 = x1[:len(x0)], x2[:len(x0)], x3[:len(x0)]
-		var s0, s1, s2, s3 T
-		for i, v := range x0 {
-			s0 += v
-			s1 += x1[i]
-			s2 += x2[i]
-			s3 += x3[i]
-		}
-		sums[k], sums[k+1], sums[k+2], sums[k+3] = s0, s1, s2, s3
+	for k := range sums {
+		sums[k] = rowSum(x[k*sumAllBlock : min((k+1)*sumAllBlock, len(x))])
 	}
-	for ; k*b < len(x); k++ {
-		var s T
-		for _, v := range x[k*b : min((k+1)*b, len(x))] {
-			s += v
-		}
-		sums[k] = s
-	}
-}
-
-// sumAll returns the sum of x in sumAllBlock blocks (one goroutine, no
-// scratch): the order of every sum of a whole tensor.
-func sumAll[T number](x []T) T {
-	var s T
-	for lo := 0; lo < len(x); lo += sumAllBlock {
-		var bs T
-		for _, v := range x[lo:min(lo+sumAllBlock, len(x))] {
-			bs += v
-		}
-		s += bs
-	}
-	return s
-}
-
-// sumAllProducts returns the sum of a[i]*b[i] (each product rounded to T)
-// in sumAllBlock blocks, as a fused_reduce of mul computes it.
-func sumAllProducts[T float](a, b []T) T {
-	b = b[:len(a)]
-	var s T
-	for lo := 0; lo < len(a); lo += sumAllBlock {
-		var bs T
-		hi := min(lo+sumAllBlock, len(a))
-		for i, v := range a[lo:hi] {
-			bs += T(v * b[lo+i])
-		}
-		s += bs
-	}
-	return s
 }
 
 // sumAllParts returns how many parts the blocks of a sum of count

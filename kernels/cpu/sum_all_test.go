@@ -8,26 +8,14 @@ import (
 	"github.com/kilnml/kiln/kernels"
 )
 
-// sumAllReference is the order sum_all.go promises, written out: the
-// elements in blocks of 4096 in index order, each block summed from zero
-// in index order, the block sums added from zero in block order.
-func sumAllReference[T number](x []T) T {
-	var s, b T
-	for i, v := range x {
-		b += v
-		if (i+1)%4096 == 0 || i == len(x)-1 {
-			s += b
-			b = 0
-		}
-	}
-	return s
-}
+// sumAllReference is the order sum_all.go promises: the run of all
+// elements summed as refRowSum writes it out.
+func sumAllReference[T number](x []T) T { return refRowSum(x) }
 
 // TestSumAllOrder checks sum and mean into one element, with and without
 // axes and keepdims, of sizes around the block and of many blocks (whole
 // groups of four and a rest), against sumAllReference, bit for bit, on 1,
-// 2, 3 and 7 workers (every block count splitting); at 4096 elements and
-// below the order is the sequential one TestReduceOrder checks.
+// 2, 3 and 7 workers (every block count splitting).
 func TestSumAllOrder(t *testing.T) {
 	defer func(v int) { parMinWork = v }(parMinWork)
 	parMinWork = 1

@@ -1,0 +1,34 @@
+//go:build !purego
+
+package cpu
+
+import (
+	"unsafe"
+
+	"github.com/kilnml/kiln/internal/cpufeat"
+)
+
+// laneAsm is whether the lane sums run in assembly (rowsum_amd64.s, AVX2).
+var laneAsm = cpufeat.AVX2
+
+// laneSumF32 adds the n float32 at x (n a positive multiple of 16) into
+// the lanes acc, as laneSums' Go loop does.
+//
+//go:noescape
+func laneSumF32(acc *[laneCount]float32, x unsafe.Pointer, n int)
+
+// laneSumF64 is laneSumF32 for float64.
+//
+//go:noescape
+func laneSumF64(acc *[laneCount]float64, x unsafe.Pointer, n int)
+
+// laneDotF32 adds the n products a[i]*b[i], each rounded, into the lanes
+// acc, as laneDots' Go loop does.
+//
+//go:noescape
+func laneDotF32(acc *[laneCount]float32, a, b unsafe.Pointer, n int)
+
+// laneDotF64 is laneDotF32 for float64.
+//
+//go:noescape
+func laneDotF64(acc *[laneCount]float64, a, b unsafe.Pointer, n int)

@@ -1,0 +1,24 @@
+//go:build !amd64 || purego
+
+package cpu
+
+import "unsafe"
+
+// laneAsm is false: laneSums' and laneDots' Go loops run.
+const laneAsm = false
+
+func laneSumF32(*[laneCount]float32, unsafe.Pointer, int) {
+	panic("cpu: no lane sum kernel on this platform")
+}
+
+func laneSumF64(*[laneCount]float64, unsafe.Pointer, int) {
+	panic("cpu: no lane sum kernel on this platform")
+}
+
+func laneDotF32(*[laneCount]float32, unsafe.Pointer, unsafe.Pointer, int) {
+	panic("cpu: no lane sum kernel on this platform")
+}
+
+func laneDotF64(*[laneCount]float64, unsafe.Pointer, unsafe.Pointer, int) {
+	panic("cpu: no lane sum kernel on this platform")
+}
