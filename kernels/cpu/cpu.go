@@ -10,7 +10,8 @@
 // Floating-point results are deterministic: reductions add in a fixed
 // order that depends on the shapes alone, in the element type (an f32
 // kernel accumulates in float32): a sum along a contiguous run in 16 lanes
-// in blocks of 4096 (rowsum.go), a sum down columns and the losses in index
+// in blocks of 4096 (rowsum.go), a sum down columns and the other
+// reductions (losses, norms, var, prod) in index
 // order; products are rounded before they are added so that no platform
 // fuses them into an FMA. Matmul's order
 // is fixed for given shapes: the blocked gemm's FMA chains (gemm.go) where
