@@ -117,7 +117,6 @@ TEXT ·exp32AVX512(SB), NOSPLIT, $0-32
 	VMOVUPS LN2HI(AX), Z11
 	VMOVUPS LN2LO(AX), Z10
 	VMOVUPS ONE(AX), Z9
-	VMOVUPS I127(AX), Z8
 	VMOVUPS EP0(AX), Z16
 	VMOVUPS EP1(AX), Z17
 	VMOVUPS EP2(AX), Z18
@@ -152,15 +151,10 @@ exp16:
 	VMULPS  Z4, Z5, Z5
 	VADDPS  Z1, Z5, Z5
 	VADDPS  Z9, Z5, Z5
-	VCVTTPS2DQ Z2, Z6
-	VPSRAD  $1, Z6, Z7
-	VPSUBD  Z7, Z6, Z6
-	VPADDD  Z8, Z7, Z7
-	VPSLLD  $23, Z7, Z7
-	VPADDD  Z8, Z6, Z6
-	VPSLLD  $23, Z6, Z6
-	VMULPS  Z7, Z5, Z5
-	VMULPS  Z6, Z5, Z5
+	// p·2^n in one rounding, as the scalar code's p·2^(n>>1)·2^(n-(n>>1)):
+	// p·2^(n>>1) is exact (n >= -151 keeps it normal), so the second
+	// product is its only rounding.
+	VSCALEFPS Z2, Z5, Z5
 	VCMPPS  $3, Z0, Z0, K1
 	VADDPS  Z0, Z0, K1, Z5
 	VMOVUPS Z5, (DI)
