@@ -69,29 +69,8 @@ func fusepatBuildSoftmaxGrad[T float](n *kernels.Node) (kernels.Func, error) {
 			if dim == 0 {
 				return nil
 			}
-			var sums [fusepatBlock]T
-			for r := r0; r < r1; r += fusepatBlock {
-				k := min(fusepatBlock, r1-r)
-				lo, hi := r*dim, (r+k)*dim
-				switch {
-				case outer == 1 && logGrad: // the sum of a whole tensor (sum_all.go)
-					sums[0] = sumAll(dy)
-				case outer == 1:
-					sums[0] = sumAllProducts(dy, y)
-				case logGrad:
-					fusepatRowSums(sums[:k], dy[lo:hi], nil, dim)
-				default:
-					fusepatRowSums(sums[:k], dy[lo:hi], y[lo:hi], dim)
-				}
-				for j, s := range sums[:k] {
-					a, b := lo+j*dim, lo+(j+1)*dim
-					if logGrad {
-						fusepatLogSoftmaxGradRow(o[a:b], dy[a:b], y[a:b], s)
-					} else {
-						fusepatSoftmaxGradRow(o[a:b], dy[a:b], y[a:b], s, diffs[part], mul)
-					}
-				}
-			}
+			lo, hi := r0*dim, r1*dim
+			fusepatSoftmaxGradRows(o[lo:hi], dy[lo:hi], y[lo:hi], dim, outer == 1, logGrad, diffs[part], mul)
 			if mul != nil {
 				storeFence()
 			}
@@ -134,6 +113,39 @@ func fusepatBuildSoftmaxGrad[T float](n *kernels.Node) (kernels.Func, error) {
 		}
 		return nil
 	}), nil
+}
+
+// fusepatSoftmaxGradRows writes softmax_grad (or, with logGrad,
+// log_softmax_grad) of the consecutive rows of length dim > 0 of dy and y
+// into out, fusepatBlock rows at a time: their sums of dy*y (or dy) side
+// by side (fusepatRowSums), or for whole, a tensor of one row, its sum in
+// sum_all.go's blocks; then each row (fusepatSoftmaxGradRow, with scratch
+// diff of dim and mul as it takes them, or fusepatLogSoftmaxGradRow).
+func fusepatSoftmaxGradRows[T float](out, dy, y []T, dim int, whole, logGrad bool, diff []T, mul func(out, a, b []T)) {
+	var sums [fusepatBlock]T
+	rows := len(dy) / dim
+	for r := 0; r < rows; r += fusepatBlock {
+		k := min(fusepatBlock, rows-r)
+		lo, hi := r*dim, (r+k)*dim
+		switch {
+		case whole && logGrad: // the sum of a whole tensor (sum_all.go)
+			sums[0] = sumAll(dy)
+		case whole:
+			sums[0] = sumAllProducts(dy, y)
+		case logGrad:
+			fusepatRowSums(sums[:k], dy[lo:hi], nil, dim)
+		default:
+			fusepatRowSums(sums[:k], dy[lo:hi], y[lo:hi], dim)
+		}
+		for j, s := range sums[:k] {
+			a, b := lo+j*dim, lo+(j+1)*dim
+			if logGrad {
+				fusepatLogSoftmaxGradRow(out[a:b], dy[a:b], y[a:b], s)
+			} else {
+				fusepatSoftmaxGradRow(out[a:b], dy[a:b], y[a:b], s, diff, mul)
+			}
+		}
+	}
 }
 
 // fusepatBlock is the number of rows whose sums fusepatRowSums forms
