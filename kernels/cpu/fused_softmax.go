@@ -85,10 +85,13 @@ func buildFusedSoftmax[T float](n *kernels.Node) (kernels.Func, error) {
 			x := bufs[part][:hi-lo]
 			mcs[part].runTo(x, args, lo, hi)
 			if sm != nil {
-				sm.rows(part, o[lo:hi], x, dim)
+				sm.rowsUnfenced(part, o[lo:hi], x, dim)
 			} else {
 				softmaxRows(o[lo:hi], x, dim, logOut)
 			}
+		}
+		if sm != nil {
+			storeFence() // once for the part's streaming stores
 		}
 		return nil
 	}), nil
@@ -135,14 +138,19 @@ func buildFusedSoftmaxGrad[T float](n *kernels.Node) (kernels.Func, error) {
 			fusepatSoftmaxGradRows(g, dy[lo:hi], y[lo:hi], dim, rows == 1, logGrad, diffs[part], nil)
 			mcs[part].runFrom(o[lo:hi], g, args, lo, hi)
 		}
+		if mcs[part].fence {
+			storeFence() // once for the part's streaming stores
+		}
 		return nil
 	}), nil
 }
 
 // runFrom writes the program's result for elements [lo, hi) into
-// dst[:hi-lo], reading its input -1 from src[:hi-lo].
+// dst[:hi-lo], reading its input -1 from src[:hi-lo]. It does not fence
+// streaming stores (the caller fences once after its last call).
 func (mc *fuseewMachine[T]) runFrom(dst, src []T, args []kernels.Tensor, lo, hi int) {
-	mc.src = src
+	fence := mc.fence
+	mc.src, mc.fence = src, false
 	mc.runTo(dst, args, lo, hi)
-	mc.src = nil
+	mc.src, mc.fence = nil, fence
 }
