@@ -11,9 +11,10 @@ import (
 // Elementwise fusion: chains of elementwise ops become one fused_elementwise,
 // a matmul whose only users are elementwise takes them as its epilogue
 // (fused_matmul), a sum or mean takes the elementwise ops that only it
-// reads as its prologue (fused_reduce), and so do softmax and its gradient
-// (fused_softmax, fused_softmax_grad: fuse_softmax.go). The rules, which never let a fused
-// op do more arithmetic than the ops it replaces:
+// reads as its prologue (fused_reduce), and a softmax and a softmax
+// gradient take theirs (fused_softmax, fused_softmax_grad: fuse_softmax.go).
+// The rules, which never let a fused op do more arithmetic than the ops it
+// replaces:
 //
 //   - A group is a root and members, elementwise values whose every user is
 //     in the group and which are not outputs, gradients or updates: a value
