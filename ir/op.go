@@ -179,6 +179,11 @@ const (
 	OpAllGather
 	OpShard
 
+	// Softmax with an elementwise prologue, its gradient with an
+	// elementwise epilogue (ops_fused_softmax.go).
+	OpFusedSoftmax
+	OpFusedSoftmaxGrad
+
 	numOps
 )
 
@@ -483,7 +488,7 @@ type opRow struct {
 }
 
 func init() {
-	families := [][]opRow{coreOps(), mathOps(), activationOps(), lossOps(), reduceOps(), movementOps(), nnOps(), kanOps(), fusedPatternOps(), fusedElementwiseOps(), arrayOps(), attentionOps(), distOps()}
+	families := [][]opRow{coreOps(), mathOps(), activationOps(), lossOps(), reduceOps(), movementOps(), nnOps(), kanOps(), fusedPatternOps(), fusedElementwiseOps(), arrayOps(), attentionOps(), distOps(), fusedSoftmaxOps()}
 	for _, rows := range families {
 		for _, r := range rows {
 			if opTable[r.op].Name != "" {

@@ -10,9 +10,11 @@ import (
 
 // Elementwise fusion: chains of elementwise ops become one fused_elementwise,
 // a matmul whose only users are elementwise takes them as its epilogue
-// (fused_matmul), and a sum or mean takes the elementwise ops that only it
-// reads as its prologue (fused_reduce). The rules, which never let a fused
-// op do more arithmetic than the ops it replaces:
+// (fused_matmul), a sum or mean takes the elementwise ops that only it
+// reads as its prologue (fused_reduce), and a softmax and a softmax
+// gradient take theirs (fused_softmax, fused_softmax_grad: fuse_softmax.go).
+// The rules, which never let a fused op do more arithmetic than the ops it
+// replaces:
 //
 //   - A group is a root and members, elementwise values whose every user is
 //     in the group and which are not outputs, gradients or updates: a value
@@ -60,7 +62,7 @@ func fuseElementwise(g *ir.Graph) error {
 		}
 		var err error
 		switch {
-		case v.Op == ir.OpSum || v.Op == ir.OpMean:
+		case v.Op == ir.OpSum || v.Op == ir.OpMean || f.softmaxLastAxis(id, false):
 			err = f.prologue(id)
 		case v.Op.Info().Class == ir.ClassElementwise && f.operandsFit(id, v.Type.DType):
 			err = f.chain(id)
@@ -227,11 +229,13 @@ func (f *fuseewState) grow(root ir.ID, aliases bool) *fuseewGroup {
 }
 
 // epilogue returns the input of grp that is a matmul only the group reads,
-// which the group can take as fused_matmul's product, or NoID.
+// which the group can take as fused_matmul's product, or a softmax_grad or
+// log_softmax_grad over the last axis only the group reads, which it can
+// take as fused_softmax_grad's gradient; or NoID.
 func (f *fuseewState) epilogue(grp *fuseewGroup) ir.ID {
 	for _, in := range grp.inputs {
 		v := &f.g.Values[in]
-		if v.Op == ir.OpMatmul && !f.taken[in] && !f.visible[in] && v.Type.DType == grp.dt &&
+		if (v.Op == ir.OpMatmul || f.softmaxLastAxis(in, true)) && !f.taken[in] && !f.visible[in] && v.Type.DType == grp.dt &&
 			v.Type.Shape.NumElements() == grp.n && f.usedOnlyBy(in, grp.members) &&
 			len(grp.inputs)+1 <= fuseewMaxInputs {
 			return in
@@ -241,8 +245,9 @@ func (f *fuseewState) epilogue(grp *fuseewGroup) ir.ID {
 }
 
 // chain fuses the group rooted at elementwise value root into
-// fused_elementwise or, when one of its inputs is a matmul that only the
-// group reads, into fused_matmul.
+// fused_elementwise or, when one of its inputs is a matmul or a softmax
+// gradient that only the group reads (epilogue), into fused_matmul or
+// fused_softmax_grad.
 func (f *fuseewState) chain(root ir.ID) error {
 	g := f.g
 	for _, aliases := range []bool{true, false} {
@@ -253,6 +258,8 @@ func (f *fuseewState) chain(root ir.ID) error {
 		switch {
 		case !ok:
 			continue // a view changed a type: try without views
+		case mm != ir.NoID && g.Values[mm].Op != ir.OpMatmul:
+			return f.softmaxGradEpilogue(root, mm, grp, inputs, prog)
 		case mm != ir.NoID:
 			from := g.Provenance(append([]ir.ID{mm}, fuseewSorted(grp.members)...)...)
 			args := append([]ir.ID{g.Values[mm].Args[0], g.Values[mm].Args[1]}, inputs[1:]...)
@@ -271,8 +278,9 @@ func (f *fuseewState) chain(root ir.ID) error {
 	return nil
 }
 
-// prologue fuses sum or mean s with the elementwise group rooted at its
-// operand, when s is that operand's only user, into fused_reduce.
+// prologue fuses sum, mean, or softmax or log_softmax over the last axis s
+// with the elementwise group rooted at its operand, when s is that
+// operand's only user, into fused_reduce or fused_softmax.
 func (f *fuseewState) prologue(s ir.ID) error {
 	g := f.g
 	sv := &g.Values[s]
@@ -288,12 +296,8 @@ func (f *fuseewState) prologue(s ir.ID) error {
 		if !ok {
 			continue
 		}
-		from := g.Provenance(append(fuseewSorted(grp.members), s)...)
-		attrs := ir.MakeAttrs(ir.ProgramAttr, prog.Attr(), ir.FromAttr, from, "op", ir.String(sv.Op.String()))
-		for _, a := range sv.Attrs {
-			attrs = attrs.With(a.Key, a.Value)
-		}
-		return f.rewrite(s, ir.OpFusedReduce, attrs, grp.inputs, grp)
+		op, attrs := prologueOp(sv, prog, g.Provenance(append(fuseewSorted(grp.members), s)...))
+		return f.rewrite(s, op, attrs, grp.inputs, grp)
 	}
 	return nil
 }

@@ -38,6 +38,8 @@ var nanExempt = map[ir.Op]string{
 	ir.OpFusedElementwise: "made by the fuse pass: every case runs at -O2 too",
 	ir.OpFusedMatmul:      "made by the fuse pass: every case runs at -O2 too",
 	ir.OpFusedReduce:      "made by the fuse pass: every case runs at -O2 too",
+	ir.OpFusedSoftmax:     "made by the fuse pass from an elementwise op before a softmax, which no single-op case has: TestFuseSoftmaxMatchesO0 runs NaN and ±Inf through it against -O0, as kernels/cpu TestFusedSoftmaxBitwise does against the unfused kernels",
+	ir.OpFusedSoftmaxGrad: "made by the fuse pass from softmax's gradient and an elementwise op after it, which no single-op case has: TestFuseSoftmaxMatchesO0 runs NaN and ±Inf through it against -O0, as kernels/cpu TestFusedSoftmaxBitwise does against the unfused kernels",
 	ir.OpAllReduce:        "a sum over the ranks of a job, which PyTorch's reference has no single-process form of; dist's tests check its sums, which add with the element type's + as add does",
 	ir.OpReduceScatter:    "a shard of allreduce's sum: dist's tests check it",
 	ir.OpAllGather:        "copies every rank's shard: no arithmetic",

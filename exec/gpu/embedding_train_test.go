@@ -13,7 +13,8 @@ import (
 // embeddingModel is a bag-of-tokens classifier whose forward and backward
 // use the movement, reduction and loss kernels: embedding (backward
 // index_add), slice, concat, max and mean over the tokens (max_grad),
-// log_softmax and nll_loss (log_softmax_grad; the mean of the
+// log_softmax and nll_loss (log_softmax_grad, fused with the gradient
+// additions after it into fused_softmax_grad; the mean of the
 // log-probabilities keeps the fuse pass from making them one
 // softmax_cross_entropy), gather with mse_loss (backward scatter_add),
 // logsumexp and std.
@@ -65,7 +66,7 @@ func TestEmbeddingModelTrainsLikeCPU(t *testing.T) {
 	t.Run("gradients", func(t *testing.T) {
 		p := compile(t, []byte(embeddingModel), kiln.Options{Grad: true})
 		ops := planOps(p)
-		for _, op := range []ir.Op{ir.OpEmbedding, ir.OpIndexAdd, ir.OpGather, ir.OpScatterAdd, ir.OpMaxGrad, ir.OpLogSoftmaxGrad, ir.OpNLLLoss, ir.OpMSELoss, ir.OpLogSumExp, ir.OpStd, ir.OpSlice, ir.OpConcat, ir.OpPad} {
+		for _, op := range []ir.Op{ir.OpEmbedding, ir.OpIndexAdd, ir.OpGather, ir.OpScatterAdd, ir.OpMaxGrad, ir.OpFusedSoftmaxGrad, ir.OpNLLLoss, ir.OpMSELoss, ir.OpLogSumExp, ir.OpStd, ir.OpSlice, ir.OpConcat, ir.OpPad} {
 			if !ops[op] {
 				t.Errorf("the training plan has no %s step", op)
 			}

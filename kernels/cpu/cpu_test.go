@@ -66,6 +66,8 @@ func TestRegisteredDTypes(t *testing.T) {
 		ir.OpSoftsign: floats,
 		// Collectives (dist.go).
 		ir.OpAllReduce: floats, ir.OpReduceScatter: floats, ir.OpAllGather: floats, ir.OpShard: floats,
+		// Fused softmax (fused_softmax.go).
+		ir.OpFusedSoftmax: floats, ir.OpFusedSoftmaxGrad: floats,
 	}
 	for _, op := range ir.Ops() {
 		for _, dt := range allDTypes {

@@ -67,6 +67,7 @@ type fuseewIn[E any] struct {
 	buf  []E // the splat or gathered row
 	cur  fuseewCursor
 	src  []E // its elements, during a run
+	base int // the element src[0] is (input -1 read from fuseewMachine.src)
 }
 
 // fuseewCursor walks a strided operand (or, for fused_reduce, the sums)
@@ -177,6 +178,7 @@ type fuseewMachine[T float] struct {
 	rbuf  []T  // the result row when it is not the output (fused_reduce)
 	fence bool // the last step streams its stores: fence them after a run
 	off   int  // during runTo: the element the output row starts at
+	src   []T  // during runFrom: input -1's elements from element off on
 
 	// fused_reduce into sums of runs (ia = 0): the current block of the
 	// current run, and the sum of the run's blocks so far (accumulate).
@@ -533,6 +535,9 @@ func (mc *fuseewMachine[T]) run(self []T, args []kernels.Tensor, lo, hi int, sum
 	}
 	for i := range mc.fin {
 		fuseewStart(&mc.fin[i], self, args, lo, hi)
+		if in := &mc.fin[i]; in.arg < 0 && mc.src != nil {
+			in.src, in.base = mc.src, mc.off
+		}
 	}
 	for i := range mc.bin {
 		fuseewStart(&mc.bin[i], nil, args, lo, hi)
@@ -646,6 +651,7 @@ func (mc *fuseewMachine[T]) stream(instr ir.EwInstr) {
 // elements are found, a scalar is filled into as much of its row as a block
 // uses, a broadcast operand's cursor is placed.
 func fuseewStart[E kernels.Elem](in *fuseewIn[E], self []E, args []kernels.Tensor, lo, hi int) {
+	in.base = 0
 	if in.arg < 0 {
 		in.src = self
 	} else {
@@ -667,7 +673,7 @@ func fuseewStart[E kernels.Elem](in *fuseewIn[E], self []E, args []kernels.Tenso
 func fuseewRow[E kernels.Elem](in *fuseewIn[E], slots [][]E, s, m int) {
 	switch in.mode {
 	case fuseewModeDirect:
-		slots[in.slot] = in.src[s : s+m]
+		slots[in.slot] = in.src[s-in.base : s-in.base+m]
 	case fuseewModeGather:
 		fuseewGather(&in.cur, in.buf[:m], in.src)
 	}

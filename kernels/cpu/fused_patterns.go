@@ -70,24 +70,8 @@ func fusepatBuildSoftmaxGrad[T float](n *kernels.Node) (kernels.Func, error) {
 			if dim == 0 {
 				return nil
 			}
-			var sums [fusepatBlock]T
-			for r := r0; r < r1; r += fusepatBlock {
-				k := min(fusepatBlock, r1-r)
-				lo, hi := r*dim, (r+k)*dim
-				if logGrad {
-					fusepatRowSums(sums[:k], dy[lo:hi], nil, dim)
-				} else {
-					fusepatRowSums(sums[:k], dy[lo:hi], y[lo:hi], dim)
-				}
-				for j, s := range sums[:k] {
-					a, b := lo+j*dim, lo+(j+1)*dim
-					if logGrad {
-						fusepatLogSoftmaxGradRow(o[a:b], dy[a:b], y[a:b], s)
-					} else {
-						fusepatSoftmaxGradRow(o[a:b], dy[a:b], y[a:b], s, diffs[part], mul)
-					}
-				}
-			}
+			lo, hi := r0*dim, r1*dim
+			fusepatSoftmaxGradRows(o[lo:hi], dy[lo:hi], y[lo:hi], dim, logGrad, diffs[part], mul)
 			if mul != nil {
 				storeFence()
 			}
@@ -130,6 +114,33 @@ func fusepatBuildSoftmaxGrad[T float](n *kernels.Node) (kernels.Func, error) {
 		}
 		return nil
 	}), nil
+}
+
+// fusepatSoftmaxGradRows writes softmax_grad (or, with logGrad,
+// log_softmax_grad) of the consecutive rows of length dim > 0 of dy and y
+// into out, fusepatBlock rows at a time: their sums of dy*y (or dy)
+// (fusepatRowSums), then each row (fusepatSoftmaxGradRow, with scratch
+// diff of dim and mul as it takes them, or fusepatLogSoftmaxGradRow).
+func fusepatSoftmaxGradRows[T float](out, dy, y []T, dim int, logGrad bool, diff []T, mul func(out, a, b []T)) {
+	var sums [fusepatBlock]T
+	rows := len(dy) / dim
+	for r := 0; r < rows; r += fusepatBlock {
+		k := min(fusepatBlock, rows-r)
+		lo, hi := r*dim, (r+k)*dim
+		if logGrad {
+			fusepatRowSums(sums[:k], dy[lo:hi], nil, dim)
+		} else {
+			fusepatRowSums(sums[:k], dy[lo:hi], y[lo:hi], dim)
+		}
+		for j, s := range sums[:k] {
+			a, b := lo+j*dim, lo+(j+1)*dim
+			if logGrad {
+				fusepatLogSoftmaxGradRow(out[a:b], dy[a:b], y[a:b], s)
+			} else {
+				fusepatSoftmaxGradRow(out[a:b], dy[a:b], y[a:b], s, diff, mul)
+			}
+		}
+	}
 }
 
 // fusepatBlock is the number of rows a softmax or softmax_grad kernel

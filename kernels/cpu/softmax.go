@@ -289,6 +289,13 @@ func softmaxStreamer[T float](out ir.Type, dim int, logOut bool, parts int) *sof
 
 // rows is softmaxRows over part's rows.
 func (sm *softmaxStream[T]) rows(part int, out, x []T, dim int) {
+	sm.rowsUnfenced(part, out, x, dim)
+	storeFence()
+}
+
+// rowsUnfenced is rows without the fence after the streaming stores, for
+// a caller that writes its part in several calls and fences once.
+func (sm *softmaxStream[T]) rowsUnfenced(part int, out, x []T, dim int) {
 	var ms, ss [fusepatBlock]T
 	buf := sm.bufs[part]
 	for r := 0; r < len(x)/dim; r += fusepatBlock {
@@ -302,7 +309,6 @@ func (sm *softmaxStream[T]) rows(part int, out, x []T, dim int) {
 			sm.div(out[(r+j)*dim:(r+j+1)*dim], e[j*dim:(j+1)*dim], ss[j])
 		}
 	}
-	storeFence()
 }
 
 // softmaxNorm is pass 2: it divides the exponentials softmaxStats left in

@@ -10,8 +10,10 @@ import (
 
 // BenchmarkSoftmaxStepKernels times the kernels of bench/softmax_step.kir's
 // step on its [4096,1024] f32 tensors, on 1 and 2 workers: softmax,
-// softmax_grad, the loss's fused_reduce of a product into one value, and
-// mul (softmax_grad's y is random: the timing does not depend on it).
+// softmax_grad, the loss's fused_reduce of a product into one value, mul,
+// and fused_softmax and fused_softmax_grad, which take the muls before
+// softmax and after softmax_grad (softmax_grad's y is random: the timing
+// does not depend on it).
 // cpu-ms/op is the process's CPU time per call (all workers together,
 // where it can be read), which the machine's load inflates less than the
 // time per call.
@@ -31,6 +33,8 @@ func BenchmarkSoftmaxStepKernels(b *testing.B) {
 			{"softmax_grad", ir.OpSoftmaxGrad, nil, []kernels.Tensor{t, x}},
 			{"fused_reduce", ir.OpFusedReduce, fuseewProgram("t0 = mul i0, i1").With("op", ir.String("sum")), []kernels.Tensor{x, t}},
 			{"mul", ir.OpMul, nil, []kernels.Tensor{x, t}},
+			{"fused_softmax", ir.OpFusedSoftmax, fuseewProgram("t0 = mul i0, i1"), []kernels.Tensor{x, t}},
+			{"fused_softmax_grad", ir.OpFusedSoftmaxGrad, fuseewProgram("t0 = mul i0, i1"), []kernels.Tensor{t, x, x}},
 		} {
 			n := node(b, c.op, c.attrs, typesOf(c.args)...)
 			n.Par = pool

@@ -146,17 +146,30 @@ func buildSoftmaxGrad(n *kernels.Node) (*Kernel, error) {
 	b.WriteString(Decl(0, "dy", ir.F32))
 	b.WriteString(Decl(1, "y", ir.F32))
 	b.WriteString(Decl(2, "out", ir.F32))
-	rowDecls(&b, index)
-	groups := rowStart(&b, count)
+	groups := softmaxGradSource(&b, count, length, index, n.Op == ir.OpLogSoftmaxGrad, "")
+	return &Kernel{Dispatches: []Dispatch{{Source: b.String(), Groups: groups, Bind: []Operand{{Arg, 0}, {Arg, 1}, {Out, 0}}}}}, nil
+}
+
+// softmaxGradSource writes the rest of a softmax_grad (or
+// log_softmax_grad) kernel over count slices of length from slices, after
+// the declarations of dy, y and out: the row declarations and main. With
+// epi, element e of the result is epi(e, g) of the gradient g instead of
+// g. It returns the workgroup counts.
+func softmaxGradSource(b *strings.Builder, count, length int, index string, logGrad bool, epi string) [3]uint32 {
+	rowDecls(b, index)
+	groups := rowStart(b, count)
 	b.WriteString("  var acc = 0.0;\n")
 	term, write := "dy[e] * y[e]", "y[e] * (dy[e] - sm)"
-	if n.Op == ir.OpLogSoftmaxGrad {
+	if logGrad {
 		term, write = "dy[e]", "dy[e] - exp(y[e]) * sm"
 	}
-	fmt.Fprintf(&b, "  for (var j = t; j < %du; j += %du) { let e = idx(s, j); acc = acc + %s; }\n", length, WorkgroupSize, term)
+	if epi != "" {
+		write = fmt.Sprintf("%s(e, %s)", epi, write)
+	}
+	fmt.Fprintf(b, "  for (var j = t; j < %du; j += %du) { let e = idx(s, j); acc = acc + %s; }\n", length, WorkgroupSize, term)
 	b.WriteString(treeSum("acc", "red"))
-	fmt.Fprintf(&b, "  let sm = red[0];\n  for (var j = t; j < %du; j += %du) { let e = idx(s, j); out[e] = %s; }\n}\n", length, WorkgroupSize, write)
-	return &Kernel{Dispatches: []Dispatch{{Source: b.String(), Groups: groups, Bind: []Operand{{Arg, 0}, {Arg, 1}, {Out, 0}}}}}, nil
+	fmt.Fprintf(b, "  let sm = red[0];\n  for (var j = t; j < %du; j += %du) { let e = idx(s, j); out[e] = %s; }\n}\n", length, WorkgroupSize, write)
+	return groups
 }
 
 func init() {

@@ -101,15 +101,27 @@ func buildSoftmax(n *kernels.Node) (*Kernel, error) {
 	var b strings.Builder
 	b.WriteString(Decl(0, "x", ir.F32))
 	b.WriteString(Decl(1, "out", ir.F32))
-	rowPrelude(&b, index)
-	groups := rowStart(&b, count)
+	groups := softmaxSource(&b, count, length, index, n.Op == ir.OpLogSoftmax, map[string]bool{})
+	return &Kernel{Dispatches: []Dispatch{{Source: b.String(), Groups: groups, Bind: []Operand{{Arg, 0}, {Out, 0}}}}}, nil
+}
+
+// softmaxSource writes the rest of a softmax (or log_softmax) kernel over
+// count slices of length from slices, after the declaration of ld_x, the
+// load of the input, and of out: the row declarations, the helpers
+// (those named in helpers and those the rows use) and main. It returns
+// the workgroup counts.
+func softmaxSource(b *strings.Builder, count, length int, index string, logOut bool, helpers map[string]bool) [3]uint32 {
+	rowDecls(b, index)
+	helpers["k_maxnan"], helpers["k_log"] = true, true
+	b.WriteString(helperSource(helpers))
+	groups := rowStart(b, count)
 	b.WriteString(rowStats(length))
 	write := "exp(v - m) / e"
-	if n.Op == ir.OpLogSoftmax {
+	if logOut {
 		write = "v - m - k_log(e)"
 	}
-	fmt.Fprintf(&b, "  for (var j = t; j < %du; j += %du) { let v = ld_x(idx(s, j)); out[idx(s, j)] = %s; }\n}\n", length, WorkgroupSize, write)
-	return &Kernel{Dispatches: []Dispatch{{Source: b.String(), Groups: groups, Bind: []Operand{{Arg, 0}, {Out, 0}}}}}, nil
+	fmt.Fprintf(b, "  for (var j = t; j < %du; j += %du) { let v = ld_x(idx(s, j)); out[idx(s, j)] = %s; }\n}\n", length, WorkgroupSize, write)
+	return groups
 }
 
 // labelCheck is the data error of a label outside [0, classes), quoting

@@ -195,6 +195,8 @@ func losses() []Case {
 	}
 	cases = append(cases,
 		Case{Name: "softmax_grad", Src: "input %d: f32[6,300]\ninput %a: f32[6,300]\n%y = softmax %a\n%g: f32[6,300] = softmax_grad %d, %y\n%l = log_softmax %a\n%h: f32[6,300] = log_softmax_grad %d, %l\noutput %g, %h", Atol: 1e-5},
+		Case{Name: "fused_softmax", Src: "input %a: f32[6,300]\ninput %b: f32[300]\ninput %c: f32[3,2,5]\n%y: f32[6,300] = fused_softmax %a, %b {program=[\"t0 = mul i0, i1\", \"t1 = tanh t0\"]}\n%z: f32[3,2,5] = fused_softmax %c {log=true, program=[\"t0 = mul i0, 3.0\"]}\noutput %y, %z", Atol: 1e-6},
+		Case{Name: "fused_softmax_grad", Src: "input %d: f32[6,300]\ninput %a: f32[6,300]\ninput %x: f32[6,300]\ninput %c: f32[6,1]\n%y = softmax %a\n%g: f32[6,300] = fused_softmax_grad %d, %y, %x {program=[\"t0 = mul i0, i1\"]}\n%l = log_softmax %a\n%h: f32[6,300] = fused_softmax_grad %d, %l, %x, %c {log=true, program=[\"t0 = mul i0, i1\", \"t1 = sub i2, t0\", \"t2 = exp t1\"]}\noutput %g, %h", Atol: 1e-5},
 		Case{Name: "softmax_grad axis 1", Src: "input %d: f32[5,3,7]\ninput %a: f32[5,3,7]\n%y = softmax %a {axis=1}\n%g: f32[5,3,7] = softmax_grad %d, %y {axis=1}\n%l = log_softmax %a {axis=1}\n%h: f32[5,3,7] = log_softmax_grad %d, %l {axis=1}\noutput %g, %h", Atol: 1e-5},
 	)
 	return cases
