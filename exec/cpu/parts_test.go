@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -67,5 +68,34 @@ func startHelpers(workers int) (p *pool, stop func()) {
 	return p, func() {
 		close(r.ready)
 		r.wg.Wait()
+	}
+}
+
+// TestPoolClaimsOwnBlockFirst checks the order in which a Run's caller
+// claims parts when no worker helps (none is started): the parts of its
+// own block (worker w's of W: parts [w·n/W, (w+1)·n/W)) lowest first, then
+// those of the next blocks in turn, each from its far end, so that a
+// worker that joins late still finds its block's first parts.
+func TestPoolClaimsOwnBlockFirst(t *testing.T) {
+	for _, c := range []struct {
+		workers, caller, n int
+		want               []int
+	}{
+		{2, 0, 2, []int{0, 1}},
+		{2, 1, 2, []int{1, 0}},
+		{2, 0, 4, []int{0, 1, 3, 2}},
+		{2, 1, 4, []int{2, 3, 1, 0}},
+		{2, 1, 5, []int{2, 3, 4, 1, 0}},
+		{3, 1, 6, []int{2, 3, 5, 4, 1, 0}},
+		{3, 2, 2, []int{1, 0}}, // blocks [0,0), [0,1), [1,2)
+		{4, 0, 2, []int{0, 1}}, // blocks [0,0), [0,1), [1,1), [1,2): worker 0 owns none
+		{4, 3, 2, []int{1, 0}},
+	} {
+		p := newPool(c.workers)
+		var got []int
+		p.run(c.caller, c.n, func(i int) { got = append(got, i) })
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%d workers, caller %d, %d parts: ran %v, want %v", c.workers, c.caller, c.n, got, c.want)
+		}
 	}
 }
