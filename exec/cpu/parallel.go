@@ -312,7 +312,7 @@ var spinFor = 200 * time.Microsecond
 // idle polls, for up to spinFor, for parts of a split kernel (running
 // them) and for ready steps, yielding the processor between polls so that
 // goroutines waiting for it (the Step caller) run; it reports whether it
-// found either. While it polls the worker counts as spinning, and Run sends
+// ran a part or found a ready step. While it polls the worker counts as spinning, and Run sends
 // it no wake. w is the worker.
 func (r *runner) idle(w int) bool {
 	p := r.pool

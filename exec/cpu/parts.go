@@ -130,10 +130,11 @@ func (p *pool) acquire() *partJob {
 }
 
 // drain runs the parts of j not yet claimed, as worker w: those of its own
-// block, then those of the next blocks in turn. A part that panics ends
-// the claiming: the panic is kept for Run to raise on its caller's
-// goroutine, since on a helper's it would end the process.
-func (j *partJob) drain(w int) {
+// block, then those of the next blocks in turn; it reports whether it ran
+// any. A part that panics ends the claiming: the panic is kept for Run to
+// raise on its caller's goroutine, since on a helper's it would end the
+// process.
+func (j *partJob) drain(w int) (ran bool) {
 	defer func() {
 		if v := recover(); v != nil {
 			j.panicked.CompareAndSwap(nil, &v)
@@ -150,9 +151,11 @@ func (j *partJob) drain(w int) {
 			if !ok {
 				break
 			}
+			ran = true
 			j.body(i)
 		}
 	}
+	return ran
 }
 
 // claim takes a part of block b, its lowest (own) or its highest, and
@@ -175,22 +178,24 @@ func claim(b *atomic.Uint64, own bool) (int, bool) {
 }
 
 // help runs parts of every open slot as worker w and reports whether it
-// found one.
+// ran one. An open slot whose parts are all taken (its caller or another
+// worker is finishing the last ones) does not count: a worker polling
+// (runner.idle) goes on polling rather than returning to wait on its
+// channels, whose locks the workers running steps take.
 func (p *pool) help(w int) bool {
-	found := false
+	ran := false
 	for i := range p.jobs {
 		j := &p.jobs[i]
 		if !j.open.Load() {
 			continue
 		}
-		found = true
 		j.users.Add(1)
-		if j.open.Load() {
-			j.drain(w)
+		if j.open.Load() && j.drain(w) {
+			ran = true
 		}
 		j.users.Add(-1)
 	}
-	return found
+	return ran
 }
 
 // stepParts is the kernels.Parallel of one step's kernel: the pool, with
