@@ -156,6 +156,10 @@ type Parallel interface {
 	// returned. It may be called from a kernel running on a worker (the
 	// caller always runs parts itself, so it never waits on a busy pool)
 	// and allocates nothing: body should be made once, in the builder.
+	// exec/cpu's pool runs the parts [w·n/W, (w+1)·n/W) on worker w of W
+	// when that worker is free to, so state a kernel keeps per worker
+	// (buffers its parts write) stays on one core when keyed by that
+	// block; which goroutine runs a part never changes its result.
 	Run(n int, body func(part int))
 }
 
