@@ -275,9 +275,18 @@ func (r *runner) cancel(err error) {
 // before it, and then completed either way, so that every step of a run
 // completes and the run ends when the last one does; the steps after a
 // stop complete at once without running.
+//
+// Parts come before steps: a worker helps a split kernel in progress
+// before it takes a ready step, since the kernel's caller waits for its
+// parts (those of this worker's block first of all), where a ready step
+// can wait (a small one off the critical path, most often: the bias
+// gradient and its update while the other worker multiplies).
 func (r *runner) work(w int) {
 	defer r.wg.Done()
 	for {
+		if r.pool.help(w) {
+			continue
+		}
 		var s int32
 		var ok bool
 		select {
