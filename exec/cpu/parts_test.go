@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -92,10 +93,39 @@ func TestPoolClaimsOwnBlockFirst(t *testing.T) {
 		{4, 3, 2, []int{1, 0}},
 	} {
 		p := newPool(c.workers)
+		p.byCPU = false // the blocks of the caller's worker, not of its CPU
 		var got []int
 		p.run(c.caller, c.n, func(i int) { got = append(got, i) })
 		if !slices.Equal(got, c.want) {
 			t.Errorf("%d workers, caller %d, %d parts: ran %v, want %v", c.workers, c.caller, c.n, got, c.want)
+		}
+	}
+}
+
+// TestPoolBlockByCPU checks when a claimer starts from its CPU's block:
+// with as many workers as CPUs, where getcpu is there; then block is the
+// CPU's number modulo the workers, whatever the worker.
+func TestPoolBlockByCPU(t *testing.T) {
+	_, ok := currentCPU()
+	n := runtime.NumCPU()
+	if p := newPool(n); p.byCPU != (ok && n > 1) {
+		t.Errorf("%d workers on %d CPUs (getcpu: %v): byCPU = %v", n, n, ok, p.byCPU)
+	}
+	if p := newPool(n + 1); p.byCPU {
+		t.Errorf("%d workers on %d CPUs: byCPU", n+1, n)
+	}
+	p := newPool(n)
+	if !p.byCPU {
+		t.Skip("no getcpu, or one CPU")
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	for w := range n + 2 {
+		before, _ := currentCPU()
+		b := p.block(w)
+		after, _ := currentCPU()
+		if before == after && b != before%n {
+			t.Errorf("worker %d on CPU %d of %d: block %d, want %d", w, before, n, b, before%n)
 		}
 	}
 }
