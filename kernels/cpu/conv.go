@@ -361,11 +361,11 @@ type convRun[T float] struct {
 	// sets are the buffer sets, one per worker, and taken[i] says set i
 	// is in use: a part takes a free one and gives it back, so the few
 	// sets stay in the caches however many parts there are. Part q takes
-	// set q·len(sets)/parts when it is free: the set of the worker whose
-	// block of parts q falls in (the executor's pool hands worker w the
-	// parts [w·n/W, (w+1)·n/W) first, kernels.Parallel), so a worker goes
-	// on with the set its core last wrote (a megabyte of columns for a
-	// 3×3 convolution over 32 channels) rather than with the other core's.
+	// set q·len(sets)/parts when it is free: the set of the block of
+	// parts q falls in (the executor's pool hands CPU c the parts
+	// [c·n/W, (c+1)·n/W) first, kernels.Parallel), so a core goes on with
+	// the set it last wrote (a megabyte of columns for a 3×3 convolution
+	// over 32 channels) rather than with the other core's.
 	sets  []*convPart[T]
 	taken []atomic.Bool
 	body  func(q int, pt *convPart[T]) // the kernel's part q, made by its builder

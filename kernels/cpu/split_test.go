@@ -505,9 +505,9 @@ func TestConvSplitBitwise(t *testing.T) {
 }
 
 // TestConvRunTakesOwnSet checks which buffer set a split convolution's
-// part takes: its worker's (part q of n on W workers: set q·W/n, the
-// set of the block of parts the pool hands that worker first) when free,
-// else the next free one, and that a set given back is free again.
+// part takes: its block's (part q of n on W workers: set q·W/n, the set
+// of the block of parts the pool hands one core first) when free, else
+// the next free one, and that a set given back is free again.
 func TestConvRunTakesOwnSet(t *testing.T) {
 	defer func(c int) { convSplitMACs = c }(convSplitMACs)
 	convSplitMACs = 1
