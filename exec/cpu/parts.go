@@ -36,7 +36,7 @@ import (
 // threads move between CPUs, though (a worker ran block 0 on either CPU
 // about as often), so with as many workers as CPUs the block a claimer
 // starts from is that of the CPU it runs on (byCPU: its number modulo the
-// workers, from getcpu at the start of its claims, when parts are left):
+// workers, read at the start of its claims, when parts are left):
 // the cache a part finds warm is its core's, whichever worker that core
 // runs (on the 2-core machine, 4% less CPU time in the MLP step's split
 // kernels, 3% in the CNN's). Otherwise the caller's worker is the one
