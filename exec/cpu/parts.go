@@ -31,9 +31,10 @@ import (
 // optimizer's update of them; a layer's columns and its gradient's): the
 // data a part reads was most often written by its own core and is still in
 // that core's cache, where handing parts out first come first served moved
-// it between cores at random (a part reading what the other core wrote
-// ran up to 2-4 times slower on the 2-core Zen 5 machine). Goroutines and
-// threads move between CPUs, though (a worker ran block 0 on either CPU
+// it between cores at random (on the 2-core Zen 5 machine, reading 256 KiB
+// to 1 MiB that the other core had just written took 2 to 4 times as long
+// as reading what the same core wrote). Goroutines and threads move
+// between CPUs, though (part 0 of the MLP step's kernels ran on either CPU
 // about as often), so with as many workers as CPUs the block a claimer
 // starts from is that of the CPU it runs on (byCPU: its number modulo the
 // workers, read at the start of its claims, when parts are left):
