@@ -156,6 +156,11 @@ type Parallel interface {
 	// returned. It may be called from a kernel running on a worker (the
 	// caller always runs parts itself, so it never waits on a busy pool)
 	// and allocates nothing: body should be made once, in the builder.
+	// exec/cpu's pool runs the parts [c·n/W, (c+1)·n/W) on CPU c of W
+	// (worker c where workers and CPUs differ in number) when it is free
+	// to, so state a kernel keeps per worker (buffers its parts write)
+	// stays on one core when keyed by that block; which goroutine runs a
+	// part never changes its result.
 	Run(n int, body func(part int))
 }
 

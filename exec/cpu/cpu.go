@@ -100,6 +100,7 @@ func New(p *planner.Plan, opts Options) (*Executor, error) {
 	}
 	x.opts.Workers = workers
 	pool := newPool(workers)
+	pars := make([]stepParts, len(p.Steps))
 	x.funcs = make([]kernels.Func, len(p.Steps))
 	x.args = make([][]kernels.Tensor, len(p.Steps))
 	for s, st := range p.Steps {
@@ -110,10 +111,11 @@ func New(p *planner.Plan, opts Options) (*Executor, error) {
 			types[j] = p.Buffers[a].Type
 		}
 		x.args[s] = args
+		pars[s].pool = pool
 		if st.Kind == planner.Copy {
 			continue
 		}
-		f, err := kcpu.Kernels.Build(&kernels.Node{Op: st.Op, Attrs: st.Attrs, Args: types, Out: p.Buffers[st.Out].Type, Step: x.step, Par: pool, Comm: opts.Comm})
+		f, err := kcpu.Kernels.Build(&kernels.Node{Op: st.Op, Attrs: st.Attrs, Args: types, Out: p.Buffers[st.Out].Type, Step: x.step, Par: &pars[s], Comm: opts.Comm})
 		if err != nil {
 			return nil, fmt.Errorf("step %d (%s): %v", s, x.describe(s), err)
 		}
@@ -123,7 +125,7 @@ func New(p *planner.Plan, opts Options) (*Executor, error) {
 	if err := x.Reset(opts.Seed); err != nil {
 		return nil, err
 	}
-	x.run = &runner{plan: p, checkNaN: opts.CheckNaN, views: x.views, funcs: x.funcs, args: x.args, workers: workers, pool: pool}
+	x.run = &runner{plan: p, checkNaN: opts.CheckNaN, views: x.views, funcs: x.funcs, args: x.args, workers: workers, pool: pool, pars: pars}
 	x.run.dependencies()
 	x.run.start()
 	runtime.AddCleanup(x, func(r *runner) { r.close() }, x.run)

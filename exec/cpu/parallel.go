@@ -26,8 +26,9 @@ type runner struct {
 	funcs    []kernels.Func     // per step; nil for copies
 	args     [][]kernels.Tensor // per step
 	workers  int
-	trace    TraceFunc // for one Step; nil when untimed
-	pool     *pool     // the kernels' kernels.Parallel; its wakes are served by the workers
+	trace    TraceFunc   // for one Step; nil when untimed
+	pool     *pool       // the kernels' kernels.Parallel; its wakes are served by the workers
+	pars     []stepParts // per step: its kernel's view of pool, told which worker runs it
 
 	// The dependency graph, fixed in New. Step s waits for npred[s]
 	// earlier steps; when it completes, the steps succ[succStart[s]:
@@ -274,24 +275,33 @@ func (r *runner) cancel(err error) {
 // before it, and then completed either way, so that every step of a run
 // completes and the run ends when the last one does; the steps after a
 // stop complete at once without running.
+//
+// Parts come before steps: a worker helps a split kernel in progress
+// before it takes a ready step, since the kernel's caller waits for its
+// parts (those of this worker's block first of all), where a ready step
+// can wait (a small one off the critical path, most often: the bias
+// gradient and its update while the other worker multiplies).
 func (r *runner) work(w int) {
 	defer r.wg.Done()
 	for {
+		if r.pool.help(w) {
+			continue
+		}
 		var s int32
 		var ok bool
 		select {
 		case s, ok = <-r.ready:
 		case <-r.pool.wake:
-			r.pool.help()
+			r.pool.help(w)
 			continue
 		default:
-			if r.idle() {
+			if r.idle(w) {
 				continue
 			}
 			select {
 			case s, ok = <-r.ready:
 			case <-r.pool.wake:
-				r.pool.help()
+				r.pool.help(w)
 				continue
 			}
 		}
@@ -311,14 +321,14 @@ var spinFor = 200 * time.Microsecond
 // idle polls, for up to spinFor, for parts of a split kernel (running
 // them) and for ready steps, yielding the processor between polls so that
 // goroutines waiting for it (the Step caller) run; it reports whether it
-// found either. While it polls the worker counts as spinning, and Run sends
-// it no wake.
-func (r *runner) idle() bool {
+// ran a part or found a ready step. While it polls the worker counts as spinning, and Run sends
+// it no wake. w is the worker.
+func (r *runner) idle(w int) bool {
 	p := r.pool
 	p.spinning.Add(1)
 	start := time.Now()
 	for i := 0; ; i++ {
-		if p.help() || len(r.ready) > 0 {
+		if p.help(w) || len(r.ready) > 0 {
 			p.spinning.Add(-1)
 			return true
 		}
@@ -331,7 +341,7 @@ func (r *runner) idle() bool {
 	// after leaving the count, so that a slot opened before then is helped
 	// (a Run that opens its slot after it sees the count and wakes a worker).
 	p.spinning.Add(-1)
-	return p.help()
+	return p.help(w)
 }
 
 // runStep runs step s on worker w (unless the run was stopped before it)
@@ -340,8 +350,11 @@ func (r *runner) runStep(s int32, w int) {
 	if s < r.stopAt.Load() {
 		if err := r.ctx.Err(); err != nil {
 			r.cancel(err)
-		} else if err := r.step(int(s), w); err != nil {
-			r.fail(int(s), err)
+		} else {
+			r.pars[s].worker.Store(int32(w))
+			if err := r.step(int(s), w); err != nil {
+				r.fail(int(s), err)
+			}
 		}
 	}
 	for _, t := range r.succ[r.succStart[s]:r.succStart[s+1]] {

@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -67,5 +69,63 @@ func startHelpers(workers int) (p *pool, stop func()) {
 	return p, func() {
 		close(r.ready)
 		r.wg.Wait()
+	}
+}
+
+// TestPoolClaimsOwnBlockFirst checks the order in which a Run's caller
+// claims parts when no worker helps (none is started): the parts of its
+// own block (worker w's of W: parts [w·n/W, (w+1)·n/W)) lowest first, then
+// those of the next blocks in turn, each from its far end, so that a
+// worker that joins late still finds its block's first parts.
+func TestPoolClaimsOwnBlockFirst(t *testing.T) {
+	for _, c := range []struct {
+		workers, caller, n int
+		want               []int
+	}{
+		{2, 0, 2, []int{0, 1}},
+		{2, 1, 2, []int{1, 0}},
+		{2, 0, 4, []int{0, 1, 3, 2}},
+		{2, 1, 4, []int{2, 3, 1, 0}},
+		{2, 1, 5, []int{2, 3, 4, 1, 0}},
+		{3, 1, 6, []int{2, 3, 5, 4, 1, 0}},
+		{3, 2, 2, []int{1, 0}}, // blocks [0,0), [0,1), [1,2)
+		{4, 0, 2, []int{0, 1}}, // blocks [0,0), [0,1), [1,1), [1,2): worker 0 owns none
+		{4, 3, 2, []int{1, 0}},
+	} {
+		p := newPool(c.workers)
+		p.byCPU = false // the blocks of the caller's worker, not of its CPU
+		var got []int
+		p.run(c.caller, c.n, func(i int) { got = append(got, i) })
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%d workers, caller %d, %d parts: ran %v, want %v", c.workers, c.caller, c.n, got, c.want)
+		}
+	}
+}
+
+// TestPoolBlockByCPU checks when a claimer starts from its CPU's block:
+// with as many workers as CPUs, where getcpu is there; then block is the
+// CPU's number modulo the workers, whatever the worker.
+func TestPoolBlockByCPU(t *testing.T) {
+	_, ok := currentCPU()
+	n := runtime.NumCPU()
+	if p := newPool(n); p.byCPU != (ok && n > 1) {
+		t.Errorf("%d workers on %d CPUs (getcpu: %v): byCPU = %v", n, n, ok, p.byCPU)
+	}
+	if p := newPool(n + 1); p.byCPU {
+		t.Errorf("%d workers on %d CPUs: byCPU", n+1, n)
+	}
+	p := newPool(n)
+	if !p.byCPU {
+		t.Skip("no getcpu, or one CPU")
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	for w := range n + 2 {
+		before, _ := currentCPU()
+		b := p.block(w)
+		after, _ := currentCPU()
+		if before == after && b != before%n {
+			t.Errorf("worker %d on CPU %d of %d: block %d, want %d", w, before, n, b, before%n)
+		}
 	}
 }

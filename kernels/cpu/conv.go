@@ -1,6 +1,9 @@
 package cpu
 
 import (
+	"runtime"
+	"sync/atomic"
+
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
 	"gonum.org/v1/gonum/blas/blas64"
@@ -355,12 +358,18 @@ type convRun[T float] struct {
 	par    kernels.Parallel
 	parts  int
 	bounds []int
-	// free holds the buffer sets not in use, one per worker: a part takes
-	// one and gives it back, so the few sets in use stay in the caches
-	// however many parts there are.
-	free chan *convPart[T]
-	body func(q int, pt *convPart[T]) // the kernel's part q, made by its builder
-	part func(q int)                  // body with a buffer set taken from free
+	// sets are the buffer sets, one per worker, and taken[i] says set i
+	// is in use: a part takes a free one and gives it back, so the few
+	// sets stay in the caches however many parts there are. Part q takes
+	// set q·len(sets)/parts when it is free: the set of the block of
+	// parts q falls in (the executor's pool hands CPU c the parts
+	// [c·n/W, (c+1)·n/W) first, kernels.Parallel), so a core goes on with
+	// the set it last wrote (a megabyte of columns for a 3×3 convolution
+	// over 32 channels) rather than with the other core's.
+	sets  []*convPart[T]
+	taken []atomic.Bool
+	body  func(q int, pt *convPart[T]) // the kernel's part q, made by its builder
+	part  func(q int)                  // body with a buffer set taken
 }
 
 // convPart is a set of chunk buffers and a gemm.
@@ -394,25 +403,38 @@ func newConvRun[T float](p *convPlan, par kernels.Parallel, m, n, k, units int) 
 		gemmPar = nil // each part's gemms run on the part's goroutine
 	}
 	sets := min(parts, kernels.Workers(par))
-	cr.parts, cr.free = parts, make(chan *convPart[T], sets)
+	cr.parts, cr.taken = parts, make([]atomic.Bool, sets)
 	for range sets {
 		pt := &convPart[T]{col: make([]T, p.k*p.nb*p.l), gemm: newConvGemm[T](gemmPar, m, n, k)}
 		if !p.direct {
 			pt.buf = make([]T, p.og*p.nb*p.l)
 		}
-		cr.free <- pt
+		cr.sets = append(cr.sets, pt)
 	}
 	cr.bounds = parBounds(units, parts, 1)
 	cr.part = func(q int) {
-		pt := <-cr.free
-		defer cr.give(pt)
-		cr.body(q, pt)
+		i := cr.take(q * sets / parts)
+		defer cr.taken[i].Store(false)
+		cr.body(q, cr.sets[i])
 	}
 	return cr
 }
 
-// give returns a buffer set to free.
-func (cr *convRun[T]) give(pt *convPart[T]) { cr.free <- pt }
+// take marks a free buffer set taken and returns it: set pref when it is
+// free, else the next free one. With more parts running at once than sets
+// (a pool that runs every part on a goroutine of its own) it waits for
+// one to be given back.
+func (cr *convRun[T]) take(pref int) int {
+	for {
+		for d := range cr.taken {
+			i := (pref + d) % len(cr.taken)
+			if !cr.taken[i].Load() && cr.taken[i].CompareAndSwap(false, true) {
+				return i
+			}
+		}
+		runtime.Gosched()
+	}
+}
 
 // run runs the kernel's parts.
 func (cr *convRun[T]) run() { kernels.Run(cr.par, cr.parts, cr.part) }

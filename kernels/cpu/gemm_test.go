@@ -278,3 +278,71 @@ func BenchmarkGemmMicroKernel(b *testing.B) {
 		})
 	}
 }
+
+// TestGemmSliceOrder checks the rounding order the blocked gemm documents
+// (gemm.go): each element is the sum, in order, of one fused multiply-add
+// chain per slice of the inner dimension, slices of gemmKC from 0. f64
+// products are compared bitwise with the same chains computed with
+// math.FMA, for inner dimensions a little over gemmKC (288: a 3×3
+// convolution over 32 channels) and of several slices (784), in the
+// small-M order and the usual one, with A and B read as they are and
+// transposed. (A split of the rows or columns keeps these chains:
+// TestGemmBlocked.)
+func TestGemmSliceOrder(t *testing.T) {
+	if !gemmAsm {
+		t.Skip("no AVX2+FMA")
+	}
+	r := newRand(3)
+	for _, k := range []int{288, 784} {
+		for _, m := range []int{30, 250} { // small-M order, usual order
+			for tr := range 4 {
+				tA, tB := tr&1 != 0, tr&2 != 0
+				n := 21
+				a := randVals[float64](r, m*k, false)
+				b := randVals[float64](r, k*n, false)
+				lda, ldb := k, n
+				if tA {
+					lda = m
+				}
+				if tB {
+					ldb = k
+				}
+				at := func(i, p int) float64 {
+					if tA {
+						return a[p*lda+i]
+					}
+					return a[i*lda+p]
+				}
+				bt := func(p, j int) float64 {
+					if tB {
+						return b[j*ldb+p]
+					}
+					return b[p*ldb+j]
+				}
+				w := newGemmWork[float64](m, n, k)
+				got := make([]float64, m*n)
+				w.gemm(tA, tB, m, n, k, a, lda, b, ldb, 0, got, n)
+				d := gemmKC
+				for i := range m {
+					for j := range n {
+						var sum float64
+						for p0 := 0; p0 < k; p0 += d {
+							var s float64
+							for p := p0; p < min(p0+d, k); p++ {
+								s = math.FMA(at(i, p), bt(p, j), s)
+							}
+							if p0 == 0 {
+								sum = s
+							} else {
+								sum += s
+							}
+						}
+						if math.Float64bits(got[i*n+j]) != math.Float64bits(sum) {
+							t.Fatalf("k=%d m=%d tA=%v tB=%v: c[%d,%d] = %v, want %v (slices of %d)", k, m, tA, tB, i, j, got[i*n+j], sum, d)
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 
@@ -500,5 +501,46 @@ func TestConvSplitBitwise(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestConvRunTakesOwnSet checks which buffer set a split convolution's
+// part takes: its block's (part q of n on W workers: set q·W/n, the set
+// of the block of parts the pool hands one core first) when free, else
+// the next free one, and that a set given back is free again.
+func TestConvRunTakesOwnSet(t *testing.T) {
+	defer func(c int) { convSplitMACs = c }(convSplitMACs)
+	convSplitMACs = 1
+	if !gemmAsm {
+		t.Skip("convolutions split on the blocked gemm only")
+	}
+	g, err := ir.ConvGeometry(ir.Shape{16, 2, 5, 5}, ir.Shape{3, 2, 3, 3}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newConvPlan(g)
+	cr := newConvRun[float32](p, goPool(2), p.og, p.nb*p.l, p.k, p.n)
+	if cr.parts != 2*convPartsPerWorker || len(cr.sets) != 2 {
+		t.Fatalf("%d parts and %d sets, want %d and 2", cr.parts, len(cr.sets), 2*convPartsPerWorker)
+	}
+	var got []int
+	cr.body = func(q int, pt *convPart[float32]) {
+		for i, s := range cr.sets {
+			if s == pt {
+				got = append(got, i)
+			}
+		}
+	}
+	for q := range cr.parts {
+		cr.part(q)
+	}
+	if want := []int{0, 0, 0, 0, 1, 1, 1, 1}; !slices.Equal(got, want) {
+		t.Errorf("parts took sets %v, want %v", got, want)
+	}
+	cr.taken[1].Store(true) // worker 1's set in use: a part of its block takes the other
+	got = got[:0]
+	cr.part(5)
+	if !slices.Equal(got, []int{0}) || cr.taken[0].Load() {
+		t.Errorf("with set 1 taken, part 5 took sets %v (set 0 taken after: %v), want [0] and given back", got, cr.taken[0].Load())
 	}
 }
