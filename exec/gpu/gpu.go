@@ -17,17 +17,6 @@ import (
 	"github.com/kilnml/kiln/planner"
 )
 
-// Options configure an executor.
-type Options struct {
-	// Seed selects the initial values of the params (see exec.InitialValues).
-	Seed uint64
-	// Comm is the communicator of a data-parallel job, which the plan's
-	// collectives run on. The GPU has no collectives of its own: the
-	// executor reads a collective's argument back to the host, reduces it
-	// there and uploads the result, between two command buffers.
-	Comm kernels.Collective
-}
-
 // statusSlot is the bytes of one step's status words in the status buffer:
 // a binding offset must be aligned, and 256 suits every device.
 const statusSlot = planner.Align

@@ -13,12 +13,6 @@ import (
 // ErrNotBuilt is returned by New in a kiln built without cgo.
 var ErrNotBuilt = errors.New("GPU support was not built in (kiln was built with CGO_ENABLED=0)")
 
-// Options configure an executor.
-type Options struct {
-	// Seed selects the initial values of the params.
-	Seed uint64
-}
-
 // Executor is the GPU executor; without cgo none can be made.
 type Executor struct{}
 
