@@ -161,6 +161,24 @@ func fuseewExec(t testing.TB, p *planner.Plan, f feeds) *cpu.Executor {
 
 // fuseewSame fails unless tensor name holds bitwise the same values in a
 // and b (NaNs of any payload match).
+// fuseewSameStep runs one step of the plans o0 and fused on the feeds f
+// and checks that every output and gradient has the same bits in both.
+func fuseewSameStep(t *testing.T, what string, o0, fused *planner.Plan, f feeds) {
+	t.Helper()
+	a, b := fuseewExec(t, o0, f), fuseewExec(t, fused, f)
+	for _, x := range []*cpu.Executor{a, b} {
+		if err := x.Step(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, o := range o0.Outputs {
+		fuseewSame(t, what, o.Name, a, b)
+	}
+	for _, gr := range o0.Grads {
+		fuseewSame(t, what, gr.Name, a, b)
+	}
+}
+
 func fuseewSame(t *testing.T, what, name string, a, b *cpu.Executor) {
 	t.Helper()
 	ta, err := a.Get(name)
@@ -202,19 +220,7 @@ func TestFuseElementwiseMatchesO0(t *testing.T) {
 					t.Fatalf("nothing was fused:\n%s", fused.Graph.Format())
 				}
 				for seed := uint64(1); seed <= 3; seed++ {
-					f := randomFeeds(g, seed, nil, nil)
-					a, b := fuseewExec(t, o0, f), fuseewExec(t, fused, f)
-					for _, x := range []*cpu.Executor{a, b} {
-						if err := x.Step(context.Background()); err != nil {
-							t.Fatal(err)
-						}
-					}
-					for _, o := range o0.Outputs {
-						fuseewSame(t, fmt.Sprint("seed ", seed), o.Name, a, b)
-					}
-					for _, gr := range o0.Grads {
-						fuseewSame(t, fmt.Sprint("seed ", seed), gr.Name, a, b)
-					}
+					fuseewSameStep(t, fmt.Sprint("seed ", seed), o0, fused, randomFeeds(g, seed, nil, nil))
 				}
 			})
 		}

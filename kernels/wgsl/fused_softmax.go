@@ -12,15 +12,9 @@ import (
 // softmax (or log_softmax) kernel over the last axis whose load of x is
 // the program at that element.
 func buildFusedSoftmax(n *kernels.Node) (*Kernel, error) {
-	if err := checkDTypes(n); err != nil {
-		return nil, err
-	}
-	prog, err := ir.EwProgramOf(n.Attrs)
+	prog, err := fusedSoftmaxProgram(n)
 	if err != nil {
 		return nil, err
-	}
-	if len(n.Args)+1 > 8 {
-		return nil, fmt.Errorf("%d arguments: more storage buffers than a shader stage may bind by default (8)", len(n.Args))
 	}
 	shape := n.Out.Shape
 	if len(shape) == 0 {
@@ -55,15 +49,9 @@ func buildFusedSoftmax(n *kernels.Node) (*Kernel, error) {
 // whose store of element e is the program of the gradient there (its
 // input i0) and of the extra arguments.
 func buildFusedSoftmaxGrad(n *kernels.Node) (*Kernel, error) {
-	if err := checkDTypes(n); err != nil {
-		return nil, err
-	}
-	prog, err := ir.EwProgramOf(n.Attrs)
+	prog, err := fusedSoftmaxProgram(n)
 	if err != nil {
 		return nil, err
-	}
-	if len(n.Args)+1 > 8 {
-		return nil, fmt.Errorf("%d arguments: more storage buffers than a shader stage may bind by default (8)", len(n.Args))
 	}
 	ys := n.Args[1].Shape
 	if len(ys) == 0 {
@@ -98,4 +86,16 @@ func buildFusedSoftmaxGrad(n *kernels.Node) (*Kernel, error) {
 func init() {
 	register(ir.OpFusedSoftmax, ir.F32, buildFusedSoftmax)
 	register(ir.OpFusedSoftmaxGrad, ir.F32, buildFusedSoftmaxGrad)
+}
+
+// fusedSoftmaxProgram checks the types and argument count of a fused
+// softmax op and returns its program.
+func fusedSoftmaxProgram(n *kernels.Node) (ir.EwProgram, error) {
+	if err := checkDTypes(n); err != nil {
+		return nil, err
+	}
+	if len(n.Args)+1 > 8 {
+		return nil, fmt.Errorf("%d arguments: more storage buffers than a shader stage may bind by default (8)", len(n.Args))
+	}
+	return ir.EwProgramOf(n.Attrs)
 }
