@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"math"
+	"unsafe"
 
 	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/kernels"
@@ -223,6 +224,32 @@ func buildUnaryFloat[T float](n *kernels.Node) (kernels.Func, error) {
 	return parUnary(n.Par, n.Out.Shape.NumElements(), cost, f), nil
 }
 
+// sqrtRow sets o[i] to the square root of x[i], correctly rounded (an f32
+// root through float64 rounds once more, which gives the same value): in
+// vector registers where the lane loops run (laneAsm: VSQRTPS, VSQRTPD),
+// the rest in Go.
+func sqrtRow[T float](o, x []T) {
+	x = x[:len(o)]
+	done := 0
+	if laneAsm && len(o) > 0 {
+		switch o := any(o).(type) {
+		case []float32:
+			done = len(o) &^ 7
+			if done > 0 {
+				sqrtF32(unsafe.Pointer(&o[0]), unsafe.Pointer(&any(x).([]float32)[0]), done)
+			}
+		case []float64:
+			done = len(o) &^ 3
+			if done > 0 {
+				sqrtF64(unsafe.Pointer(&o[0]), unsafe.Pointer(&any(x).([]float64)[0]), done)
+			}
+		}
+	}
+	for i, v := range x[done:] {
+		o[done+i] = T(math.Sqrt(float64(v)))
+	}
+}
+
 // unaryFloatRow returns the code of sqrt or relu, o[i] = f(x[i]), shared
 // by their kernels and the fused elementwise interpreter; nil for any
 // other op. relu is x <= 0 ? 0 : x, so it keeps NaN (as PyTorch) and maps
@@ -230,11 +257,7 @@ func buildUnaryFloat[T float](n *kernels.Node) (kernels.Func, error) {
 func unaryFloatRow[T float](op ir.Op) func(o, x []T) {
 	switch op {
 	case ir.OpSqrt:
-		return func(o, x []T) {
-			for i, v := range x[:len(o)] {
-				o[i] = T(math.Sqrt(float64(v)))
-			}
-		}
+		return sqrtRow[T]
 	case ir.OpRelu:
 		return func(o, x []T) { reluGradRow(o, x, x) }
 	}

@@ -8,7 +8,8 @@ import (
 	"github.com/kilnml/kiln/internal/cpufeat"
 )
 
-// laneAsm is whether the lane sums run in assembly (rowsum_amd64.s, AVX2).
+// laneAsm is whether the loops of rowsum_amd64.s run (AVX2): the lane sums
+// and the square root.
 var laneAsm = cpufeat.AVX2
 
 // laneSumF32 adds the n float32 at x (n a positive multiple of 16) into
@@ -32,3 +33,14 @@ func laneDotF32(acc *[laneCount]float32, a, b unsafe.Pointer, n int)
 //
 //go:noescape
 func laneDotF64(acc *[laneCount]float64, a, b unsafe.Pointer, n int)
+
+// sqrtF32 sets dst[i] to the square root of src[i] for n float32 (n a
+// multiple of 8), correctly rounded, as sqrtRow's Go loop does.
+//
+//go:noescape
+func sqrtF32(dst, src unsafe.Pointer, n int)
+
+// sqrtF64 is sqrtF32 for float64 (n a multiple of 4).
+//
+//go:noescape
+func sqrtF64(dst, src unsafe.Pointer, n int)

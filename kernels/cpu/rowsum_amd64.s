@@ -109,3 +109,40 @@ ld64_loop:
 	VMOVUPD Y3, 96(DX)
 	VZEROUPPER
 	RET
+
+// func sqrtF32(dst, src unsafe.Pointer, n int): dst[i] = sqrt(src[i]) for
+// n a multiple of 8 (VSQRTPS: the correctly rounded square root, as
+// float32(math.Sqrt(float64(x))) is).
+TEXT ·sqrtF32(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	XORQ AX, AX
+sq32_loop:
+	CMPQ AX, CX
+	JGE  sq32_done
+	VSQRTPS (SI)(AX*4), Y0
+	VMOVUPS Y0, (DI)(AX*4)
+	ADDQ $8, AX
+	JMP  sq32_loop
+sq32_done:
+	VZEROUPPER
+	RET
+
+// func sqrtF64(dst, src unsafe.Pointer, n int): the same for float64, n a
+// multiple of 4 (VSQRTPD, as math.Sqrt).
+TEXT ·sqrtF64(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	XORQ AX, AX
+sq64_loop:
+	CMPQ AX, CX
+	JGE  sq64_done
+	VSQRTPD (SI)(AX*8), Y0
+	VMOVUPD Y0, (DI)(AX*8)
+	ADDQ $4, AX
+	JMP  sq64_loop
+sq64_done:
+	VZEROUPPER
+	RET

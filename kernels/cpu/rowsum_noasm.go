@@ -22,3 +22,11 @@ func laneDotF32(*[laneCount]float32, unsafe.Pointer, unsafe.Pointer, int) {
 func laneDotF64(*[laneCount]float64, unsafe.Pointer, unsafe.Pointer, int) {
 	panic("cpu: no lane sum kernel on this platform")
 }
+
+func sqrtF32(unsafe.Pointer, unsafe.Pointer, int) {
+	panic("cpu: no square root kernel on this platform")
+}
+
+func sqrtF64(unsafe.Pointer, unsafe.Pointer, int) {
+	panic("cpu: no square root kernel on this platform")
+}
