@@ -914,7 +914,8 @@ func splitFusedReduce[T float](n *kernels.Node, prog ir.EwProgram, xs ir.Shape, 
 			mcs[p].run(nil, args, lo*count, hi*count, o, &reds[p])
 		}
 	case w.ia == 1 && w.inner%parAlign == 0:
-		parts = min(parParts(n.Par, xs.NumElements()/parAlign, 4*parAlign), w.inner/parAlign)
+		// At least reduceSplitCols columns a part, as a sum's (reduce.go).
+		parts = min(parParts(n.Par, xs.NumElements()/parAlign, 4*parAlign), w.inner/reduceSplitCols)
 		if parts < 2 {
 			return nil, nil
 		}

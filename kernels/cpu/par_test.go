@@ -214,13 +214,14 @@ func mustRunNoT(op ir.Op, attrs ir.Attrs, args ...kernels.Tensor) kernels.Tensor
 }
 
 // TestParSplitBitwise checks that every row-wise and elementwise kernel
-// split across 2, 3 and 7 workers (with parMinWork at 1, so that every
-// kernel splits as far as its rows allow) splits (the pool is given more
+// split across 2, 3 and 7 workers (with parMinWork at 1 and a reduction's
+// parts at least parAlign columns, so that every kernel splits as far as
+// its rows allow) splits (the pool is given more
 // than one part) and gives the bits of the kernel run on one worker, which
 // the kernels' own tests check against their references.
 func TestParSplitBitwise(t *testing.T) {
-	defer func(v int) { parMinWork = v }(parMinWork)
-	parMinWork = 1
+	defer func(v, c int) { parMinWork, reduceSplitCols = v, c }(parMinWork, reduceSplitCols)
+	parMinWork, reduceSplitCols = 1, parAlign
 	for _, dt := range []ir.DType{ir.F32, ir.F64} {
 		for _, tc := range parCases() {
 			r := newRand(11)
