@@ -226,12 +226,12 @@ func buildUnaryFloat[T float](n *kernels.Node) (kernels.Func, error) {
 
 // sqrtRow sets o[i] to the square root of x[i], correctly rounded (an f32
 // root through float64 rounds once more, which gives the same value): in
-// vector registers where the lane loops run (laneAsm: VSQRTPS, VSQRTPD),
+// vector registers where rowsum_amd64.s runs (rowsumAsm: VSQRTPS, VSQRTPD),
 // the rest in Go.
 func sqrtRow[T float](o, x []T) {
 	x = x[:len(o)]
 	done := 0
-	if laneAsm && len(o) > 0 {
+	if rowsumAsm && len(o) > 0 {
 		switch o := any(o).(type) {
 		case []float32:
 			done = len(o) &^ 7

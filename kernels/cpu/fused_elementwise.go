@@ -128,11 +128,12 @@ func fuseewGather[E any](c *fuseewCursor, dst, src []E) {
 }
 
 // fuseewAccumulate adds the next len(src) elements of the reduced operand
-// into the sums o, in order, as buildReduce does.
+// into the sums o of the kept innermost axis (ia = 1), in order, as
+// buildReduce does.
 func fuseewAccumulate[T number](c *fuseewCursor, o, src []T) {
 	for len(src) > 0 {
 		n := min(len(src), c.inner-c.j)
-		reduceAddRow(o, src[:n], c.row+c.j*c.ia, c.ia)
+		reduceAddRow(o, src[:n], c.row+c.j)
 		src = src[n:]
 		c.advance(n)
 	}

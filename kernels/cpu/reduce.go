@@ -55,12 +55,12 @@ func buildReduce[T number](n *kernels.Node) (kernels.Func, error) {
 	return func(out kernels.Tensor, args []kernels.Tensor) error {
 		o, x := kernels.View[T](out), kernels.View[T](args[0])
 		clear(o)
-		inner, ia := w.inner, w.ia
-		if ia == 0 {
+		inner := w.inner
+		if w.ia == 0 {
 			reduceRows(w, o, x, 0, len(o))
 		} else {
 			w.each(func(xo, oo, _ int) {
-				reduceAddRow(o, x[xo:xo+inner], oo, ia)
+				reduceAddRow(o, x[xo:xo+inner], oo)
 			})
 		}
 		if mean {
@@ -72,7 +72,7 @@ func buildReduce[T number](n *kernels.Node) (kernels.Func, error) {
 
 // reduceRows adds every row of the walk w (ia = 0: each row into one
 // output element) whose output element lies in [lo, hi) into o, in the
-// walk's order, each row summed on its own (reduceAddRow).
+// walk's order, each row summed on its own (rowSum).
 func reduceRows[T number](w *walk, o, x []T, lo, hi int) {
 	inner := w.inner
 	w.each(func(xo, oo, _ int) {
@@ -130,7 +130,7 @@ func splitReduce[T number](n *kernels.Node, xs ir.Shape, dst []int, w *walk, mea
 	body := func(p int) {
 		lo, hi := bounds[p], bounds[p+1]
 		walks[p].each(func(xo, oo, _ int) {
-			reduceAddRow(o, x[xo+lo:xo+hi], oo+lo, 1)
+			reduceAddRow(o, x[xo+lo:xo+hi], oo+lo)
 		})
 	}
 	return reduceSplitFunc(n.Par, parts, body, &o, &x, mean, div)
@@ -176,18 +176,14 @@ func reduceSplitFunc[T number](par kernels.Parallel, parts int, body func(int), 
 	}
 }
 
-// reduceAddRow adds row into o: its sum (rowSum's, rowsum.go) into o[oo]
-// when ia is 0 (the row's axis is reduced), else row[i] into o[oo+i] (the
-// row's axis is kept). It is the summation of sum and mean, shared by their
-// kernel and fused_reduce, so both add in the same order.
-func reduceAddRow[T number](o, row []T, oo, ia int) {
-	switch ia {
-	case 0:
-		o[oo] += rowSum(row)
-	default: // 1: the innermost axis is kept: dst[i] = dst[i] + row[i]
-		dst := o[oo : oo+len(row)]
-		vecVec(ir.OpAdd, dst, dst, row)
-	}
+// reduceAddRow adds row[i] into o[oo+i]: a row whose axis is kept, added
+// into a row of sums. It is that summation of sum and mean, shared by their
+// kernel and fused_reduce, so both add in the same order (a row whose axis
+// is reduced is summed by rowSum, rowsum.go: reduceRows, and
+// fuseewMachine.accumulate).
+func reduceAddRow[T number](o, row []T, oo int) {
+	dst := o[oo : oo+len(row)]
+	vecVec(ir.OpAdd, dst, dst, row)
 }
 
 // reduceDivide divides every element of o by div: mean's last step.

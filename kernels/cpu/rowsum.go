@@ -114,7 +114,7 @@ func rowDot[T float](a, b []T) T {
 // laneSums adds x (a multiple of laneCount elements) into the lanes acc:
 // acc[j] += x[j], x[j+16], ... in order.
 func laneSums[T float](acc *[laneCount]T, x []T) {
-	if laneAsm && len(x) > 0 {
+	if rowsumAsm && len(x) > 0 {
 		switch x := any(x).(type) {
 		case []float32:
 			laneSumF32((*[laneCount]float32)(unsafe.Pointer(acc)), unsafe.Pointer(&x[0]), len(x))
@@ -141,7 +141,7 @@ func laneSumsGo[T float](acc *[laneCount]T, x []T) {
 // one length, a multiple of laneCount) into the lanes acc as laneSums
 // adds x.
 func laneDots[T float](acc *[laneCount]T, a, b []T) {
-	if laneAsm && len(a) > 0 {
+	if rowsumAsm && len(a) > 0 {
 		switch a := any(a).(type) {
 		case []float32:
 			laneDotF32((*[laneCount]float32)(unsafe.Pointer(acc)), unsafe.Pointer(&a[0]), unsafe.Pointer(&any(b).([]float32)[0]), len(a))

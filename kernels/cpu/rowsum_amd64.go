@@ -8,9 +8,9 @@ import (
 	"github.com/kilnml/kiln/internal/cpufeat"
 )
 
-// laneAsm is whether the loops of rowsum_amd64.s run (AVX2): the lane sums
+// rowsumAsm is whether the loops of rowsum_amd64.s run (AVX2): the lane sums
 // and the square root.
-var laneAsm = cpufeat.AVX2
+var rowsumAsm = cpufeat.AVX2
 
 // laneSumF32 adds the n float32 at x (n a positive multiple of 16) into
 // the lanes acc, as laneSums' Go loop does.

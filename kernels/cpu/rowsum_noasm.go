@@ -4,8 +4,8 @@ package cpu
 
 import "unsafe"
 
-// laneAsm is false: laneSums' and laneDots' Go loops run.
-const laneAsm = false
+// rowsumAsm is false: the Go loops of the lane sums and sqrtRow run.
+const rowsumAsm = false
 
 func laneSumF32(*[laneCount]float32, unsafe.Pointer, int) {
 	panic("cpu: no lane sum kernel on this platform")

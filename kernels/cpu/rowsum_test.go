@@ -9,7 +9,7 @@ import (
 // bit for bit, on random values of mixed magnitudes and on runs holding
 // infinities and NaNs.
 func TestLaneSumsAsm(t *testing.T) {
-	if !laneAsm {
+	if !rowsumAsm {
 		t.Skip("no lane sum assembly on this CPU or build: the Go loops are the only path")
 	}
 	laneSumsCase[float32](t)
