@@ -47,7 +47,9 @@ type Buffer struct {
 	// place, or -1. The step that writes this buffer (at Start) is an
 	// elementwise op whose argument Alias, of the same type, is read for
 	// the last time there (its End is this Start); the kernel writes the
-	// result over it. The two share Offset and are both live at that one
+	// result over it. Or the step is a reshape of Alias, of the same dtype
+	// and size, and the result already holds its bytes: the kernel has
+	// nothing to do. The two share Offset and are both live at that one
 	// step; a buffer is taken in place by at most one other. The new value
 	// of an update may also take the memory of the param or state it
 	// updates, which then holds it to the end: no later step reads or
@@ -437,17 +439,16 @@ func (p *Plan) keptBuffers() []bool {
 	return kept
 }
 
-// inPlace lets the result of an elementwise kernel step take the memory of
-// an argument of the same type (dtype and shape) that dies there: a
-// temporary, not an output or gradient, whose last reader is this step and
-// whose memory no other result has taken. The first such argument wins.
-// Results that already take memory (the updates computed into their
-// target) keep it.
+// inPlace lets the result of a kernel step take the memory of an argument
+// that dies there (mayTake): a temporary, not an output or gradient, whose
+// last reader is this step and whose memory no other result has taken. The
+// first such argument wins. Results that already take memory (the updates
+// computed into their target) keep it.
 func (p *Plan) inPlace() {
 	kept := p.keptBuffers()
 	taken := make([]bool, len(p.Buffers))
 	for s, st := range p.Steps {
-		if st.Kind != Kernel || !st.Op.InPlace() {
+		if st.Kind != Kernel || !st.Op.InPlace() && st.Op != ir.OpReshape {
 			continue
 		}
 		out := &p.Buffers[st.Out]
@@ -456,13 +457,25 @@ func (p *Plan) inPlace() {
 		}
 		for _, a := range st.Args {
 			b := &p.Buffers[a]
-			if b.Role == Temp && !kept[a] && !taken[a] && b.End == s && b.Type.Equal(out.Type) {
+			if b.Role == Temp && !kept[a] && !taken[a] && b.End == s && mayTake(st.Op, out.Type, b.Type) {
 				out.Alias = a
 				taken[a] = true
 				break
 			}
 		}
 	}
+}
+
+// mayTake reports whether the result of op, of type out, may take the
+// memory of an argument of type arg that dies at op: an elementwise op's
+// argument of the result's type (ir.Op.InPlace), whose elements it
+// overwrites one at a time after reading them, or reshape's argument,
+// whose bytes the result is, so that its kernel has nothing to copy.
+func mayTake(op ir.Op, out, arg ir.Type) bool {
+	if op == ir.OpReshape {
+		return out.DType == arg.DType && out.Bytes() == arg.Bytes()
+	}
+	return op.InPlace() && out.Equal(arg)
 }
 
 // checkIndices checks that every buffer index the plan holds (of its
@@ -497,9 +510,10 @@ func (p *Plan) checkIndices() error {
 // ranges inside the steps, with inputs, params and state live at every step
 // and outputs and gradients until the last; no step reading a buffer before
 // it is written or outside its live range; every in-place buffer
-// (Buffer.Alias) sharing the offset and type of the buffer it names, written
-// by an elementwise op that may run in place (ir.Op.InPlace) and reads that
-// buffer for the last time at that very step (or, for an update's value in
+// (Buffer.Alias) sharing the offset and type of the buffer it names (its
+// dtype and size, for a reshape), written by an elementwise op that may run
+// in place (ir.Op.InPlace) or a reshape that reads that buffer for the
+// last time at that very step (or, for an update's value in
 // its param or state, reads the target with no later step reading or
 // writing it); no two buffers that are live
 // at the same step overlapping in memory, except a buffer and the one it
@@ -599,9 +613,6 @@ func (p *Plan) Check() error {
 		if b.Role != Temp || kept[i] && update || !update && (c.Role != Temp || kept[b.Alias]) {
 			return fmt.Errorf("buffer %%%s (%s) takes %%%s (%s) in place, but only a computed buffer can take the memory of another that is neither an output nor a gradient, or the new value of the param or state it updates", b.Name, b.Role, c.Name, c.Role)
 		}
-		if !b.Type.Equal(c.Type) || b.Size != c.Size {
-			return fmt.Errorf("buffer %%%s: %s cannot take the memory of %%%s: %s in place; the types differ", b.Name, b.Type, c.Name, c.Type)
-		}
 		if b.Offset != c.Offset {
 			return fmt.Errorf("buffer %%%s takes %%%s in place but lies at offset %d, not %d", b.Name, c.Name, b.Offset, c.Offset)
 		}
@@ -612,7 +623,11 @@ func (p *Plan) Check() error {
 		if st.Kind != Kernel || st.Out != i {
 			return fmt.Errorf("buffer %%%s takes %%%s in place, but step %d, where it becomes live, does not compute it", b.Name, c.Name, b.Start)
 		}
-		if !st.Op.InPlace() {
+		reshape := st.Op == ir.OpReshape && !update
+		if !b.Type.Equal(c.Type) && !(reshape && mayTake(st.Op, b.Type, c.Type)) || b.Size != c.Size {
+			return fmt.Errorf("buffer %%%s: %s cannot take the memory of %%%s: %s in place; the types differ", b.Name, b.Type, c.Name, c.Type)
+		}
+		if !st.Op.InPlace() && !reshape {
 			return fmt.Errorf("buffer %%%s takes %%%s in place, but %s cannot write its result over an argument", b.Name, c.Name, st.Op)
 		}
 		if !slices.Contains(st.Args, b.Alias) {

@@ -2,6 +2,7 @@ package planner_test
 
 import (
 	"github.com/kilnml/kiln/internal/golden"
+	"slices"
 	"strings"
 	"testing"
 
@@ -141,6 +142,45 @@ output %e, %f
 		if b.Alias >= 0 {
 			t.Errorf("NoInPlace: %%%s takes %%%s in place", b.Name, q.Buffers[b.Alias].Name)
 		}
+	}
+}
+
+// TestReshapeInPlace: a reshape's result takes the memory of an argument
+// that dies there, whatever their shapes, and not of one read later or of
+// an input. Here b takes a (a dies at the reshape) and c takes b (neg);
+// d may not take c, which sum reads after it, and g may not take the
+// input x.
+func TestReshapeInPlace(t *testing.T) {
+	p := compile(t, `graph g
+input %x: f32[4,8]
+%a = exp %x
+%b = reshape %a {shape=[32]}
+%c = neg %b
+%d = reshape %c {shape=[8,4]}
+%e = exp %d
+%f = sum %c
+%g = reshape %x {shape=[2,16]}
+output %e, %f, %g
+`, kiln.Options{})
+	inPlace := map[string]string{}
+	for _, b := range p.Buffers {
+		if b.Alias >= 0 {
+			inPlace[b.Name] = p.Buffers[b.Alias].Name
+		}
+	}
+	if d := cmp.Diff(map[string]string{"b": "a", "c": "b", "e": "d"}, inPlace); d != "" {
+		t.Errorf("in place (-want +got):\n%s\n%s", d, p.Format())
+	}
+	if err := p.Check(); err != nil {
+		t.Fatal(err)
+	}
+	// A reshape may take memory of its dtype and size only (the graph,
+	// which would say that b is not i32, is left out).
+	i := slices.IndexFunc(p.Buffers, func(b planner.Buffer) bool { return b.Name == "b" })
+	p.Buffers[i].Type = ir.TensorOf(ir.I32, 32)
+	p.Graph = nil
+	if err := p.Check(); err == nil || !strings.Contains(err.Error(), "the types differ") {
+		t.Errorf("Check of a reshape into another dtype's memory = %v, want the types differ", err)
 	}
 }
 

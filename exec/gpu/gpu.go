@@ -207,6 +207,8 @@ func (x *Executor) build() error {
 		switch {
 		case st.Kind == planner.Copy:
 			k = wgsl.Copy(p.Buffers[st.Out].Type)
+		case st.Op == ir.OpReshape && p.Buffers[st.Out].Alias == st.Args[0]:
+			k = &wgsl.Kernel{} // the result is its argument's bytes, in place
 		case st.Op.IsCollective():
 			if err := kernels.CheckCollective(x.comm, st.Op, st.Attrs); err != nil {
 				return fmt.Errorf("step %d (%s): %v", s, x.describe(s), err)
