@@ -264,6 +264,14 @@ type OpInfo struct {
 	// (broadcast) argument, reading before writing, so that it may run in
 	// place like an elementwise op (fused_elementwise).
 	ElementwiseKernel bool
+
+	// InPlaceFrom, when set on an op of another class, is the first of
+	// the arguments that its kernels read as an elementwise kernel reads
+	// its arguments: element i before they write element i of the result,
+	// and never after. The result may take the memory of such an argument
+	// of its type (see Op.InPlaceArg): the inputs of fused_softmax_grad's
+	// epilogue. Zero, the default, names none.
+	InPlaceFrom int
 }
 
 // Info returns the op's table row.
@@ -294,6 +302,16 @@ func (op Op) IsLeaf() bool { return op.Info().Class == ClassLeaf }
 func (op Op) InPlace() bool {
 	info := op.Info()
 	return (info.Class == ClassElementwise || info.ElementwiseKernel) && info.NoInPlace == ""
+}
+
+// InPlaceArg reports whether op's result may take the memory of its
+// argument i, of the same type, when i's last use is op: every argument of
+// an op that may run in place (InPlace), or one from OpInfo.InPlaceFrom on.
+// A test in exec/cpu runs every such op with the result over each
+// argument it may take.
+func (op Op) InPlaceArg(i int) bool {
+	from := op.Info().InPlaceFrom
+	return op.InPlace() || from > 0 && i >= from
 }
 
 // Differentiable reports whether gradients flow through op.

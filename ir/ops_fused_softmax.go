@@ -35,7 +35,10 @@ func fusedSoftmaxOps() []opRow {
 			Cost: func(args []Type, out Type, attrs Attrs) float64 {
 				return largestElems(args, out) * (programLength(attrs) + 3)
 			},
-			NoGrad: fuseewNoGrad}},
+			// The epilogue reads the extra arguments element by element as
+			// it writes the result (the new value of a param, over it).
+			InPlaceFrom: 2,
+			NoGrad:      fuseewNoGrad}},
 	}
 }
 

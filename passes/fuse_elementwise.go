@@ -51,7 +51,10 @@ const fuseewMaxInstrs = 32
 // grows from its consumer towards its producers: when a value is visited,
 // every user it has has been visited already.
 func fuseElementwise(g *ir.Graph) error {
-	f := &fuseewState{g: g, users: g.Users(), visible: g.RootMask(), taken: make([]bool, len(g.Values))}
+	f := &fuseewState{g: g, users: g.Users(), visible: g.RootMask(), taken: make([]bool, len(g.Values)), target: map[ir.ID]ir.ID{}}
+	for _, u := range g.Updates {
+		f.target[u.Value] = u.Target
+	}
 	for id := ir.ID(len(g.Values) - 1); id >= 0; id-- {
 		if f.taken[id] {
 			continue
@@ -78,8 +81,9 @@ func fuseElementwise(g *ir.Graph) error {
 type fuseewState struct {
 	g       *ir.Graph
 	users   [][]ir.ID
-	visible []bool // outputs, gradients and updates: needed after the step
-	taken   []bool // a member of a fused group
+	visible []bool          // outputs, gradients and updates: needed after the step
+	taken   []bool          // a member of a fused group
+	target  map[ir.ID]ir.ID // the param or state each update's new value is for
 }
 
 // fuseewGroup is a group being grown: the root and the members, and the
@@ -231,11 +235,16 @@ func (f *fuseewState) grow(root ir.ID, aliases bool) *fuseewGroup {
 // epilogue returns the input of grp that is a matmul only the group reads,
 // which the group can take as fused_matmul's product, or a softmax_grad or
 // log_softmax_grad over the last axis only the group reads, which it can
-// take as fused_softmax_grad's gradient; or NoID.
+// take as fused_softmax_grad's gradient; or NoID. A group that computes an
+// update from the old value of its target takes no matmul: fused_matmul
+// cannot write its result over an argument, so the planner would have to
+// copy the new value in, where fused_elementwise computes it in place.
 func (f *fuseewState) epilogue(grp *fuseewGroup) ir.ID {
+	t, update := f.target[grp.root]
+	ownTarget := update && slices.Contains(grp.inputs, t)
 	for _, in := range grp.inputs {
 		v := &f.g.Values[in]
-		if (v.Op == ir.OpMatmul || f.softmaxLastAxis(in, true)) && !f.taken[in] && !f.visible[in] && v.Type.DType == grp.dt &&
+		if (v.Op == ir.OpMatmul && !ownTarget || f.softmaxLastAxis(in, true)) && !f.taken[in] && !f.visible[in] && v.Type.DType == grp.dt &&
 			v.Type.Shape.NumElements() == grp.n && f.usedOnlyBy(in, grp.members) &&
 			len(grp.inputs)+1 <= fuseewMaxInputs {
 			return in

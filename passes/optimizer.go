@@ -440,7 +440,14 @@ func optimize(g *ir.Graph, c OptimizerConfig, sh *sharding) error {
 	if err := e.Err(); err != nil {
 		return err
 	}
-	return g.Permute(updatesEarly(g, first))
+	if err := g.Permute(updatesEarly(g, first)); err != nil {
+		return err
+	}
+	// The updates consume the gradients, which a training step does not
+	// return: the graph stops naming them, so that the later passes may
+	// fuse a gradient into the op that computes its update.
+	g.Grads = nil
+	return nil
 }
 
 // accumulate appends gradient accumulation over k steps: the step counter

@@ -44,9 +44,10 @@ type Buffer struct {
 	End    int   // last step at which it is live (inclusive)
 
 	// Alias is the index of the buffer whose memory this one takes in
-	// place, or -1. The step that writes this buffer (at Start) is an
-	// elementwise op whose argument Alias, of the same type, is read for
-	// the last time there (its End is this Start); the kernel writes the
+	// place, or -1. The step that writes this buffer (at Start) is an op
+	// whose argument Alias, of the same type, it may write over
+	// (ir.Op.InPlaceArg: an elementwise op's) and reads for the last time
+	// there (its End is this Start); the kernel writes the
 	// result over it. Or the step is a reshape of Alias, of the same dtype
 	// and size, and the result already holds its bytes: the kernel has
 	// nothing to do. The two share Offset and are both live at that one
@@ -309,8 +310,8 @@ func build(g *ir.Graph, order []ir.ID, opts Options) *Plan {
 
 // directUpdates returns the updates whose new value can be computed
 // straight into the memory of their target, value → target: the value is
-// computed by an elementwise kernel step that may run in place and reads
-// the target (of the same type) for the last time, the value updates only
+// computed by a kernel step that may write over the target (writesOver)
+// and reads it (of the same type) for the last time, the value updates only
 // that target, and it is not an output. Such an update needs no copy: once
 // the step has run, no step needs the old value, and the target holds the
 // new one.
@@ -340,7 +341,7 @@ func directUpdates(kernels []Step, g *ir.Graph) map[int]int {
 			continue
 		}
 		st := &kernels[def[v]]
-		if st.Op.InPlace() && slices.Contains(st.Args, t) && g.Values[v].Type.Equal(g.Values[t].Type) {
+		if writesOver(st, t) && g.Values[v].Type.Equal(g.Values[t].Type) {
 			direct[v] = t
 		}
 	}
@@ -448,7 +449,7 @@ func (p *Plan) inPlace() {
 	kept := p.keptBuffers()
 	taken := make([]bool, len(p.Buffers))
 	for s, st := range p.Steps {
-		if st.Kind != Kernel || !st.Op.InPlace() && st.Op != ir.OpReshape {
+		if st.Kind != Kernel {
 			continue
 		}
 		out := &p.Buffers[st.Out]
@@ -457,7 +458,7 @@ func (p *Plan) inPlace() {
 		}
 		for _, a := range st.Args {
 			b := &p.Buffers[a]
-			if b.Role == Temp && !kept[a] && !taken[a] && b.End == s && mayTake(st.Op, out.Type, b.Type) {
+			if b.Role == Temp && !kept[a] && !taken[a] && b.End == s && mayTake(&st, a, out.Type, b.Type) {
 				out.Alias = a
 				taken[a] = true
 				break
@@ -466,16 +467,33 @@ func (p *Plan) inPlace() {
 	}
 }
 
-// mayTake reports whether the result of op, of type out, may take the
-// memory of an argument of type arg that dies at op: an elementwise op's
-// argument of the result's type (ir.Op.InPlace), whose elements it
-// overwrites one at a time after reading them, or reshape's argument,
-// whose bytes the result is, so that its kernel has nothing to copy.
-func mayTake(op ir.Op, out, arg ir.Type) bool {
-	if op == ir.OpReshape {
+// mayTake reports whether the result of kernel step st, of type out, may
+// take the memory of its argument a, of type arg, that dies there: an
+// argument of the result's type that the step reads only where it may
+// write over it (writesOver), or reshape's argument, whose bytes the
+// result is, so that its kernel has nothing to copy.
+func mayTake(st *Step, a int, out, arg ir.Type) bool {
+	if st.Op == ir.OpReshape {
 		return out.DType == arg.DType && out.Bytes() == arg.Bytes()
 	}
-	return op.InPlace() && out.Equal(arg)
+	return out.Equal(arg) && writesOver(st, a)
+}
+
+// writesOver reports whether kernel step st reads buffer a, and only as
+// arguments whose memory its result may take (ir.Op.InPlaceArg): those its
+// kernel reads element by element before it writes each element over
+// them.
+func writesOver(st *Step, a int) bool {
+	found := false
+	for j, x := range st.Args {
+		if x == a {
+			if !st.Op.InPlaceArg(j) {
+				return false
+			}
+			found = true
+		}
+	}
+	return found
 }
 
 // checkIndices checks that every buffer index the plan holds (of its
@@ -511,9 +529,9 @@ func (p *Plan) checkIndices() error {
 // and outputs and gradients until the last; no step reading a buffer before
 // it is written or outside its live range; every in-place buffer
 // (Buffer.Alias) sharing the offset and type of the buffer it names (its
-// dtype and size, for a reshape), written by an elementwise op that may run
-// in place (ir.Op.InPlace) or a reshape that reads that buffer for the
-// last time at that very step (or, for an update's value in
+// dtype and size, for a reshape), written by an op that may write over
+// that argument (ir.Op.InPlaceArg) or a reshape that reads that buffer for
+// the last time at that very step (or, for an update's value in
 // its param or state, reads the target with no later step reading or
 // writing it); no two buffers that are live
 // at the same step overlapping in memory, except a buffer and the one it
@@ -624,14 +642,17 @@ func (p *Plan) Check() error {
 			return fmt.Errorf("buffer %%%s takes %%%s in place, but step %d, where it becomes live, does not compute it", b.Name, c.Name, b.Start)
 		}
 		reshape := st.Op == ir.OpReshape && !update
-		if !b.Type.Equal(c.Type) && !(reshape && mayTake(st.Op, b.Type, c.Type)) || b.Size != c.Size {
+		if !b.Type.Equal(c.Type) && !(reshape && mayTake(st, b.Alias, b.Type, c.Type)) || b.Size != c.Size {
 			return fmt.Errorf("buffer %%%s: %s cannot take the memory of %%%s: %s in place; the types differ", b.Name, b.Type, c.Name, c.Type)
 		}
-		if !st.Op.InPlace() && !reshape {
+		if !st.Op.InPlace() && st.Op.Info().InPlaceFrom == 0 && !reshape {
 			return fmt.Errorf("buffer %%%s takes %%%s in place, but %s cannot write its result over an argument", b.Name, c.Name, st.Op)
 		}
 		if !slices.Contains(st.Args, b.Alias) {
 			return fmt.Errorf("buffer %%%s takes %%%s in place, but step %d does not read it", b.Name, c.Name, b.Start)
+		}
+		if !reshape && !writesOver(st, b.Alias) {
+			return fmt.Errorf("buffer %%%s takes %%%s in place, but %s reads %%%s as an argument it cannot write its result over", b.Name, c.Name, st.Op, c.Name)
 		}
 		if update {
 			// The target lives on, now holding the new value: no step

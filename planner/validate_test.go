@@ -240,7 +240,7 @@ func TestLoadRefusesLyingPlans(t *testing.T) {
 				}
 				p.Graph = strings.Join(keep, "\n")
 			})(doc)
-		}, want: `plan "train": 0 gradients, the graph has 3 (%w1.grad, %b1.grad, %w2.grad)`},
+		}, want: `plan "train": buffer %u30 (temp) takes %adam.beta1_power.f32 (state) in place, but only a computed buffer can take the memory of another`},
 		{name: "graph that fails its check", edit: func(t *testing.T, doc *planner.FilePayload) {
 			editPlan(train, func(p *planner.PlanJSON) {
 				i := strings.Index(p.Graph, "update %w1 =")

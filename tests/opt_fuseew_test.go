@@ -177,6 +177,9 @@ func fuseewSameStep(t *testing.T, what string, o0, fused *planner.Plan, f feeds)
 	for _, gr := range o0.Grads {
 		fuseewSame(t, what, gr.Name, a, b)
 	}
+	for _, pi := range o0.Params { // updated, in a training step
+		fuseewSame(t, what, o0.Buffers[pi].Name, a, b)
+	}
 }
 
 func fuseewSame(t *testing.T, what, name string, a, b *cpu.Executor) {

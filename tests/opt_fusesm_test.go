@@ -8,6 +8,8 @@ import (
 
 	"github.com/kilnml/kiln"
 	"github.com/kilnml/kiln/ir"
+	"github.com/kilnml/kiln/passes"
+	"github.com/kilnml/kiln/planner"
 )
 
 // Softmax fusion against -O0: each graph is compiled at -O0 and at -O0
@@ -79,15 +81,35 @@ output %loss`, 0, 1},
 // and f64: the fused softmax ops it must have, and every output and
 // gradient bitwise the -O0 plan's, on random inputs and on inputs with
 // NaN, +Inf and -Inf in x.
+//
+// Each graph is also compiled as an SGD training step, whose updated
+// params must agree bitwise too: the softmax step's update becomes the
+// epilogue of its fused_softmax_grad, computed in the param's memory.
 func TestFuseSoftmaxMatchesO0(t *testing.T) {
+	sgd, err := passes.DefaultOptimizer("sgd")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, pat := range fusesmPatterns {
-		for _, dt := range []string{"f32", "f64"} {
-			t.Run(pat.name+"/"+dt, func(t *testing.T) {
+		for _, mode := range []string{"f32", "f64", "f32 sgd", "f64 sgd"} {
+			dt, train := strings.CutSuffix(mode, " sgd")
+			t.Run(pat.name+"/"+mode, func(t *testing.T) {
 				g, err := ir.Parse(pat.name, []byte(strings.ReplaceAll(pat.src, "DT", dt)))
 				if err != nil {
 					t.Fatal(err)
 				}
-				o0, fused, _ := fuseewPlans(t, g, kiln.Options{Grad: true})
+				opts := kiln.Options{Grad: true}
+				if train {
+					opts.Optimizer = &sgd
+				}
+				o0, fused, _ := fuseewPlans(t, g, opts)
+				if train && pat.name == "softmax step" {
+					for _, st := range fused.Steps {
+						if st.Kind == planner.Copy {
+							t.Errorf("the update of %%w is copied, want it computed in place by fused_softmax_grad:\n%s", fused.Format())
+						}
+					}
+				}
 				count := map[ir.Op]int{}
 				for _, v := range fused.Graph.Values {
 					count[v.Op]++

@@ -86,3 +86,67 @@ func TestEmbeddingModelTrainsLikeCPU(t *testing.T) {
 		trainMatches(t, p, c, g, rand.New(rand.NewPCG(5, 6)), 10, 4)
 	})
 }
+
+// TestSoftmaxStepTrainsLikeCPU trains bench/softmax_step.kir's step,
+// smaller, with SGD on the GPU and the CPU (within gradTol): its update
+// is the epilogue of fused_softmax_grad, computed in the param's memory.
+func TestSoftmaxStepTrainsLikeCPU(t *testing.T) {
+	needGPU(t)
+	const src = `graph softmax_step
+input %x: f32[37,50]
+input %t: f32[37,50]
+param %w: f32[37,50] {init="normal", scale=1.0}
+%z = mul %x, %w
+%y = softmax %z
+%p = mul %y, %t
+%loss = sum %p
+output %loss
+`
+	opt := passes.OptimizerConfig{Kind: "sgd", LR: 0.5}
+	p := compile(t, []byte(src), kiln.Options{Optimizer: &opt})
+	var update *planner.Buffer
+	for _, s := range p.Steps {
+		switch {
+		case s.Kind == planner.Copy:
+			t.Errorf("the plan copies %%%s, want every update computed in place", p.Buffers[s.Out].Name)
+		case s.Op == ir.OpFusedSoftmaxGrad:
+			update = &p.Buffers[s.Out]
+		}
+	}
+	if update == nil || update.Alias < 0 || p.Buffers[update.Alias].Name != "w" {
+		t.Fatalf("fused_softmax_grad does not compute the new %%w in its memory:\n%s", p.Format())
+	}
+	c, g := executors(t, p)
+	trainMatches(t, p, c, g, rand.New(rand.NewPCG(7, 8)), 10, 4)
+}
+
+// TestReshapeInPlaceLikeCPU runs, unfused, a graph whose reshapes take
+// their dying arguments' memory (forward and backward) on the GPU and the
+// CPU, comparing the outputs and gradients (within gradTol).
+func TestReshapeInPlaceLikeCPU(t *testing.T) {
+	needGPU(t)
+	const src = `graph reshapes
+input %x: f32[6,8]
+param %w: f32[6,8] {init="normal", scale=1.0}
+%a = mul %x, %w
+%b = reshape %a {shape=[2,24]}
+%c = tanh %b
+%d = reshape %c {shape=[48]}
+%loss = sum %d
+output %loss
+`
+	p := compile(t, []byte(src), kiln.Options{Grad: true, O0: true})
+	reshapes := 0
+	for _, s := range p.Steps {
+		if s.Op == ir.OpReshape && p.Buffers[s.Out].Alias == s.Args[0] {
+			reshapes++
+		}
+	}
+	if reshapes < 3 {
+		t.Fatalf("%d reshapes in place, want 3 or more:\n%s", reshapes, p.Format())
+	}
+	c, g := executors(t, p)
+	feed(t, p, rand.New(rand.NewPCG(9, 10)), 10, c, g)
+	stepAll(t, 0, c, g)
+	compareOutputsAndGrads(t, p, c, g)
+}
