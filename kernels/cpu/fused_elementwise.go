@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"math"
+	"unsafe"
 
 	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/kernels"
@@ -191,6 +192,21 @@ type fuseewMachine[T float] struct {
 	// block runner), each other step a run of its own.
 	arith func(steps []fuseewArith, fs [][]T, m int)
 	runs  []fuseewRun
+
+	// ahead lists the arrays whose lines a run asks for ahead of use:
+	// with each block of elements [s, s+m) it prefetches elements
+	// [s+aheadBy, s+aheadBy+m) of each (see fuseewAhead).
+	ahead   []fuseewAhead
+	aheadBy int
+}
+
+// fuseewAhead is an array a fused softmax kernel prefetches through its
+// machine's blocks: the inputs of its next chunk of rows, which the
+// hardware prefetchers do not fetch while the chunk before is computed in
+// cache, so that a chunk's reads would otherwise wait on memory.
+type fuseewAhead struct {
+	data []byte
+	size int // bytes per element
 }
 
 // fuseewRun is a run of steps: arith steps for the block runner, or (arith
@@ -552,6 +568,12 @@ func (mc *fuseewMachine[T]) run(self []T, args []kernels.Tensor, lo, hi int, sum
 	}
 	for s := lo; s < hi; s += fuseewBlock {
 		m := min(fuseewBlock, hi-s)
+		for _, a := range mc.ahead {
+			from, to := (s+mc.aheadBy)*a.size, min((s+mc.aheadBy+m)*a.size, len(a.data))
+			if from < to {
+				prefetchLines(unsafe.Pointer(&a.data[from]), (to-from+63)/64)
+			}
+		}
 		for i := range mc.fin {
 			fuseewRow(&mc.fin[i], mc.fs, s, m)
 		}

@@ -71,7 +71,7 @@ func fusepatBuildSoftmaxGrad[T float](n *kernels.Node) (kernels.Func, error) {
 				return nil
 			}
 			lo, hi := r0*dim, r1*dim
-			fusepatSoftmaxGradRows(o[lo:hi], dy[lo:hi], y[lo:hi], dim, logGrad, diffs[part], mul)
+			fusepatSoftmaxGradRows(o[lo:hi], dy[lo:hi], y[lo:hi], dim, logGrad, diffs[part], mul, nil)
 			if mul != nil {
 				storeFence()
 			}
@@ -121,7 +121,7 @@ func fusepatBuildSoftmaxGrad[T float](n *kernels.Node) (kernels.Func, error) {
 // into out, fusepatBlock rows at a time: their sums of dy*y (or dy)
 // (fusepatRowSums), then each row (fusepatSoftmaxGradRow, with scratch
 // diff of dim and mul as it takes them, or fusepatLogSoftmaxGradRow).
-func fusepatSoftmaxGradRows[T float](out, dy, y []T, dim int, logGrad bool, diff []T, mul func(out, a, b []T)) {
+func fusepatSoftmaxGradRows[T float](out, dy, y []T, dim int, logGrad bool, diff []T, mul func(out, a, b []T), ahead func(row int)) {
 	var sums [fusepatBlock]T
 	rows := len(dy) / dim
 	for r := 0; r < rows; r += fusepatBlock {
@@ -133,6 +133,9 @@ func fusepatSoftmaxGradRows[T float](out, dy, y []T, dim int, logGrad bool, diff
 			fusepatRowSums(sums[:k], dy[lo:hi], y[lo:hi], dim)
 		}
 		for j, s := range sums[:k] {
+			if ahead != nil {
+				ahead(r + j)
+			}
 			a, b := lo+j*dim, lo+(j+1)*dim
 			if logGrad {
 				fusepatLogSoftmaxGradRow(out[a:b], dy[a:b], y[a:b], s)

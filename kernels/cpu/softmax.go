@@ -56,7 +56,7 @@ func buildSoftmax[T float](n *kernels.Node) (kernels.Func, error) {
 				sm.rows(part, o[lo*dim:hi*dim], x[lo*dim:hi*dim], dim)
 				return nil
 			}
-			softmaxRows(o[lo*dim:hi*dim], x[lo*dim:hi*dim], dim, logOut)
+			softmaxRows(o[lo*dim:hi*dim], x[lo*dim:hi*dim], dim, logOut, nil)
 			return nil
 		}), nil
 	}
@@ -210,12 +210,15 @@ func softmaxExp[T float](out, x []T) T {
 // x to out, as softmaxRow does each (the same bits), up to fusepatBlock
 // rows at a time: their exponentials first, then their sums
 // (fusepatRowSums), then their results.
-func softmaxRows[T float](out, x []T, dim int, logOut bool) {
+func softmaxRows[T float](out, x []T, dim int, logOut bool, ahead func(row int)) {
 	var ms, ss [fusepatBlock]T
 	for r := 0; r < len(x)/dim; r += fusepatBlock {
 		k := min(fusepatBlock, len(x)/dim-r)
 		o, xb := out[r*dim:(r+k)*dim], x[r*dim:(r+k)*dim]
 		for j := range k {
+			if ahead != nil {
+				ahead(r + j)
+			}
 			ms[j] = softmaxExp(o[j*dim:(j+1)*dim], xb[j*dim:(j+1)*dim])
 		}
 		fusepatRowSums(ss[:k], o, nil, dim)
@@ -289,19 +292,22 @@ func softmaxStreamer[T float](out ir.Type, dim int, logOut bool, parts int) *sof
 
 // rows is softmaxRows over part's rows.
 func (sm *softmaxStream[T]) rows(part int, out, x []T, dim int) {
-	sm.rowsUnfenced(part, out, x, dim)
+	sm.rowsUnfenced(part, out, x, dim, nil)
 	storeFence()
 }
 
 // rowsUnfenced is rows without the fence after the streaming stores, for
 // a caller that writes its part in several calls and fences once.
-func (sm *softmaxStream[T]) rowsUnfenced(part int, out, x []T, dim int) {
+func (sm *softmaxStream[T]) rowsUnfenced(part int, out, x []T, dim int, ahead func(row int)) {
 	var ms, ss [fusepatBlock]T
 	buf := sm.bufs[part]
 	for r := 0; r < len(x)/dim; r += fusepatBlock {
 		k := min(fusepatBlock, len(x)/dim-r)
 		xb, e := x[r*dim:(r+k)*dim], buf[:k*dim]
 		for j := range k {
+			if ahead != nil {
+				ahead(r + j)
+			}
 			ms[j] = softmaxExp(e[j*dim:(j+1)*dim], xb[j*dim:(j+1)*dim])
 		}
 		fusepatRowSums(ss[:k], e, nil, dim)

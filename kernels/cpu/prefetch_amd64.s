@@ -1,0 +1,21 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// func prefetchLines(p unsafe.Pointer, n int)
+//
+// PREFETCHT0 of the n cache lines from p on, 64 bytes apart.
+TEXT ·prefetchLines(SB), NOSPLIT, $0-16
+	MOVQ p+0(FP), AX
+	MOVQ n+8(FP), CX
+	TESTQ CX, CX
+	JLE done
+
+loop:
+	PREFETCHT0 (AX)
+	ADDQ $64, AX
+	DECQ CX
+	JNZ loop
+
+done:
+	RET

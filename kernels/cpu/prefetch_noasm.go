@@ -1,0 +1,9 @@
+//go:build !amd64 || purego
+
+package cpu
+
+import "unsafe"
+
+// prefetchLines does nothing where there is no prefetch instruction to
+// give: the hardware's prefetchers are all there is.
+func prefetchLines(unsafe.Pointer, int) {}
