@@ -195,18 +195,9 @@ type fuseewMachine[T float] struct {
 
 	// ahead lists the arrays whose lines a run asks for ahead of use:
 	// with each block of elements [s, s+m) it prefetches elements
-	// [s+aheadBy, s+aheadBy+m) of each (see fuseewAhead).
-	ahead   []fuseewAhead
+	// [s+aheadBy, s+aheadBy+m) of each.
+	ahead   []prefetchArray
 	aheadBy int
-}
-
-// fuseewAhead is an array a fused softmax kernel prefetches through its
-// machine's blocks: the inputs of its next chunk of rows, which the
-// hardware prefetchers do not fetch while the chunk before is computed in
-// cache, so that a chunk's reads would otherwise wait on memory.
-type fuseewAhead struct {
-	data []byte
-	size int // bytes per element
 }
 
 // fuseewRun is a run of steps: arith steps for the block runner, or (arith
@@ -876,12 +867,20 @@ func fusedReduceAll[T float](n *kernels.Node, prog ir.EwProgram, xs ir.Shape, co
 		}
 		bufs[p] = make([]T, 4*sumAllBlock)
 	}
+	aheads := make([]rowAhead, parts)
 	return sumAllFunc(n.Par, parts, count, mean, div, func(p int, sums []T, args []kernels.Tensor, k0, k1 int) {
 		mc, buf := mcs[p], bufs[p]
+		// While the blocks are summed in cache, each asks for a block of
+		// the next four's inputs.
+		ahead := aheads[p].of(args, sumAllBlock, k1*sumAllBlock, count)
 		for k := k0; k < k1; k += 4 {
 			lo, hi := k*sumAllBlock, min((k+4)*sumAllBlock, k1*sumAllBlock, count)
 			mc.runTo(buf, args, lo, hi)
-			sumAllBlocks(sums[k:min(k+4, k1)], buf[:hi-lo])
+			ahead.from = k + 4
+			for j := k; j < min(k+4, k1); j++ {
+				ahead.row(j - k)
+				sumAllBlocks(sums[j:j+1], buf[(j-k)*sumAllBlock:hi-lo])
+			}
 		}
 	}), nil
 }

@@ -2,7 +2,6 @@ package cpu
 
 import (
 	"fmt"
-	"unsafe"
 
 	"github.com/kilnml/kiln/ir"
 	"github.com/kilnml/kiln/kernels"
@@ -84,7 +83,7 @@ func buildFusedSoftmax[T float](n *kernels.Node) (kernels.Func, error) {
 		o := kernels.View[T](out)
 		// While a chunk's rows are computed in cache, each row asks for a
 		// row of the next chunk's inputs.
-		ahead := aheads[part].of(args, dim, r1)
+		ahead := aheads[part].of(args, dim, r1*dim, rows*dim)
 		for r := r0; r < r1; r += chunk {
 			lo, hi := r*dim, min(r+chunk, r1)*dim
 			x := bufs[part][:hi-lo]
@@ -142,11 +141,11 @@ func buildFusedSoftmaxGrad[T float](n *kernels.Node) (kernels.Func, error) {
 		// While a chunk's gradient rows are computed, each row asks for
 		// its row of the epilogue's inputs; while the epilogue runs, its
 		// blocks ask for the next chunk's dy and y.
-		ahead := aheads[part].of(args[2:], dim, r1)
+		ahead := aheads[part].of(args[2:], dim, r1*dim, rows*dim)
 		mc := mcs[part]
-		if !fusedSoftmaxNoPrefetch {
-			mc.ahead = append(mc.ahead[:0], fuseewAhead{args[0].Data, elemSize[T]()}, fuseewAhead{args[1].Data, elemSize[T]()})
-			mc.aheadBy = chunk * dim
+		mc.ahead, mc.aheadBy = mc.ahead[:0], chunk*dim
+		if !noPrefetch {
+			mc.ahead = append(mc.ahead, prefetchArray{args[0].Data, elemSize[T]()}, prefetchArray{args[1].Data, elemSize[T]()})
 		}
 		for r := r0; r < r1; r += chunk {
 			lo, hi := r*dim, min(r+chunk, r1)*dim
@@ -171,50 +170,3 @@ func (mc *fuseewMachine[T]) runFrom(dst, src []T, args []kernels.Tensor, lo, hi 
 	mc.runTo(dst, args, lo, hi)
 	mc.src, mc.fence = nil, fence
 }
-
-// rowAhead prefetches rows of a fused softmax kernel's arguments ahead of
-// their use (prefetchLines): a chunk's rows are computed in cache, when
-// the hardware prefetchers, which follow the reads, fetch nothing, so the
-// reads of the next phase would wait on memory. row(j) asks for row
-// from+j of every array.
-type rowAhead struct {
-	arrays []fuseewAhead
-	dim    int // elements per row
-	from   int
-}
-
-// of sets ra to prefetch the arguments of a part whose last row is end:
-// those of the result's element count (read in place, not broadcast),
-// and returns it; none where fusedSoftmaxNoPrefetch.
-func (ra *rowAhead) of(args []kernels.Tensor, dim, end int) *rowAhead {
-	ra.arrays, ra.dim, ra.from = ra.arrays[:0], dim, 0
-	if fusedSoftmaxNoPrefetch {
-		return ra
-	}
-	for _, a := range args {
-		size := a.Type.DType.Size()
-		if size > 0 && len(a.Data) >= end*dim*size {
-			ra.arrays = append(ra.arrays, fuseewAhead{a.Data[:end*dim*size], size})
-		}
-	}
-	return ra
-}
-
-// row prefetches row from+j of each array.
-func (ra *rowAhead) row(j int) {
-	for _, a := range ra.arrays {
-		lo, hi := (ra.from+j)*ra.dim*a.size, min((ra.from+j+1)*ra.dim*a.size, len(a.data))
-		if lo < hi {
-			prefetchLines(unsafe.Pointer(&a.data[lo]), (hi-lo+63)/64)
-		}
-	}
-}
-
-func elemSize[T float]() int {
-	var x T
-	return int(unsafe.Sizeof(x))
-}
-
-// fusedSoftmaxNoPrefetch turns rowAhead's prefetching off, for
-// benchmarks that measure what it brings.
-var fusedSoftmaxNoPrefetch = false

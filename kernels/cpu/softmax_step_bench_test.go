@@ -15,7 +15,7 @@ import (
 // softmax and after softmax_grad (softmax_grad's y is random: the timing
 // does not depend on it), fused_softmax_grad with the SGD update too, as
 // a training step fuses it, and that update alone. The fused ops run
-// with their prefetching (rowAhead) and, as NAME_noprefetch, without.
+// with their prefetching (prefetch.go) and, as NAME_noprefetch, without.
 // cpu-ms/op is the process's CPU time per call (all workers together,
 // where it can be read), which the machine's load inflates less than the
 // time per call.
@@ -51,14 +51,14 @@ func BenchmarkSoftmaxStepKernels(b *testing.B) {
 			for _, off := range []bool{false, true} {
 				name := c.name
 				if off {
-					if c.op != ir.OpFusedSoftmax && c.op != ir.OpFusedSoftmaxGrad {
+					if c.op != ir.OpFusedSoftmax && c.op != ir.OpFusedSoftmaxGrad && c.op != ir.OpFusedReduce {
 						continue
 					}
 					name += "_noprefetch"
 				}
 				b.Run(fmt.Sprintf("%s/workers=%d", name, w), func(b *testing.B) {
-					fusedSoftmaxNoPrefetch = off
-					defer func() { fusedSoftmaxNoPrefetch = false }()
+					noPrefetch = off
+					defer func() { noPrefetch = false }()
 					c0 := cpuSeconds()
 					for range b.N {
 						if err := f(out, c.args); err != nil {

@@ -1,0 +1,66 @@
+package cpu
+
+import (
+	"unsafe"
+
+	"github.com/kilnml/kiln/kernels"
+)
+
+// Prefetching for kernels that work in phases: a fused softmax computes a
+// chunk of rows in cache after reading them, a sum of a whole tensor adds
+// up blocks it computed into scratch. While a phase works in cache the
+// hardware prefetchers, which follow the reads, fetch nothing, so the
+// next phase's reads would wait on memory; instead each step of the
+// phase in cache asks for a row of what the next phase reads
+// (prefetchLines), so that the fetches overlap the arithmetic.
+
+// prefetchArray is an array whose lines a kernel asks for ahead of use.
+type prefetchArray struct {
+	data []byte
+	size int // bytes per element
+}
+
+// rowAhead prefetches the rows of a kernel's arguments: row(j) asks for
+// row from+j of every array.
+type rowAhead struct {
+	arrays []prefetchArray
+	dim    int // elements per row
+	from   int
+}
+
+// of sets ra to prefetch rows of dim elements of the arguments of total
+// elements (those read in place, not broadcast), up to element end (the
+// part's last), and returns it; none where noPrefetch.
+func (ra *rowAhead) of(args []kernels.Tensor, dim, end, total int) *rowAhead {
+	ra.arrays, ra.dim, ra.from = ra.arrays[:0], dim, 0
+	if noPrefetch {
+		return ra
+	}
+	for _, a := range args {
+		size := a.Type.DType.Size()
+		if size > 0 && len(a.Data) == total*size {
+			ra.arrays = append(ra.arrays, prefetchArray{a.Data[:min(end, total)*size], size})
+		}
+	}
+	return ra
+}
+
+// row prefetches row from+j of each array.
+func (ra *rowAhead) row(j int) {
+	for _, a := range ra.arrays {
+		lo, hi := (ra.from+j)*ra.dim*a.size, min((ra.from+j+1)*ra.dim*a.size, len(a.data))
+		if lo < hi {
+			prefetchLines(unsafe.Pointer(&a.data[lo]), (hi-lo+63)/64)
+		}
+	}
+}
+
+// elemSize returns the bytes of a T.
+func elemSize[T float]() int {
+	var x T
+	return int(unsafe.Sizeof(x))
+}
+
+// noPrefetch turns the kernels' prefetching off, for benchmarks that
+// measure what it brings.
+var noPrefetch = false
