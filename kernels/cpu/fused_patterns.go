@@ -121,6 +121,8 @@ func fusepatBuildSoftmaxGrad[T float](n *kernels.Node) (kernels.Func, error) {
 // into out, fusepatBlock rows at a time: their sums of dy*y (or dy)
 // (fusepatRowSums), then each row (fusepatSoftmaxGradRow, with scratch
 // diff of dim and mul as it takes them, or fusepatLogSoftmaxGradRow).
+// ahead, when not nil, is called with each row's index before the row is
+// written (a fused kernel's prefetching, rowAhead.row).
 func fusepatSoftmaxGradRows[T float](out, dy, y []T, dim int, logGrad bool, diff []T, mul func(out, a, b []T), ahead func(row int)) {
 	var sums [fusepatBlock]T
 	rows := len(dy) / dim

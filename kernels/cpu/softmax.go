@@ -209,7 +209,9 @@ func softmaxExp[T float](out, x []T) T {
 // softmaxRows writes softmax (or log_softmax) of the rows of length dim of
 // x to out, as softmaxRow does each (the same bits), up to fusepatBlock
 // rows at a time: their exponentials first, then their sums
-// (fusepatRowSums), then their results.
+// (fusepatRowSums), then their results. ahead, when not nil, is called
+// with each row's index before its exponentials (a fused kernel's
+// prefetching, rowAhead.row).
 func softmaxRows[T float](out, x []T, dim int, logOut bool, ahead func(row int)) {
 	var ms, ss [fusepatBlock]T
 	for r := 0; r < len(x)/dim; r += fusepatBlock {
@@ -297,7 +299,8 @@ func (sm *softmaxStream[T]) rows(part int, out, x []T, dim int) {
 }
 
 // rowsUnfenced is rows without the fence after the streaming stores, for
-// a caller that writes its part in several calls and fences once.
+// a caller that writes its part in several calls and fences once; ahead
+// is softmaxRows'.
 func (sm *softmaxStream[T]) rowsUnfenced(part int, out, x []T, dim int, ahead func(row int)) {
 	var ms, ss [fusepatBlock]T
 	buf := sm.bufs[part]
