@@ -195,7 +195,11 @@ type fuseewMachine[T float] struct {
 
 	// ahead lists the arrays whose lines a run asks for ahead of use:
 	// with each block of elements [s, s+m) it prefetches elements
-	// [s+aheadBy, s+aheadBy+m) of each.
+	// [s+aheadBy, s+aheadBy+m) of each. fused_softmax_grad's epilogue
+	// asks so for the next chunk's dy and y: asking for them from the
+	// gradient rows instead (rowAhead, beside the epilogue's inputs) took
+	// its SGD-step kernel from 3.2-3.5 to 3.9-4.7 ms, no better than
+	// without prefetching (BenchmarkSoftmaxStepKernels, 1 worker).
 	ahead   []prefetchArray
 	aheadBy int
 }
