@@ -22,9 +22,9 @@ var inPlaceAttrs = map[string][]ir.Attrs{
 	"leaky_relu": {nil, {{Key: "alpha", Value: ir.Float(0.2)}}},
 	// One program for each number of inputs the test tries (1 to 3).
 	"fused_elementwise": {
-		{{Key: "program", Value: ir.AttrValue{Kind: ir.AttrList, L: []ir.AttrValue{ir.String("t0 = neg i0"), ir.String("t1 = mul t0, t0")}}}},
-		{{Key: "program", Value: ir.AttrValue{Kind: ir.AttrList, L: []ir.AttrValue{ir.String("t0 = mul i0, i1"), ir.String("t1 = add t0, i0")}}}},
-		{{Key: "program", Value: ir.AttrValue{Kind: ir.AttrList, L: []ir.AttrValue{ir.String("t0 = mul i0, i1"), ir.String("t1 = sub t0, i2"), ir.String("t2 = tanh t1")}}}},
+		ir.MakeAttrs(ir.ProgramAttr, ewProgram("t0 = neg i0", "t1 = mul t0, t0")),
+		ir.MakeAttrs(ir.ProgramAttr, ewProgram("t0 = mul i0, i1", "t1 = add t0, i0")),
+		ir.MakeAttrs(ir.ProgramAttr, ewProgram("t0 = mul i0, i1", "t1 = sub t0, i2", "t2 = tanh t1")),
 	},
 }
 
@@ -215,6 +215,7 @@ var inPlaceFromCases = map[string][]struct {
 	},
 }
 
+// ewProgram returns the program attribute value of the instruction lines.
 func ewProgram(lines ...string) ir.AttrValue {
 	l := make([]ir.AttrValue, len(lines))
 	for i, s := range lines {
