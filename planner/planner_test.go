@@ -184,6 +184,47 @@ output %e, %f, %g
 	}
 }
 
+// TestInPlaceFromCheck: in an SGD softmax step, fused_softmax_grad
+// computes the new %w in %w's memory (an epilogue input, which
+// OpInfo.InPlaceFrom lets it write over); Check refuses the same result
+// over %y, an argument it reads whole rows of (not from InPlaceFrom on).
+func TestInPlaceFromCheck(t *testing.T) {
+	sgd, err := passes.DefaultOptimizer("sgd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := compile(t, `graph step
+input %x: f32[8,16]
+input %t: f32[8,16]
+param %w: f32[8,16]
+%z = mul %x, %w
+%y = softmax %z
+%p = mul %y, %t
+%loss = sum %p
+output %loss
+`, kiln.Options{Optimizer: &sgd})
+	idx := func(name string) int {
+		return slices.IndexFunc(p.Buffers, func(b planner.Buffer) bool { return b.Name == name })
+	}
+	u := -1
+	for _, st := range p.Steps {
+		if st.Kind == planner.Kernel && st.Op == ir.OpFusedSoftmaxGrad {
+			u = st.Out
+		}
+	}
+	if u < 0 || p.Buffers[u].Alias != idx("w") {
+		t.Fatalf("the update is not computed in %%w's memory by fused_softmax_grad:\n%s", p.Format())
+	}
+	// Over %y instead (the graph, which would miss the update's copy, is
+	// left out).
+	y := idx("y")
+	p.Buffers[u].Alias, p.Buffers[u].Offset = y, p.Buffers[y].Offset
+	p.Graph = nil
+	if err := p.Check(); err == nil || !strings.Contains(err.Error(), "fused_softmax_grad reads %y as an argument it cannot write its result over") {
+		t.Errorf("Check of fused_softmax_grad's result over %%y = %v, want it refused", err)
+	}
+}
+
 // TestCheckCatchesBrokenPlans mutates a good plan and expects Check to say
 // what is wrong.
 func TestCheckCatchesBrokenPlans(t *testing.T) {
