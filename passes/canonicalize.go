@@ -13,11 +13,13 @@ import (
 // scaled per the reduction, which fuse turns into one softmax_ce_grad
 // kernel instead of the one_hot, scale and log_softmax backward ops. The
 // log_softmax values it frees are removed. It also puts attention in
-// place of softmax(q·kᵀ·scale + mask)·v (canonicalizeAttention).
+// place of softmax(q·kᵀ·scale + mask)·v (canonicalizeAttention), and
+// moves a relu below the max-pooling of its result (canonicalizePoolRelu).
 func Canonicalize(g *ir.Graph) error {
 	if err := canonicalizeAttention(g); err != nil {
 		return err
 	}
+	canonicalizePoolRelu(g)
 	pinned := g.RootMask()
 	users := g.Users()
 	keep := make([]bool, len(g.Values))

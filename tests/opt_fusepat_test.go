@@ -40,6 +40,7 @@ type fusepatCase struct {
 
 func fusepatCases(t *testing.T) []fusepatCase {
 	adam := optimizer(t, "adam", 0.01)
+	sgd := optimizer(t, "sgd", 0.1)
 	return []fusepatCase{
 		{name: "softmax last axis", src: `
 input %x: DT[6,33]
@@ -140,6 +141,40 @@ input %labels: i64[7]
 %oh = one_hot %labels {classes=11, dtype="DT"}
 %d = sub %p, %oh
 output %d`, want: map[ir.Op]int{ir.OpSoftmaxCEGrad: 1}, labels: map[string]int{"labels": 11}, scale: map[string]float64{"z": 30}},
+		// canonicalize moves each relu below the max-pooling of its
+		// result (canonicalizePoolRelu): the same bits, forward and
+		// backward, with ties among positive inputs, among negative ones
+		// (every tap of a window <= 0), NaN, overlapping windows and
+		// padding.
+		{name: "max_pool2d of relu (canonicalize)", src: `
+input %t: DT[2,3,3,3]
+param %x: DT[2,3,6,6]
+%r = relu %x
+%p = max_pool2d %r {kernel=[2,2]}
+%q = mul %p, %t
+%loss = sum %q
+output %loss, %p`, want: map[ir.Op]int{ir.OpMaxPool2dGrad: 1}, ties: map[string]bool{"x": true}, nan: map[string]bool{"x": true}},
+		{name: "max_pool2d of relu, overlapping padded windows (canonicalize)", src: `
+input %t: DT[2,3,4,4]
+param %x: DT[2,3,7,7]
+%r = relu %x
+%p = max_pool2d %r {kernel=[3,3], stride=[2,2], padding=[1,1]}
+%q = mul %p, %t
+%loss = sum %q
+output %loss`, want: map[ir.Op]int{ir.OpMaxPool2dGrad: 1}, ties: map[string]bool{"x": true}},
+		{name: "convolution, relu, max_pool2d training step (SGD, canonicalize)", src: `
+input %x: DT[4,2,8,8]
+input %labels: i64[4]
+param %w: DT[3,2,3,3]
+param %b: DT[3]
+param %v: DT[48,5]
+%c = conv2d %x, %w, %b {padding=[1,1]}
+%r = relu %c
+%p = max_pool2d %r {kernel=[2,2]}
+%f = reshape %p {shape=[4,48]}
+%z = matmul %f, %v
+%loss = softmax_cross_entropy %z, %labels
+output %loss`, want: map[ir.Op]int{ir.OpConvWeightGrad: 1, ir.OpMaxPool2dGrad: 1, ir.OpSoftmaxCEGrad: 1}, labels: map[string]int{"labels": 5}, ties: map[string]bool{"x": true}, opt: sgd},
 		// canonicalize: the -O0 graph differentiates log_softmax and
 		// nll_loss, the default one softmax_cross_entropy. Forward: the
 		// losses differ by the rounding of log(sum) (log_softmax's online
