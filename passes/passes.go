@@ -53,7 +53,7 @@ var Passes = []PassInfo{
 	{Name: "inference", Doc: "evaluation only: replace every dropout by its input and drop the forward graph's state updates (Options.Inference)",
 		Enabled: func(o Options) bool { return o.Inference }, Make: always(Inference), Required: true},
 	{Name: "shapes", Doc: "re-infer every value's type from its op and arguments", Make: always(Shapes), Required: true},
-	{Name: "canonicalize", Doc: "rewrite forward patterns into the op whose backward fuses: nll_loss(log_softmax(x)) into softmax_cross_entropy(x), softmax(q·kᵀ·scale + mask)·v into attention (not at -O0)",
+	{Name: "canonicalize", Doc: "rewrite forward patterns into the op whose backward fuses: nll_loss(log_softmax(x)) into softmax_cross_entropy(x), softmax(q·kᵀ·scale + mask)·v into attention, max_pool2d(relu(x)) into relu(max_pool2d(x)) (not at -O0)",
 		Enabled: optimizing, Make: always(Canonicalize)},
 	{Name: "autodiff", Doc: "append the backward graph: the gradient of the first output (the loss) for every param",
 		Enabled: func(o Options) bool { return o.Grad || o.Optimizer != nil }, Make: always(Autodiff), Required: true},
