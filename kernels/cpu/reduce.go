@@ -110,6 +110,9 @@ func splitReduce[T number](n *kernels.Node, xs ir.Shape, dst []int, w *walk, mea
 		return nil
 	}
 	if w.ia == 0 {
+		if f := splitReduceRowSums[T](n, w, mean, div); f != nil {
+			return f
+		}
 		return splitReduceRows[T](n, xs, dst, mean, div)
 	}
 	if w.ia != 1 {
@@ -158,6 +161,56 @@ func splitReduceRows[T number](n *kernels.Node, xs ir.Shape, dst []int, mean boo
 	var o, x []T
 	body := func(p int) { reduceRows(walks[p], o, x, bounds[p], bounds[p+1]) }
 	return reduceSplitFunc(n.Par, parts, body, &o, &x, mean, div)
+}
+
+// splitReduceRowSums returns the Func of buildReduce split across n.Par's
+// workers for a reduction whose walk rows are each summed into one output
+// element and that has several rows an element (a bias gradient over N, H
+// and W: a row per image and channel), or nil when it has no more rows
+// than outputs. Part p sums the rows [bounds[p], bounds[p+1]) of the
+// input, a contiguous range, each alone (rowSum) into scratch; then the
+// rows' sums are added into their output elements in the walk's order,
+// as the unsplit loop adds them, so the bits do not depend on the number
+// of parts. A part reads the part of the input that the same worker most
+// often wrote (the kernel before cut its result in contiguous ranges too),
+// where parts cut by output element would each read a slice of every
+// image (on the CNN step of bench/cnn28.kir, a [64,32,28,28] bias
+// gradient took longer on 2 workers that way than on 1).
+func splitReduceRowSums[T number](n *kernels.Node, w *walk, mean bool, div T) kernels.Func {
+	inner := w.inner
+	rows := n.Args[0].Shape.NumElements() / max(inner, 1)
+	if inner == 0 || rows <= n.Out.Shape.NumElements() {
+		return nil
+	}
+	parts := parParts(n.Par, rows, inner)
+	if parts < 2 {
+		return nil
+	}
+	outOf := make([]int32, 0, rows) // the output element of each row
+	w.each(func(_, oo, _ int) { outOf = append(outOf, int32(oo)) })
+	bounds := parBounds(rows, parts, 1)
+	sums := make([]T, rows)
+	var x []T
+	body := func(p int) {
+		for r := bounds[p]; r < bounds[p+1]; r++ {
+			sums[r] = rowSum(x[r*inner : (r+1)*inner])
+		}
+	}
+	par := n.Par
+	return func(out kernels.Tensor, args []kernels.Tensor) error {
+		o := kernels.View[T](out)
+		x = kernels.View[T](args[0])
+		par.Run(parts, body)
+		x = nil
+		clear(o)
+		for r, s := range sums {
+			o[outOf[r]] += s
+		}
+		if mean {
+			reduceDivide(o, div)
+		}
+		return nil
+	}
 }
 
 // reduceSplitFunc returns the Func of a split sum or mean: it points *o

@@ -253,13 +253,14 @@ func TestMatmulTransposedBitwise(t *testing.T) {
 }
 
 // TestReduceSplitBitwise checks that sum and mean split across 2, 3 and 8
-// parts (by columns of the kept innermost axis, or by output elements when
-// the innermost axes are reduced) give the bits of the unsplit kernel:
-// leading, middle and several axes reduced, keepdims, column counts that
-// are and are not multiples of a part's rounding.
+// parts (by columns of the kept innermost axis; when the innermost axes
+// are reduced, by input rows where there are more rows than outputs, else
+// by output elements) give the bits of the unsplit kernel: leading,
+// middle and several axes reduced, keepdims, column counts that are and
+// are not multiples of a part's rounding.
 func TestReduceSplitBitwise(t *testing.T) {
-	defer func(e, c int) { reduceSplitElems, reduceSplitCols = e, c }(reduceSplitElems, reduceSplitCols)
-	reduceSplitElems, reduceSplitCols = 1, 16
+	defer func(e, c, m int) { reduceSplitElems, reduceSplitCols, parMinWork = e, c, m }(reduceSplitElems, reduceSplitCols, parMinWork)
+	reduceSplitElems, reduceSplitCols, parMinWork = 1, 16, 1
 	cases := []struct {
 		shape []int
 		attrs ir.Attrs
@@ -270,9 +271,12 @@ func TestReduceSplitBitwise(t *testing.T) {
 		{[]int{6, 130}, ir.MakeAttrs("axes", ir.Ints(0), "keepdims", ir.BoolAttr(true))},
 		{[]int{9, 40}, ir.MakeAttrs("axes", ir.Ints(1))},
 		{[]int{128, 512}, ir.MakeAttrs("axes", ir.Ints(0))},
-		// Rows each summed into one output element: split by outputs.
+		// Rows each summed into one output element: split by rows where
+		// several rows go into an output (a bias gradient over N, H, W),
+		// by outputs where each row is one.
 		{[]int{3, 7, 5, 4}, ir.MakeAttrs("axes", ir.Ints(0, 2, 3))},
 		{[]int{4, 16, 9}, ir.MakeAttrs("axes", ir.Ints(0, 2))},
+		{[]int{5, 3, 2, 11}, ir.MakeAttrs("axes", ir.Ints(0, 2, 3), "keepdims", ir.BoolAttr(true))},
 		{[]int{6, 50}, ir.MakeAttrs("axes", ir.Ints(1))},
 	}
 	for _, dt := range []ir.DType{ir.F32, ir.F64} {
