@@ -611,8 +611,7 @@ func buildConvWeightGrad[T float](n *kernels.Node) (kernels.Func, error) {
 	}
 	trans := false
 	if gemmAsm {
-		_, _, nr := gemmMicro[T]()
-		trans = p.k < nr && p.og > p.k
+		trans = convWeightTransposed[T](p.og, p.k)
 	}
 	m, nn := p.og, p.k
 	if trans {
@@ -680,6 +679,16 @@ func buildConvWeightGrad[T float](n *kernels.Node) (kernels.Func, error) {
 	}, nil
 }
 
+// convWeightTransposed reports whether a weight gradient of og×k per
+// group computes its sums transposed (k×og): when the micro-kernels'
+// tiles cover that product with less waste (rows in MR-row panels, columns
+// in NR-wide ones; ties keep og×k).
+func convWeightTransposed[T float](og, k int) bool {
+	_, mr, nr := gemmMicro[T]()
+	covered := func(m, n int) int { return roundUp(m, mr) * roundUp(n, nr) }
+	return covered(k, og) < covered(og, k)
+}
+
 // convWeightGemm adds dy·colsᵀ (og×k), or with trans cols·dyᵀ (k×og), to
 // sum, or with first writes it there: dy is og×inner with row stride ldy,
 // cols k×inner with row stride ldc.
@@ -697,18 +706,20 @@ func convWeightGemm[T float](pt *convPart[T], trans bool, p *convPlan, first boo
 
 // convAddTransposed writes into dw the sum, in slab order, of the slabs'
 // transposed weight gradients in sums: per group, k×og matrices, those of
-// slab s from s·cout·k.
+// slab s from s·cout·k. The slabs are added into slab 0's (vector adds
+// along the memory, which sums is scratch for), then transposed into dw.
 func convAddTransposed[T float](p *convPlan, dw, sums []T, slabs int) {
 	size := p.cout * p.k
+	acc := sums[:size]
+	for s := 1; s < slabs; s++ {
+		vecVec(ir.OpAdd, acc, acc, sums[s*size:(s+1)*size])
+	}
 	for gi := range p.groups {
-		for co := range p.og {
-			for t := range p.k {
-				i := gi*p.og*p.k + t*p.og + co
-				v := sums[i]
-				for s := 1; s < slabs; s++ {
-					v += sums[s*size+i]
-				}
-				dw[gi*p.og*p.k+co*p.k+t] = v
+		g := gi * p.og * p.k
+		for t := range p.k {
+			row := acc[g+t*p.og : g+(t+1)*p.og]
+			for co, v := range row {
+				dw[g+co*p.k+t] = v
 			}
 		}
 	}

@@ -109,6 +109,10 @@ var nnConvCases = []nnConvCase{
 	// A first layer (one input channel, more filters than taps): the
 	// weight gradient's gemms run transposed.
 	{x: []int{3, 1, 6, 5}, w: []int{20, 1, 3, 3}, padding: []int{1}, bias: true},
+	// The same in two groups, and a layer whose og×k product the tiles
+	// cover with more waste than k×og (og 64, k 48): transposed too.
+	{x: []int{2, 2, 6, 5}, w: []int{40, 1, 3, 3}, padding: []int{1}, groups: 2},
+	{x: []int{2, 12, 5, 5}, w: []int{64, 12, 2, 2}, padding: []int{1}},
 }
 
 // TestConvAgainstDirectLoop checks conv1d/conv2d, conv_input_grad and
