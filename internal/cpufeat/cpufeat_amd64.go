@@ -31,3 +31,12 @@ func detect() (avx2, fma, avx512 bool) {
 	avx512 = fma && ebx7&(f|dq|bw|vl) == f|dq|bw|vl && xcr0&0xe0 == 0xe0 // opmask, ZMM0-15 high halves, ZMM16-31
 	return avx2, fma, avx512
 }
+
+// detectPrefetchW reads CPUID leaf 8000_0001h.
+func detectPrefetchW() bool {
+	if maxExt, _, _, _ := cpuid(0x80000000, 0); maxExt < 0x80000001 {
+		return false
+	}
+	_, _, ecx, _ := cpuid(0x80000001, 0)
+	return ecx&(1<<8) != 0
+}

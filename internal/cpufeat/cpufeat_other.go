@@ -3,3 +3,5 @@
 package cpufeat
 
 func detect() (avx2, fma, avx512 bool) { return false, false, false }
+
+func detectPrefetchW() bool { return false }

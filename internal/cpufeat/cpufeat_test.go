@@ -37,6 +37,7 @@ func TestAgreesWithProcCPUInfo(t *testing.T) {
 		{"AVX2", AVX2, flags["avx2"]},
 		{"FMA", FMA, flags["avx2"] && flags["fma"]},
 		{"AVX512", AVX512, want512},
+		{"PrefetchW", PrefetchW, flags["3dnowprefetch"]},
 	} {
 		if purego {
 			c.want = false

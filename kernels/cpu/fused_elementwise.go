@@ -202,6 +202,10 @@ type fuseewMachine[T float] struct {
 	// without prefetching (BenchmarkSoftmaxStepKernels, 1 worker).
 	ahead   []prefetchArray
 	aheadBy int
+	// own, when set, is the output's memory, which the result is written
+	// over one of the arguments in: each block asks for the output's
+	// elements ownAhead on to be made writable (prefetchLinesW).
+	own []byte
 }
 
 // fuseewRun is a run of steps: arith steps for the block runner, or (arith
@@ -569,6 +573,13 @@ func (mc *fuseewMachine[T]) run(self []T, args []kernels.Tensor, lo, hi int, sum
 				prefetchLines(unsafe.Pointer(&a.data[from]), (to-from+63)/64)
 			}
 		}
+		if mc.own != nil {
+			size := int(unsafe.Sizeof(T(0)))
+			from, to := (s+ownAhead)*size, min((s+ownAhead+m)*size, len(mc.own))
+			if from < to {
+				prefetchLinesW(unsafe.Pointer(&mc.own[from]), (to-from+63)/64)
+			}
+		}
 		for i := range mc.fin {
 			fuseewRow(&mc.fin[i], mc.fs, s, m)
 		}
@@ -729,10 +740,23 @@ func buildFusedElementwise[T float](n *kernels.Node) (kernels.Func, error) {
 			mcs[p].stream(prog[len(prog)-1])
 		}
 	}
+	// own points the machines at the output while it is written over an
+	// argument (in place), to ask for its lines writable ahead.
+	own := func(out kernels.Tensor, args []kernels.Tensor) {
+		inPlace := prefetchW && !noPrefetch && overlapsAny(out.Data, args)
+		for _, mc := range mcs {
+			mc.own = nil
+			if inPlace && !mc.fence {
+				mc.own = out.Data
+			}
+		}
+	}
 	if parts == 1 {
 		mc := mcs[0]
 		return func(out kernels.Tensor, args []kernels.Tensor) error {
+			own(out, args)
 			mc.run(kernels.View[T](out), args, 0, mc.n, nil, nil)
+			mc.own = nil
 			return nil
 		}, nil
 	}
@@ -752,7 +776,9 @@ func buildFusedElementwise[T float](n *kernels.Node) (kernels.Func, error) {
 	par := n.Par
 	return func(out kernels.Tensor, a []kernels.Tensor) error {
 		o, args = kernels.View[T](out), a
+		own(out, a)
 		par.Run(parts, body)
+		own(kernels.Tensor{}, nil)
 		o, args = nil, nil
 		return nil
 	}, nil
