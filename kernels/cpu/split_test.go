@@ -548,3 +548,51 @@ func TestConvRunTakesOwnSet(t *testing.T) {
 		t.Errorf("with set 1 taken, part 5 took sets %v (set 0 taken after: %v), want [0] and given back", got, cr.taken[0].Load())
 	}
 }
+
+// TestConvWeightGradSlabOrder checks the order conv_weight_grad documents
+// for a batch cut into slabs (convWeightSlabs): with one image a slab,
+// the result is, bit for bit, the f32 sum in slab order of the weight
+// gradients of the images alone, whether the slabs' gemms run as og×k or
+// transposed (convWeightTransposed), on one worker and split.
+func TestConvWeightGradSlabOrder(t *testing.T) {
+	defer func(v int) { convSplitMACs = v }(convSplitMACs)
+	convSplitMACs = 1
+	for _, c := range []struct{ x, w []int }{
+		{[]int{convWeightSlabs, 3, 6, 5}, []int{5, 3, 3, 3}},    // og 5, k 27: og×k
+		{[]int{convWeightSlabs, 12, 5, 5}, []int{64, 12, 2, 2}}, // og 64, k 48: transposed
+		{[]int{convWeightSlabs, 1, 6, 6}, []int{20, 1, 3, 3}},   // a first layer: transposed
+	} {
+		r := newRand(31)
+		attrs := ir.MakeAttrs("padding", ir.Ints(1), "weight_shape", ir.Ints(c.w...))
+		x := fuseewRandom(r, ir.TensorOf(ir.F32, c.x...))
+		g, err := ir.ConvGeometry(c.x, c.w, attrs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dy := fuseewRandom(r, ir.TensorOf(ir.F32, g.OutShape()...))
+		want := make([]float32, ir.Shape(c.w).NumElements())
+		for s := range c.x[0] {
+			one := func(tt kernels.Tensor) kernels.Tensor {
+				sh := slices.Clone(tt.Type.Shape)
+				sh[0] = 1
+				size := len(tt.Data) / tt.Type.Shape[0]
+				return kernels.Tensor{Type: ir.TensorOf(ir.F32, sh...), Data: tt.Data[s*size : (s+1)*size]}
+			}
+			for i, v := range kernels.View[float32](buildWith(t, nil, ir.OpConvWeightGrad, attrs, one(x), one(dy))) {
+				if s == 0 {
+					want[i] = v
+				} else {
+					want[i] += v
+				}
+			}
+		}
+		for _, par := range []kernels.Parallel{nil, goPool(2), goPool(3)} {
+			got := kernels.View[float32](buildWith(t, par, ir.OpConvWeightGrad, attrs, x, dy))
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("x %v, w %v, %v: element %d is %v, want the slabs' sum in order %v", c.x, c.w, par, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
