@@ -574,7 +574,7 @@ func (mc *fuseewMachine[T]) run(self []T, args []kernels.Tensor, lo, hi int, sum
 			}
 		}
 		if mc.own != nil {
-			size := int(unsafe.Sizeof(T(0)))
+			size := elemSize[T]()
 			from, to := (s+ownAhead)*size, min((s+ownAhead+m)*size, len(mc.own))
 			if from < to {
 				prefetchLinesW(unsafe.Pointer(&mc.own[from]), (to-from+63)/64)
@@ -756,7 +756,7 @@ func buildFusedElementwise[T float](n *kernels.Node) (kernels.Func, error) {
 		return func(out kernels.Tensor, args []kernels.Tensor) error {
 			own(out, args)
 			mc.run(kernels.View[T](out), args, 0, mc.n, nil, nil)
-			mc.own = nil
+			own(kernels.Tensor{}, nil)
 			return nil
 		}, nil
 	}
