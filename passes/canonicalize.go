@@ -19,7 +19,9 @@ func Canonicalize(g *ir.Graph) error {
 	if err := canonicalizeAttention(g); err != nil {
 		return err
 	}
-	canonicalizePoolRelu(g)
+	if err := canonicalizePoolRelu(g); err != nil {
+		return err
+	}
 	pinned := g.RootMask()
 	users := g.Users()
 	keep := make([]bool, len(g.Values))

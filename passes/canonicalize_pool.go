@@ -25,9 +25,9 @@ import (
 //
 // The relu must have no other user and be no output; the rewrite is in
 // place: the relu's value becomes the pooling (of x's type and the
-// pooled shape), and the pooling's value, keeping its id and name, the
-// relu of it.
-func canonicalizePoolRelu(g *ir.Graph) {
+// pooled shape), renamed after the pooling's value with ".max" (%p.max),
+// and the pooling's value, keeping its id and name, the relu of it.
+func canonicalizePoolRelu(g *ir.Graph) error {
 	pinned := g.RootMask()
 	users := g.Users()
 	for i := range g.Values {
@@ -46,7 +46,11 @@ func canonicalizePoolRelu(g *ir.Graph) {
 		}
 		rv.Op, rv.Args, rv.Attrs, rv.Type = ir.OpMaxPool2d, []ir.ID{rv.Args[0]}, p.Attrs, p.Type
 		p.Op, p.Args, p.Attrs = ir.OpRelu, []ir.ID{r}, nil
+		if err := g.Rename(r, g.UniqueName(p.Name+".max")); err != nil {
+			return err
+		}
 	}
+	return nil
 }
 
 // poolWindowsHoldInput reports whether every window of the pooling g
