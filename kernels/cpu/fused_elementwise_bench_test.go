@@ -49,3 +49,25 @@ func BenchmarkFusedElementwiseChain(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFusedElementwiseRowBroadcast runs the last kernel of a layer
+// norm's backward in bench/gpt.kir through fused_elementwise on one
+// thread: dx + rstd·((g - mean(g)) - xhat·mean(g·xhat)) over [16,128,256]
+// f32, three of its six inputs one value a row ([16,128,1]), which the
+// interpreter broadcasts into a block row by row (gatherRow).
+func BenchmarkFusedElementwiseRowBroadcast(b *testing.B) {
+	attrs := fuseewProgram("t0 = sub i0, i1", "t1 = mul i2, i3", "t2 = sub t0, t1", "t3 = mul i4, t2", "t4 = add i5, t3")
+	full, row := ir.TensorOf(ir.F32, 16, 128, 256), ir.TensorOf(ir.F32, 16, 128, 1)
+	r := newRand(3)
+	in := []kernels.Tensor{fuseewRandom(r, full), fuseewRandom(r, row), fuseewRandom(r, full), fuseewRandom(r, row), fuseewRandom(r, row), fuseewRandom(r, full)}
+	f, err := Kernels.Build(node(b, ir.OpFusedElementwise, attrs, typesOf(in)...))
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := emptyOf(full)
+	for b.Loop() {
+		if err := f(out, in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -296,7 +296,7 @@ func fusepatMaxGradRow[T float](out, x []T, yv, d T, exact bool) {
 	hit, miss := q*one, q*zero
 	out = out[:len(x)]
 	if at >= 0 {
-		fusepatFill(out, miss)
+		fillRow(out, miss)
 		out[at] = hit
 		return
 	}
@@ -306,19 +306,6 @@ func fusepatMaxGradRow[T float](out, x []T, yv, d T, exact bool) {
 			o = hit
 		}
 		out[i] = o
-	}
-}
-
-// fusepatFill sets every element of out to v, doubling the filled prefix
-// with copy (a vectorized memmove) instead of storing one element at a
-// time.
-func fusepatFill[T float](out []T, v T) {
-	if len(out) == 0 {
-		return
-	}
-	out[0] = v
-	for k := 1; k < len(out); k *= 2 {
-		copy(out[k:], out[:k])
 	}
 }
 

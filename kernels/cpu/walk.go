@@ -115,20 +115,33 @@ func offsets(shape ir.Shape, strides []int) []int {
 }
 
 // gatherRow copies n elements of src, starting at offset a with stride s,
-// to out.
+// to out; with stride 0, one value broadcast along the row (fillRow).
 func gatherRow[T any](out, src []T, a, s int) {
 	switch s {
 	case 1:
 		copy(out, src[a:a+len(out)])
 	case 0:
-		v := src[a]
-		for i := range out {
-			out[i] = v
-		}
+		fillRow(out, src[a])
 	default:
 		for i := range out {
 			out[i] = src[a]
 			a += s
 		}
+	}
+}
+
+// fillRow sets every element of out to v: the first 16 one by one, then
+// by doubling the filled prefix with copy, which moves vectors. Storing
+// every element one by one (the compiler does not vectorize the loop) was
+// 60% of fused_elementwise's time on a layer norm's backward with values
+// of a row broadcast over rows of 256 (BenchmarkFusedElementwiseRowBroadcast:
+// 1.02 -> 0.49 ms).
+func fillRow[T any](out []T, v T) {
+	n := min(len(out), 16)
+	for i := range n {
+		out[i] = v
+	}
+	for k := n; k < len(out); k *= 2 {
+		copy(out[k:], out[:k])
 	}
 }
