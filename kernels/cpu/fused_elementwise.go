@@ -200,12 +200,10 @@ type fuseewMachine[T float] struct {
 	// gradient rows instead (rowAhead, beside the epilogue's inputs) took
 	// its SGD-step kernel from 3.2-3.5 to 3.9-4.7 ms, no better than
 	// without prefetching (BenchmarkSoftmaxStepKernels, 1 worker).
+	// fused_elementwise written over one of its arguments asks so for its
+	// output, writable, ownAhead elements on.
 	ahead   []prefetchArray
 	aheadBy int
-	// own, when set, is the output's memory, which the result is written
-	// over one of the arguments in: each block asks for the output's
-	// elements ownAhead on to be made writable (prefetchLinesW).
-	own []byte
 }
 
 // fuseewRun is a run of steps: arith steps for the block runner, or (arith
@@ -569,15 +567,12 @@ func (mc *fuseewMachine[T]) run(self []T, args []kernels.Tensor, lo, hi int, sum
 		m := min(fuseewBlock, hi-s)
 		for _, a := range mc.ahead {
 			from, to := (s+mc.aheadBy)*a.size, min((s+mc.aheadBy+m)*a.size, len(a.data))
-			if from < to {
+			switch {
+			case from >= to:
+			case a.write:
+				prefetchLinesW(unsafe.Pointer(&a.data[from]), (to-from+63)/64)
+			default:
 				prefetchLines(unsafe.Pointer(&a.data[from]), (to-from+63)/64)
-			}
-		}
-		if mc.own != nil {
-			size := elemSize[T]()
-			from, to := (s+ownAhead)*size, min((s+ownAhead+m)*size, len(mc.own))
-			if from < to {
-				prefetchLinesW(unsafe.Pointer(&mc.own[from]), (to-from+63)/64)
 			}
 		}
 		for i := range mc.fin {
@@ -741,13 +736,14 @@ func buildFusedElementwise[T float](n *kernels.Node) (kernels.Func, error) {
 		}
 	}
 	// own points the machines at the output while it is written over an
-	// argument (in place), to ask for its lines writable ahead.
+	// argument (in place), to ask for its lines writable ahead; an empty
+	// out clears them.
 	own := func(out kernels.Tensor, args []kernels.Tensor) {
 		inPlace := prefetchW && !noPrefetch && overlapsAny(out.Data, args)
 		for _, mc := range mcs {
-			mc.own = nil
+			mc.ahead, mc.aheadBy = mc.ahead[:0], ownAhead
 			if inPlace && !mc.fence {
-				mc.own = out.Data
+				mc.ahead = append(mc.ahead, prefetchArray{data: out.Data, size: elemSize[T](), write: true})
 			}
 		}
 	}

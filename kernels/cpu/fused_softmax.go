@@ -145,7 +145,7 @@ func buildFusedSoftmaxGrad[T float](n *kernels.Node) (kernels.Func, error) {
 		mc := mcs[part]
 		mc.ahead, mc.aheadBy = mc.ahead[:0], chunk*dim
 		if !noPrefetch {
-			mc.ahead = append(mc.ahead, prefetchArray{args[0].Data, elemSize[T]()}, prefetchArray{args[1].Data, elemSize[T]()})
+			mc.ahead = append(mc.ahead, prefetchArray{data: args[0].Data, size: elemSize[T]()}, prefetchArray{data: args[1].Data, size: elemSize[T]()})
 		}
 		for r := r0; r < r1; r += chunk {
 			lo, hi := r*dim, min(r+chunk, r1)*dim

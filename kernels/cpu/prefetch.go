@@ -16,8 +16,9 @@ import (
 
 // prefetchArray is an array whose lines a kernel asks for ahead of use.
 type prefetchArray struct {
-	data []byte
-	size int // bytes per element
+	data  []byte
+	size  int  // bytes per element
+	write bool // asked for writable (prefetchLinesW): an output
 }
 
 // rowAhead prefetches the rows of a kernel's arguments: row(j) asks for
@@ -39,7 +40,7 @@ func (ra *rowAhead) of(args []kernels.Tensor, dim, end, total int) *rowAhead {
 	for _, a := range args {
 		size := a.Type.DType.Size()
 		if size > 0 && len(a.Data) == total*size {
-			ra.arrays = append(ra.arrays, prefetchArray{a.Data[:min(end, total)*size], size})
+			ra.arrays = append(ra.arrays, prefetchArray{data: a.Data[:min(end, total)*size], size: size})
 		}
 	}
 	return ra
