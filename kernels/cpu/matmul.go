@@ -249,11 +249,7 @@ func newMatmulPlan[T float](as, bs ir.Shape, attrs ir.Attrs, par kernels.Paralle
 		_, mr, nr := gemmMicro[T]()
 		if parts := min(w, (nn+nr-1)/nr); len(aOff) == 1 && m < nn && parts > 1 {
 			mp.par, mp.cols = par, true
-			mp.bounds = make([]int, parts+1)
-			for p := range parts {
-				mp.bounds[p] = min(nn, roundUp(p*nn/parts, nr))
-			}
-			mp.bounds[parts] = nn
+			mp.bounds = parBounds(nn, parts, nr)
 			for p := range parts {
 				mp.works = append(mp.works, newGemmWork[T](m, mp.bounds[p+1]-mp.bounds[p], k))
 			}
@@ -263,11 +259,7 @@ func newMatmulPlan[T float](as, bs ir.Shape, attrs ir.Attrs, par kernels.Paralle
 		parts := min(w, (rows+mr-1)/mr)
 		if parts > 1 {
 			mp.par = par
-			mp.bounds = make([]int, parts+1)
-			for p := range parts + 1 {
-				mp.bounds[p] = min(rows, roundUp(p*rows/parts, mr))
-			}
-			mp.bounds[parts] = rows
+			mp.bounds = parBounds(rows, parts, mr)
 			for p := range parts {
 				mp.works = append(mp.works, newGemmWork[T](min(m, mp.bounds[p+1]-mp.bounds[p]), nn, k))
 			}

@@ -180,11 +180,7 @@ func poolParts(par kernels.Parallel, g *ir.PoolGeom) []int {
 	if g.Planes*g.OH*g.OW*g.Kernel[0]*g.Kernel[1] >= poolSplitTaps {
 		parts = min(parPartsPerWorker*kernels.Workers(par), g.Planes)
 	}
-	b := make([]int, parts+1)
-	for p := range b {
-		b[p] = p * g.Planes / parts
-	}
-	return b
+	return parBounds(g.Planes, parts, 1)
 }
 
 // poolSplitTaps is the number of window taps from which a pooling kernel
