@@ -135,6 +135,17 @@ func (b *Builder) LayerNorm(x, weight, bias Value, axes []int, eps float64) Valu
 	return b.op(ir.OpLayerNorm, a, nnOptional([]Value{x}, weight, bias)...)
 }
 
+// LayerNormGrad returns the gradient of LayerNorm(x, weight, ..., axes,
+// eps) with respect to x for the upstream gradient dy (weight the zero
+// Value when the norm has none).
+func (b *Builder) LayerNormGrad(dy, x, weight Value, axes []int, eps float64) Value {
+	a := ir.MakeAttrs("eps", ir.Float(eps))
+	if axes != nil {
+		a = a.With("axes", ir.Ints(axes...))
+	}
+	return b.op(ir.OpLayerNormGrad, a, nnOptional([]Value{dy, x}, weight)...)
+}
+
 // BatchNorm normalizes x [N,C,...] per channel with the batch's mean and
 // biased variance and eps (PyTorch's default is 1e-5), then scales by
 // weight [C] and shifts by bias [C]: torch batch_norm in training mode,

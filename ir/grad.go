@@ -107,6 +107,54 @@ func (e *Emitter) SumTo(x ID, target Shape) ID {
 	return e.Reshape(s, target)
 }
 
+// compositeGrad returns the gradient with respect to each of inputs of
+// the value build appends, given dy, the gradient with respect to that
+// value: build appends the ops of a composite (reading the inputs and
+// values before them), and compositeGrad differentiates those ops by
+// their rules in decreasing id order, summing a value's gradients in that
+// order, as autodiff does. A gradient op whose kernel computes such a
+// composite in one pass uses it as its own rule. An input no gradient
+// reaches gets NoID.
+func (e *Emitter) compositeGrad(inputs []ID, dy ID, build func() ID) []ID {
+	out := make([]ID, len(inputs))
+	for i := range out {
+		out[i] = NoID
+	}
+	first := ID(len(e.G.Values))
+	y := build()
+	if e.err != nil {
+		return out
+	}
+	grads := map[ID]ID{y: dy}
+	for id := y; id >= first; id-- {
+		g, ok := grads[id]
+		v := e.G.Values[id]
+		if !ok || v.Op.IsLeaf() || !v.Op.Differentiable() {
+			continue
+		}
+		ins := v.Op.Info().Grad(e, id, g)
+		if e.err != nil {
+			return out
+		}
+		for j, a := range v.Args {
+			if ins[j] == NoID {
+				continue
+			}
+			if prev, ok := grads[a]; ok {
+				grads[a] = e.add(prev, ins[j])
+			} else {
+				grads[a] = ins[j]
+			}
+		}
+	}
+	for i, in := range inputs {
+		if g, ok := grads[in]; ok {
+			out[i] = g
+		}
+	}
+	return out
+}
+
 func (e *Emitter) args(y ID) []ID { return e.G.Values[y].Args }
 func (e *Emitter) shape(x ID) Shape {
 	return e.Type(x).Shape

@@ -142,6 +142,7 @@ const (
 	OpAvgPool2d
 	OpAvgPool2dGrad
 	OpLayerNorm
+	OpLayerNormGrad
 	OpBatchNorm
 	OpDropout
 

@@ -93,12 +93,13 @@ func nnOps() []opRow {
 			Infer: nnInferAvgPoolGrad, Grad: nnGradAvgPoolGrad}},
 
 		{OpLayerNorm, OpInfo{Name: "layer_norm", Args: []string{"x", "weight", "bias"}, Optional: 2,
-			Doc: "(x - mean) / sqrt(var + eps) * weight + bias over the trailing axes, biased variance, as torch.nn.functional.layer_norm; weight and bias have the normalized shape (bias only with weight)",
-			Attrs: []AttrSpec{
-				{Name: "axes", Kind: attrInts, Default: nnDefInts(-1), Doc: "the normalized axes, which must be the last ones (torch's normalized_shape is x's shape there)"},
-				{Name: "eps", Kind: AttrFloat, Default: defFloat(1e-5), Doc: "added to the variance"},
-			},
+			Doc:   "(x - mean) / sqrt(var + eps) * weight + bias over the trailing axes, biased variance, as torch.nn.functional.layer_norm; weight and bias have the normalized shape (bias only with weight)",
+			Attrs: layerNormAttrs,
 			Infer: nnInferLayerNorm, Grad: nnGradLayerNorm, Cost: costPerElement(8)}},
+		{OpLayerNormGrad, OpInfo{Name: "layer_norm_grad", Args: []string{"dy", "x", "weight"}, Optional: 1,
+			Doc:   "gradient of layer_norm(x, weight, ...) with respect to x, given dy: rstd * (g - mean(g) - xhat * mean(g * xhat)) over the trailing axes, with xhat = (x - mean) * rstd, rstd = 1/sqrt(var + eps) and g = dy * weight (dy without weight); one pass a row, the statistics recomputed from x, with the arithmetic of that composite, op by op",
+			Attrs: layerNormAttrs,
+			Infer: nnInferLayerNormGrad, Grad: nnGradLayerNormGrad, Cost: costPerElement(12)}},
 		{OpBatchNorm, OpInfo{Name: "batch_norm", Args: []string{"x", "weight", "bias"},
 			Doc: "(x - mean) / sqrt(var + eps) * weight + bias with the batch's statistics over every axis but 1 (biased variance), as torch batch_norm with training=True; no running statistics are kept",
 			Attrs: []AttrSpec{
@@ -575,6 +576,22 @@ func nnInferLayerNorm(args []Type, a Attrs) (Type, error) {
 	return Type{x.DType, x.Shape.Clone()}, nil
 }
 
+// layerNormAttrs are the attributes of layer_norm and layer_norm_grad.
+var layerNormAttrs = []AttrSpec{
+	{Name: "axes", Kind: attrInts, Default: nnDefInts(-1), Doc: "the normalized axes, which must be the last ones (torch's normalized_shape is x's shape there)"},
+	{Name: "eps", Kind: AttrFloat, Default: defFloat(1e-5), Doc: "added to the variance"},
+}
+
+// nnInferLayerNormGrad infers layer_norm_grad(dy, x[, weight]): dy of x's
+// type, weight as layer_norm's; the result is x's type.
+func nnInferLayerNormGrad(args []Type, a Attrs) (Type, error) {
+	dy, x := args[0], args[1]
+	if !dy.Equal(x) {
+		return Type{}, fmt.Errorf("expected dy of the input's type %s, found %s", x, dy)
+	}
+	return nnInferLayerNorm(args[1:], a)
+}
+
 func nnInferBatchNorm(args []Type, a Attrs) (Type, error) {
 	x := args[0]
 	if err := nnFloatSame("input", args...); err != nil {
@@ -641,15 +658,43 @@ func nnGradLayerNorm(e *Emitter, y, dy ID) []ID {
 	if len(args) > 1 {
 		w = args[1]
 	}
-	dx, xhat := nnNormGrad(e, x, w, dy, axes, attrs.Float("eps", 1e-5))
-	out := []ID{dx}
-	if len(args) > 1 {
+	norm := MakeAttrs("axes", Ints(axes...), "eps", Float(attrs.Float("eps", 1e-5)))
+	gargs := []ID{dy, x}
+	if w != NoID {
+		gargs = append(gargs, w)
+	}
+	out := []ID{e.Op(OpLayerNormGrad, norm, gargs...)}
+	if w != NoID {
+		// xhat, the normalized x, is layer_norm without weight and bias.
+		xhat := e.Op(OpLayerNorm, norm, x)
 		out = append(out, e.SumTo(e.mul(dy, xhat), e.shape(w)))
 	}
 	if len(args) > 2 {
 		out = append(out, e.SumTo(dy, e.shape(args[2])))
 	}
 	return out
+}
+
+// nnGradLayerNormGrad differentiates layer_norm_grad(dy, x[, weight]) as the
+// composite it computes (nnNormGrad), so that layer_norm stays
+// differentiable to any order.
+func nnGradLayerNormGrad(e *Emitter, y, ddx ID) []ID {
+	args := e.args(y)
+	dy, x := args[0], args[1]
+	w := NoID
+	if len(args) > 2 {
+		w = args[2]
+	}
+	attrs := e.G.Values[y].Attrs
+	axes, err := ReduceAxes(attrs, len(e.shape(x)))
+	if err != nil {
+		e.err = err
+		return make([]ID, len(args))
+	}
+	return e.compositeGrad(args, ddx, func() ID {
+		dx, _ := nnNormGrad(e, x, w, dy, axes, attrs.Float("eps", 1e-5))
+		return dx
+	})
 }
 
 func nnGradBatchNorm(e *Emitter, y, dy ID) []ID {

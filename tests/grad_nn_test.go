@@ -111,6 +111,12 @@ var nnGradCases = []gradCase{
 	{name: "nn layer_norm two axes no weight", build: func(b *frontends.Builder, dt ir.DType) frontends.Value {
 		return b.LayerNorm(p(b, "x", dt, 2, 3, 4), frontends.Value{}, frontends.Value{}, []int{-2, -1}, 1e-5)
 	}},
+	{name: "nn layer_norm_grad", build: func(b *frontends.Builder, dt ir.DType) frontends.Value {
+		return b.LayerNormGrad(p(b, "dy", dt, 3, 5), p(b, "x", dt, 3, 5), p(b, "w", dt, 5), nil, 1e-5)
+	}},
+	{name: "nn layer_norm_grad two axes no weight", build: func(b *frontends.Builder, dt ir.DType) frontends.Value {
+		return b.LayerNormGrad(p(b, "dy", dt, 2, 3, 4), p(b, "x", dt, 2, 3, 4), frontends.Value{}, []int{1, 2}, 0.01)
+	}},
 	{name: "nn batch_norm 2d", build: func(b *frontends.Builder, dt ir.DType) frontends.Value {
 		return b.BatchNorm(p(b, "x", dt, 4, 3), p(b, "w", dt, 3), p(b, "b", dt, 3), 1e-5)
 	}},

@@ -46,6 +46,7 @@ var nanExempt = map[ir.Op]string{
 	ir.OpShard:            "copies this rank's part of its operand: no arithmetic",
 	ir.OpAttention:        "PyTorch's softmax-then-matmul gives NaN for a fully masked row where attention defines 0; NaN and Inf propagation is checked against the unfused graph by kernels/cpu TestAttentionNaN",
 	ir.OpAttentionGrad:    "attention's backward; checked with it by kernels/cpu TestAttentionNaN",
+	ir.OpLayerNormGrad:    "layer_norm's gradient: the layer_norm cases' gradients run through it against PyTorch's",
 }
 
 // nanFused are the exempt ops the fuse pass makes: TestNaNCoverage checks

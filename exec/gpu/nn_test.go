@@ -38,6 +38,8 @@ var nnCases = []kernelCase{
 	{Name: "avg_pool2d_grad", Src: "input %dy: f32[3,5,5,4]\ninput %e: f32[3,5,5,5]\n%y = avg_pool2d_grad %dy {kernel=[3,2], stride=[2,3], padding=[1,1], input_shape=[3,5,9,11]}\n%z = avg_pool2d_grad %e {kernel=[3,3], stride=[2,2], padding=[1,1], count_include_pad=false, input_shape=[3,5,9,9]}\noutput %y, %z", Atol: 1e-6},
 	{Name: "layer_norm", Src: "input %x: f32[7,301]\ninput %w: f32[301]\ninput %b: f32[301]\n%y = layer_norm %x, %w, %b\n%z = layer_norm %x {eps=0.001}\noutput %y, %z", Atol: 1e-5},
 	{Name: "layer_norm two axes", Src: "input %x: f32[5,3,11]\ninput %w: f32[3,11]\n%y = layer_norm %x, %w {axes=[1,2]}\noutput %y", Atol: 1e-5},
+	{Name: "layer_norm_grad", Src: "input %dy: f32[7,301]\ninput %x: f32[7,301]\ninput %w: f32[301]\n%y = layer_norm_grad %dy, %x, %w\n%z = layer_norm_grad %dy, %x {eps=0.001}\noutput %y, %z", Atol: 1e-5, Scaled: true},
+	{Name: "layer_norm_grad two axes", Src: "input %dy: f32[5,3,11]\ninput %x: f32[5,3,11]\ninput %w: f32[3,11]\n%y = layer_norm_grad %dy, %x, %w {axes=[1,2]}\noutput %y", Atol: 1e-5, Scaled: true},
 	{Name: "batch_norm", Src: "input %x: f32[5,3,7,9]\ninput %w: f32[3]\ninput %b: f32[3]\n%y = batch_norm %x, %w, %b\noutput %y", Atol: 1e-5},
 	{Name: "batch_norm 2d", Src: "input %x: f32[33,4]\ninput %w: f32[4]\ninput %b: f32[4]\n%y = batch_norm %x, %w, %b {eps=0.01}\noutput %y", Atol: 1e-5},
 	{Name: "logic_gate", Src: "input %a: f32[9,13]\ninput %b: f32[9,13]\ninput %l: f32[13,16]\n%y = logic_gate %a, %b, %l\noutput %y", Atol: 1e-5},

@@ -54,7 +54,7 @@ func TestRegisteredDTypes(t *testing.T) {
 		// Neural-network layers (nn_test.go).
 		ir.OpConv1d: floats, ir.OpConv2d: floats, ir.OpConvInputGrad: floats, ir.OpConvWeightGrad: floats,
 		ir.OpMaxPool2d: floats, ir.OpMaxPool2dGrad: floats, ir.OpMaxPool2dSelect: floats, ir.OpAvgPool2d: floats, ir.OpAvgPool2dGrad: floats,
-		ir.OpLayerNorm: floats, ir.OpBatchNorm: floats, ir.OpDropout: floats,
+		ir.OpLayerNorm: floats, ir.OpLayerNormGrad: floats, ir.OpBatchNorm: floats, ir.OpDropout: floats,
 		// Fused patterns (fused_patterns.go).
 		ir.OpSoftmaxGrad: floats, ir.OpLogSoftmaxGrad: floats, ir.OpMaxGrad: floats, ir.OpSoftmaxCEGrad: floats,
 		// Fused elementwise programs (fused_elementwise.go).

@@ -595,6 +595,79 @@ func nnLayerNorm[T float](t *testing.T, xs, axes []int, eps float64, nargs int) 
 	checkNear(t, out.Type.String(), kernels.View[T](out), want, 50*rel[T](), 50*rel[T]())
 }
 
+// TestLayerNormGradValues checks layer_norm_grad against the formula in
+// float64, dx = rstd·(g - mean(g) - xhat·mean(g·xhat)) with g = dy·weight,
+// with and without weight, over one and two axes, one element a row and
+// empty tensors.
+func TestLayerNormGradValues(t *testing.T) {
+	for _, tc := range []struct {
+		x      []int
+		axes   []int
+		eps    float64
+		weight bool
+	}{
+		{[]int{3, 5}, []int{-1}, 1e-5, false},
+		{[]int{3, 5}, []int{1}, 1e-5, true},
+		{[]int{2, 3, 40}, []int{-1}, 0.1, true},
+		{[]int{2, 3, 4}, []int{1, 2}, 1e-3, true},
+		{[]int{2, 3, 4}, []int{0, 1, 2}, 1e-5, false},
+		{[]int{2, 1}, []int{-1}, 1e-5, true}, // one element a row: dx = 0
+		{[]int{0, 3}, []int{-1}, 1e-5, true},
+		{[]int{3, 0}, []int{-1}, 1e-5, true},
+	} {
+		t.Run(fmt.Sprint(tc.x, tc.axes, tc.weight), func(t *testing.T) {
+			nnLayerNormGrad[float32](t, tc.x, tc.axes, tc.eps, tc.weight)
+			nnLayerNormGrad[float64](t, tc.x, tc.axes, tc.eps, tc.weight)
+		})
+	}
+}
+
+func nnLayerNormGrad[T float](t *testing.T, xs, axes []int, eps float64, weight bool) {
+	r := newRand(7)
+	shape := ir.Shape(xs)
+	start := len(xs) - len(axes)
+	m, rows := shape[start:].NumElements(), shape[:start].NumElements()
+	x := randVals[T](r, shape.NumElements(), false)
+	dy := randVals[T](r, shape.NumElements(), false)
+	w := randVals[T](r, m, false)
+	args := []kernels.Tensor{tensorOf(xs, dy), tensorOf(xs, x)}
+	if weight {
+		args = append(args, tensorOf(xs[start:], w))
+	}
+	out := mustRun(t, ir.OpLayerNormGrad, ir.MakeAttrs("axes", ir.Ints(axes...), "eps", ir.Float(eps)), args...)
+	xhat := nnNormRef(f64s(x), max(rows, 1), func(i int) int { return i / max(m, 1) }, eps)
+	want := make([]float64, len(x))
+	for r := range rows {
+		rstd := 0.0
+		if m > 0 {
+			var mean, sq float64
+			for i := range m {
+				mean += float64(x[r*m+i])
+			}
+			mean /= float64(m)
+			for i := range m {
+				d := float64(x[r*m+i]) - mean
+				sq += d * d
+			}
+			rstd = 1 / math.Sqrt(sq/float64(m)+eps)
+		}
+		g := make([]float64, m)
+		var sg, sgx float64
+		for i := range m {
+			g[i] = float64(dy[r*m+i])
+			if weight {
+				g[i] *= float64(w[i])
+			}
+			sg += g[i]
+			sgx += g[i] * xhat[r*m+i]
+		}
+		for i := range m {
+			want[r*m+i] = rstd * (g[i] - sg/float64(m) - xhat[r*m+i]*sgx/float64(m))
+		}
+	}
+	checkNear(t, out.Type.String(), kernels.View[T](out), want, 200*rel[T](), 200*rel[T]())
+}
+
 // TestBatchNormValues checks batch_norm (training statistics over every
 // axis but 1) against the formula.
 func TestBatchNormValues(t *testing.T) {
@@ -780,6 +853,7 @@ func TestNNFuncsDoNotAllocate(t *testing.T) {
 		{ir.OpAvgPool2d, pool, []kernels.Tensor{f32(2, 3, 6, 5)}},
 		{ir.OpAvgPool2dGrad, pool.With("input_shape", ir.Ints(2, 3, 6, 5)), []kernels.Tensor{f32(2, 3, 3, 3)}},
 		{ir.OpLayerNorm, ir.MakeAttrs("axes", ir.Ints(-2, -1)), []kernels.Tensor{f32(2, 3, 4), f32(3, 4), f32(3, 4)}},
+		{ir.OpLayerNormGrad, ir.MakeAttrs("axes", ir.Ints(-2, -1)), []kernels.Tensor{f32(2, 3, 4), f32(2, 3, 4), f32(3, 4)}},
 		{ir.OpBatchNorm, nil, []kernels.Tensor{f32(2, 3, 4), f32(3), f32(3)}},
 		{ir.OpDropout, nil, []kernels.Tensor{f32(4, 5)}},
 	}

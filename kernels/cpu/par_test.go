@@ -112,6 +112,10 @@ func parCases() []parCase {
 		{"layer_norm affine", ir.OpLayerNorm, axes(1, 2), func(r *rand.Rand, dt ir.DType) []kernels.Tensor {
 			return []kernels.Tensor{fuseewRandom(r, ir.TensorOf(dt, 13, 5, 3)), fuseewRandom(r, ir.TensorOf(dt, 5, 3)), fuseewRandom(r, ir.TensorOf(dt, 5, 3))}
 		}},
+		{"layer_norm_grad", ir.OpLayerNormGrad, axes(-1), xy(23, 19)},
+		{"layer_norm_grad weight", ir.OpLayerNormGrad, axes(1, 2), func(r *rand.Rand, dt ir.DType) []kernels.Tensor {
+			return []kernels.Tensor{fuseewRandom(r, ir.TensorOf(dt, 13, 5, 3)), fuseewRandom(r, ir.TensorOf(dt, 13, 5, 3)), fuseewRandom(r, ir.TensorOf(dt, 5, 3))}
+		}},
 		{"batch_norm", ir.OpBatchNorm, nil, func(r *rand.Rand, dt ir.DType) []kernels.Tensor {
 			return []kernels.Tensor{fuseewRandom(r, ir.TensorOf(dt, 3, 11, 5, 2)), fuseewRandom(r, ir.TensorOf(dt, 11)), fuseewRandom(r, ir.TensorOf(dt, 11))}
 		}},
@@ -405,5 +409,22 @@ func BenchmarkParSplit(b *testing.B) {
 		b.Run(name("softmax_ce_grad"), func(b *testing.B) {
 			benchPar(b, ir.OpSoftmaxCEGrad, ir.MakeAttrs("reduction", ir.String("sum")), workers, x, labels)
 		})
+	}
+}
+
+// BenchmarkLayerNormRows times layer_norm and layer_norm_grad with weight
+// on the rows of a GPT-style block ([2048,256] f32: 16 sequences of 128
+// tokens of width 256) on 1 and 2 workers (go test -bench LayerNormRows
+// ./kernels/cpu).
+func BenchmarkLayerNormRows(b *testing.B) {
+	r := newRand(1)
+	x := parRand(r, ir.F32, -4, 4, 2048, 256)
+	dy := parRand(r, ir.F32, -1, 1, 2048, 256)
+	w := parRand(r, ir.F32, -1, 1, 256)
+	last := ir.MakeAttrs("axes", ir.Ints(-1))
+	for _, workers := range []int{1, 2} {
+		name := func(s string) string { return fmt.Sprintf("%s/workers=%d", s, workers) }
+		b.Run(name("layer_norm"), func(b *testing.B) { benchPar(b, ir.OpLayerNorm, last, workers, x, w, w) })
+		b.Run(name("layer_norm_grad"), func(b *testing.B) { benchPar(b, ir.OpLayerNormGrad, last, workers, dy, x, w) })
 	}
 }

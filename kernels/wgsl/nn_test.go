@@ -50,11 +50,12 @@ input %w1: f32[4,3,3]
 %a = avg_pool2d %x {kernel=[3,3], padding=[1,1]}
 %ag = avg_pool2d_grad %a {kernel=[3,3], padding=[1,1], input_shape=[2,3,9,9]}
 %ln = layer_norm %x {axes=[1,2,3]}
+%lng = layer_norm_grad %x, %x {axes=[2,3]}
 %bn = batch_norm %x, %g, %g
 %d = dropout %x {p=0.5, seed=3}
 %s = bspline %x {order=3, derivative=2}
 %lg = logic_gate %x, %x, %l
-output %c, %c1, %ci, %cw, %m, %mg, %ms, %a, %ag, %ln, %bn, %d, %s, %lg
+output %c, %c1, %ci, %cw, %m, %mg, %ms, %a, %ag, %ln, %lng, %bn, %d, %s, %lg
 `
 
 // TestNNKernelsShape: a bspline beyond the GPU's order is refused with an

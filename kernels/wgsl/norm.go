@@ -14,8 +14,8 @@ import (
 // layer_norm, a channel of batch_norm): its threads add strided partial
 // sums that a tree in workgroup memory adds (treeSum), first of the
 // elements for the mean, then of the squared deviations for the biased
-// variance, then write the normalized elements. Their gradients are
-// composite, so they need no kernel of their own.
+// variance, then write the normalized elements. layer_norm_grad is one
+// workgroup per row too; batch_norm's gradient is composite.
 
 // normSource returns the shader of a normalization with count groups of m
 // elements, element j of group s at flat index idx(s, j) (WGSL over u32 s
@@ -69,6 +69,57 @@ func buildLayerNorm(n *kernels.Node) (*Kernel, error) {
 	bind = append(bind, Operand{Out, 0})
 	src, groups := normSource(d.String(), fmt.Sprintf("s * %du + j", m), scale, rows, m, n.Attrs.Float("eps", 1e-5))
 	return &Kernel{Dispatches: []Dispatch{{Source: src, Groups: groups, Bind: bind}}}, nil
+}
+
+// buildLayerNormGrad builds layer_norm_grad(dy, x[, weight]) {axes, eps}:
+// one workgroup per row, as layer_norm, whose tree sums give the mean of
+// x, then the variance, then the means of g = dy·weight and of g·xhat;
+// then the row's dx = rstd·((g - mean(g)) - xhat·mean(g·xhat)).
+func buildLayerNormGrad(n *kernels.Node) (*Kernel, error) {
+	if err := checkDTypes(n); err != nil {
+		return nil, err
+	}
+	xs := n.Args[1].Shape
+	start, err := ir.LayerNormStart(n.Attrs, len(xs))
+	if err != nil {
+		return nil, err
+	}
+	m, rows := xs[start:].NumElements(), xs[:start].NumElements()
+	if m == 0 || rows == 0 {
+		return &Kernel{}, nil
+	}
+	var b strings.Builder
+	b.WriteString(Decl(0, "dy", ir.F32) + Decl(1, "x", ir.F32))
+	bind := []Operand{{Arg, 0}, {Arg, 1}}
+	g := "dy[i]"
+	if len(n.Args) > 2 {
+		b.WriteString(Decl(2, "w", ir.F32))
+		bind = append(bind, Operand{Arg, 2})
+		g = "dy[i] * w[j]"
+	}
+	b.WriteString(Decl(len(bind), "out", ir.F32))
+	bind = append(bind, Operand{Out, 0})
+	rowDecls(&b, fmt.Sprintf("s * %du + j", m))
+	groups := rowStart(&b, rows)
+	mf := F32(float64(m))
+	row := func(body string) {
+		fmt.Fprintf(&b, "  for (var j = t; j < %du; j += %du) { let i = idx(s, j); %s }\n", m, WorkgroupSize, body)
+	}
+	b.WriteString("  var acc = 0.0;\n")
+	row("acc = acc + x[i];")
+	b.WriteString(treeSum("acc", "red"))
+	fmt.Fprintf(&b, "  let mean = red[0] / %s;\n  workgroupBarrier();\n  var q = 0.0;\n", mf)
+	row("let d = x[i] - mean; q = q + d * d;")
+	b.WriteString(treeSum("q", "red"))
+	fmt.Fprintf(&b, "  let rstd = 1.0 / sqrt(red[0] / %s + %s);\n  workgroupBarrier();\n  var sg = 0.0;\n  var sgx = 0.0;\n", mf, F32(n.Attrs.Float("eps", 1e-5)))
+	row(fmt.Sprintf("let g = %s; sg = sg + g; sgx = sgx + g * ((x[i] - mean) * rstd);", g))
+	b.WriteString(treeSum("sg", "red"))
+	fmt.Fprintf(&b, "  let mg = red[0] / %s;\n  workgroupBarrier();\n", mf)
+	b.WriteString(treeSum("sgx", "red"))
+	fmt.Fprintf(&b, "  let mgx = red[0] / %s;\n", mf)
+	row(fmt.Sprintf("let xhat = (x[i] - mean) * rstd; out[i] = rstd * ((%s - mg) - xhat * mgx);", g))
+	b.WriteString("}\n")
+	return &Kernel{Dispatches: []Dispatch{{Source: b.String(), Groups: groups, Bind: bind}}}, nil
 }
 
 // buildBatchNorm builds batch_norm(x, weight, bias) {eps} with the batch's
@@ -127,6 +178,7 @@ func buildDropout(n *kernels.Node) (*Kernel, error) {
 
 func init() {
 	register(ir.OpLayerNorm, ir.F32, buildLayerNorm)
+	register(ir.OpLayerNormGrad, ir.F32, buildLayerNormGrad)
 	register(ir.OpBatchNorm, ir.F32, buildBatchNorm)
 	register(ir.OpDropout, ir.F32, buildDropout)
 }
