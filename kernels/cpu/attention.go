@@ -30,6 +30,11 @@ import (
 // rowsum(dy∘y), dv += Pᵀ·dy, dq = dS·k, dk += dSᵀ·q, the query tiles in
 // order. Masked scores give P = 0 and so nothing.
 //
+// The rows of scores are worked on by vector calls: the maximum (rowMax,
+// through attnRowMax, which keeps a NaN score's row NaN), the shift, the
+// exponentials, the sum in rowSum's order, the divisions and the products
+// of dS; the accumulations into acc, dv and dk too.
+//
 // Work is split across workers by whole items (leading index and query
 // tile forward, leading index backward), each computed alone in a fixed
 // order, so the result is bitwise the same for any number of workers.
@@ -165,6 +170,28 @@ func buildAttention[T float](n *kernels.Node) (kernels.Func, error) {
 	}, nil
 }
 
+// attnRowMax returns the largest of m and the scores x (rowMax), the
+// shift of their exponentials. A NaN score makes the row's result NaN
+// whether it is the shift or only one of the exponentials added into the
+// row's sum, so rowMax may pass it over; but a row whose other scores are
+// all -Inf would then be taken for a row with every key masked (whose
+// result is 0), so for such a row the NaN is looked for and returned.
+func attnRowMax[T float](x []T, m T) T {
+	mx := rowMax(x)
+	if mx != mx || m != m {
+		return mx + m // NaN
+	}
+	mx = max(mx, m)
+	if math.IsInf(float64(mx), -1) {
+		for _, v := range x {
+			if v != v {
+				return v
+			}
+		}
+	}
+	return mx
+}
+
 // attnForwardTile computes the output rows [r0, r1) of leading index h.
 func attnForwardTile[T float](d *attnDims[T], w *attnWork[T], out, q, k, v, mask []T, h, r0, r1 int) {
 	rows := r1 - r0
@@ -186,40 +213,26 @@ func attnForwardTile[T float](d *attnDims[T], w *attnWork[T], out, q, k, v, mask
 		d.scores(st, mask, h, r0, rows, c0, cols)
 		for i := range rows {
 			sr := st[i*cols : (i+1)*cols]
-			mx := m[i]
-			for _, x := range sr {
-				if x > mx || x != x { // a NaN stays: the row is NaN
-					mx = x
-				}
-			}
+			mx := attnRowMax(sr, m[i])
 			if mx == negInf { // every score so far is masked
 				clear(sr)
 				continue
 			}
-			for j, x := range sr {
-				sr[j] = x - mx
-			}
+			vecScalar(ir.OpSub, sr, sr, mx)
 			expRow(sr) // bitwise exp(x - mx) element by element
-			var sum T
-			for _, e := range sr {
-				sum += e
-			}
+			sum := rowSum(sr)
 			if m[i] != mx {
 				corr := exp(m[i] - mx)
 				l[i] *= corr
 				ar := acc[i*d.dv : (i+1)*d.dv]
-				for j := range ar {
-					ar[j] *= corr
-				}
+				vecScalar(ir.OpMul, ar, ar, corr)
 				m[i] = mx
 			}
 			l[i] += sum
 		}
 		pv := w.tmp[:rows*d.dv]
 		w.gemm(false, false, rows, d.dv, cols, st, cols, vh[c0*d.dv:c1*d.dv], d.dv, pv, d.dv)
-		for j, x := range pv {
-			acc[j] += x
-		}
+		vecVec(ir.OpAdd, acc, acc, pv)
 	}
 	ob := out[(h*d.t+r0)*d.dv : (h*d.t+r1)*d.dv]
 	for i := range rows {
@@ -300,27 +313,15 @@ func attnBackwardHead[T float](d *attnDims[T], w *attnWork[T], dq, dk, dv, q, k,
 		d.scores(p, mask, h, r0, rows, 0, send)
 		for i := range rows {
 			pr := p[i*send : (i+1)*send]
-			m := negInf
-			for _, x := range pr {
-				if x > m || x != x { // a NaN stays: the row is NaN
-					m = x
-				}
-			}
+			m := attnRowMax(pr, negInf)
 			if m == negInf { // every key masked: no gradient
 				clear(pr)
 				continue
 			}
-			for j, x := range pr {
-				pr[j] = x - m
-			}
+			vecScalar(ir.OpSub, pr, pr, m)
 			expRow(pr) // bitwise exp(x - m) element by element
-			var l T
-			for _, e := range pr {
-				l += e
-			}
-			for j := range pr {
-				pr[j] /= l
-			}
+			l := rowSum(pr)
+			vecScalar(ir.OpDiv, pr, pr, l)
 		}
 		// dS = P∘(dy·vᵀ - D)·scale, D = rowsum(dy∘y).
 		ds := w.dp[:rows*send]
@@ -333,21 +334,17 @@ func attnBackwardHead[T float](d *attnDims[T], w *attnWork[T], dq, dk, dv, q, k,
 				di += T(gr[j] * yr[j])
 			}
 			dr, pr := ds[i*send:(i+1)*send], p[i*send:(i+1)*send]
-			for j := range dr {
-				dr[j] = T(pr[j]*(dr[j]-di)) * d.scale
-			}
+			vecScalar(ir.OpSub, dr, dr, di)
+			vecVec(ir.OpMul, dr, pr, dr)
+			vecScalar(ir.OpMul, dr, dr, d.scale)
 		}
 		// dv += Pᵀ·dy, dq = dS·k, dk += dSᵀ·q.
 		tmp := w.tmp[:send*d.dv]
 		w.gemm(true, false, send, d.dv, rows, p, send, dyi, d.dv, tmp, d.dv)
-		for j, x := range tmp {
-			dv[j] += x
-		}
+		vecVec(ir.OpAdd, dv[:len(tmp)], dv, tmp)
 		w.gemm(false, false, rows, d.dh, send, ds, send, kh[:send*d.dh], d.dh, dqi, d.dh)
 		tmp = w.tmp[:send*d.dh]
 		w.gemm(true, false, send, d.dh, rows, ds, send, qi, d.dh, tmp, d.dh)
-		for j, x := range tmp {
-			dk[j] += x
-		}
+		vecVec(ir.OpAdd, dk[:len(tmp)], dk, tmp)
 	}
 }

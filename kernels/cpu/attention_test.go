@@ -247,3 +247,43 @@ func TestAttentionNaN(t *testing.T) {
 		}
 	}
 }
+
+// TestAttentionNaNPassedOver puts a NaN score at key 40 of rows of 64
+// keys, where the row maximum's vector lanes pass over a NaN: in a row
+// whose other keys are unmasked, and in rows whose other keys are all
+// masked (-Inf), which must not be taken for rows with every key masked.
+// Every output and gradient element is then NaN (the NaN key's value row
+// reaches every output row, and every key's gradient sees a NaN row), in
+// f32 and f64.
+func TestAttentionNaNPassedOver(t *testing.T) {
+	c := attnCase{lead: []int{1}, t: 3, s: 64, dh: 2, dv: 2, scale: 1, mask: []int{3, 64}}
+	q, k, v, _, dy := c.inputs(4)
+	k[40*c.dh] = math.NaN()
+	mask := make([]float64, c.t*c.s)
+	for j := range c.s {
+		if j != 40 {
+			mask[j], mask[2*c.s+j] = math.Inf(-1), math.Inf(-1) // rows 0 and 2
+		}
+	}
+	check := func(dt string, y, g []float64) {
+		for i, x := range y {
+			if !math.IsNaN(x) {
+				t.Errorf("%s: y[%d] = %v, want NaN", dt, i, x)
+			}
+		}
+		for i, x := range g {
+			if !math.IsNaN(x) {
+				t.Errorf("%s: packed gradient element %d = %v, want NaN", dt, i, x)
+			}
+		}
+	}
+	run := func(args []kernels.Tensor, yt, dyt kernels.Tensor) []float64 {
+		return kernels.Float64s(mustRun(t, ir.OpAttentionGrad, c.attrs(), append(args[:3:3], yt, dyt, args[3])...))
+	}
+	a64 := attnTensors[float64](c, q, k, v, mask)
+	y64 := mustRun(t, ir.OpAttention, c.attrs(), a64...)
+	check("f64", kernels.Float64s(y64), run(a64, y64, tensorOf(c.shape(c.t, c.dv), dy)))
+	a32 := attnTensors[float32](c, q, k, v, mask)
+	y32 := mustRun(t, ir.OpAttention, c.attrs(), a32...)
+	check("f32", kernels.Float64s(y32), run(a32, y32, tensorOf(c.shape(c.t, c.dv), conv[float32](dy))))
+}
