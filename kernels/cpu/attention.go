@@ -96,13 +96,18 @@ func (d *attnDims[T]) scores(st []T, mask []T, h, r0, rows, c0, cols int) {
 	for i := range rows {
 		t := r0 + i
 		sr := st[i*cols : (i+1)*cols]
-		for j := range sr {
-			sr[j] *= d.scale
-		}
+		vecScalar(ir.OpMul, sr, sr, d.scale)
 		if d.mask {
 			mo := d.maskOff[h] + t*d.mst + c0*d.mss
-			for j := range sr {
-				sr[j] += mask[mo+j*d.mss]
+			switch d.mss {
+			case 0: // broadcast along the keys
+				vecScalar(ir.OpAdd, sr, sr, mask[mo])
+			case 1:
+				vecVec(ir.OpAdd, sr, sr, mask[mo:mo+cols])
+			default:
+				for j := range sr {
+					sr[j] += mask[mo+j*d.mss]
+				}
 			}
 		}
 		if d.causal {
@@ -241,9 +246,7 @@ func attnForwardTile[T float](d *attnDims[T], w *attnWork[T], out, q, k, v, mask
 			clear(or)
 			continue
 		}
-		for j, x := range ar {
-			or[j] = x / l[i]
-		}
+		vecScalar(ir.OpDiv, or, ar, l[i])
 	}
 }
 

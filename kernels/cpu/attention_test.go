@@ -100,6 +100,8 @@ var attnCases = []attnCase{
 	{lead: []int{2, 2}, t: 66, s: 66, dh: 4, dv: 4, scale: 0.5, mask: []int{2, 1, 1, 66}, masked: 40},
 	{lead: []int{2, 2}, t: 130, s: 130, dh: 4, dv: 6, scale: 0.5, causal: true, mask: []int{2, 1, 1, 130}, masked: 100},
 	{lead: []int{2}, t: 9, s: 7, dh: 3, dv: 2, scale: 1, mask: []int{9, 7}},
+	// A mask broadcast along the keys (one value a query row), 40 keys.
+	{lead: []int{2}, t: 5, s: 40, dh: 3, dv: 2, scale: 0.8, mask: []int{5, 1}},
 	// Every key of batch 1 masked: its rows are 0 with gradient 0.
 	{lead: []int{2, 1}, t: 3, s: 4, dh: 2, dv: 2, scale: 1, mask: []int{2, 1, 1, 4}, masked: -1},
 	{t: 4, s: 6, dh: 3, dv: 2, scale: 0.7, causal: true},
