@@ -30,14 +30,15 @@ import "unsafe"
 // laneCount is the number of lanes a block is summed in.
 const laneCount = 16
 
-// foldLanes folds the lanes in halves and returns their sum.
+// foldLanes folds the lanes in halves and returns their sum: lane j gets
+// lane j+8, then j+4, j+2 and j+1, written out (a row of a hundred
+// elements spends as long folding its lanes in a loop as adding them).
 func foldLanes[T float](acc *[laneCount]T) T {
-	for w := laneCount / 2; w >= 1; w /= 2 {
-		for j := range w {
-			acc[j] += acc[j+w]
-		}
-	}
-	return acc[0]
+	a0, a1, a2, a3 := acc[0]+acc[8], acc[1]+acc[9], acc[2]+acc[10], acc[3]+acc[11]
+	a4, a5, a6, a7 := acc[4]+acc[12], acc[5]+acc[13], acc[6]+acc[14], acc[7]+acc[15]
+	a0, a1, a2, a3 = a0+a4, a1+a5, a2+a6, a3+a7
+	a0, a1 = a0+a2, a1+a3
+	return a0 + a1
 }
 
 // blockSum returns the sum of the block x (at most sumAllBlock elements)
