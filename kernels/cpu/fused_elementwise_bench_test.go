@@ -71,3 +71,37 @@ func BenchmarkFusedElementwiseRowBroadcast(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFusedMatmulGPT runs fused_matmul at the GPT bench's shapes
+// (bench/gpt.kir: 2048 token rows, width 256, MLP 1024) on one goroutine:
+// a projection and the MLP's first layer with their bias, and the MLP's
+// input gradient with gelu_grad as its epilogue.
+func BenchmarkFusedMatmulGPT(b *testing.B) {
+	r := newRand(3)
+	f32 := func(dims ...int) kernels.Tensor { return fuseewRandom(r, ir.TensorOf(ir.F32, dims...)) }
+	bias := fuseewProgram("t0 = add i0, i1")
+	for _, c := range []struct {
+		name  string
+		attrs ir.Attrs
+		args  []kernels.Tensor
+	}{
+		{"proj_2048x256x256_bias", bias, []kernels.Tensor{f32(2048, 256), f32(256, 256), f32(256)}},
+		{"fc1_2048x1024x256_bias", bias, []kernels.Tensor{f32(2048, 256), f32(256, 1024), f32(1024)}},
+		{"fc2_dx_2048x1024x256_gelu_grad", fuseewProgram("t0 = gelu_grad i0, i1 {approximate=\"none\"}").With("transpose_b", ir.BoolAttr(true)),
+			[]kernels.Tensor{f32(2048, 256), f32(1024, 256), f32(2048, 1024)}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			n := node(b, ir.OpFusedMatmul, c.attrs, typesOf(c.args)...)
+			f, err := Kernels.Build(n)
+			if err != nil {
+				b.Fatal(err)
+			}
+			out := emptyOf(n.Out)
+			for b.Loop() {
+				if err := f(out, c.args); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
