@@ -555,6 +555,17 @@ func LayerNormStart(a Attrs, r int) (int, error) {
 	return start, nil
 }
 
+// LayerNormRows returns how layer_norm and layer_norm_grad cut an input
+// of shape x: rows groups (the leading axes) of m elements each (the
+// normalized trailing axes), row r at elements [r·m, (r+1)·m).
+func LayerNormRows(a Attrs, x Shape) (rows, m int, err error) {
+	start, err := LayerNormStart(a, len(x))
+	if err != nil {
+		return 0, 0, err
+	}
+	return x[:start].NumElements(), x[start:].NumElements(), nil
+}
+
 func nnInferLayerNorm(args []Type, a Attrs) (Type, error) {
 	x := args[0]
 	if err := nnFloatSame("input", args...); err != nil {

@@ -64,6 +64,12 @@ type runner struct {
 
 func newRunner(t *testing.T, g *ir.Graph, opts kiln.Options) *runner {
 	t.Helper()
+	return newRunnerWorkers(t, g, opts, 0)
+}
+
+// newRunnerWorkers is newRunner on workers goroutines (0: the default).
+func newRunnerWorkers(t *testing.T, g *ir.Graph, opts kiln.Options, workers int) *runner {
+	t.Helper()
 	opts.Debug.Check = true
 	p, err := kiln.Compile(g, opts)
 	if err != nil {
@@ -72,7 +78,7 @@ func newRunner(t *testing.T, g *ir.Graph, opts kiln.Options) *runner {
 	if err := p.Check(); err != nil {
 		t.Fatalf("plan check: %v", err)
 	}
-	x, err := cpu.New(p, cpu.Options{})
+	x, err := cpu.New(p, cpu.Options{Workers: workers})
 	if err != nil {
 		t.Fatalf("executor: %v", err)
 	}

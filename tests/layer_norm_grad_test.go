@@ -1,16 +1,13 @@
 package tests
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"strings"
 	"testing"
 
 	"github.com/kilnml/kiln"
-	"github.com/kilnml/kiln/exec/cpu"
 	"github.com/kilnml/kiln/ir"
-	"github.com/kilnml/kiln/kernels"
 )
 
 // layerNormGradComposite is the composite layer_norm_grad computes (ir's
@@ -98,30 +95,7 @@ func runForward(t *testing.T, src string, opts kiln.Options, workers int) []floa
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.Debug.Check = true
-	p, err := kiln.Compile(g, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	x, err := cpu.New(p, cpu.Options{Workers: workers})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, vals := range randomFeeds(g, 5, nil, nil) {
-		tn, err := x.Get(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := kernels.SetFloat64s(tn, vals); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := x.Step(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	out, err := x.Get(g.Value(g.Outputs[0]).Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return kernels.Float64s(out)
+	r := newRunnerWorkers(t, g, opts, workers)
+	r.run(randomFeeds(g, 5, nil, nil))
+	return r.get(g.Value(g.Outputs[0]).Name)
 }

@@ -55,12 +55,10 @@ func nnNormStats[T float](x []T, eps float64, segs, seg, stride int) (mean, rstd
 // rowSum's order, the deviations, their squares' sum in rowDot's order for
 // the biased variance, rstd in float64 rounded once.
 func buildLayerNorm[T float](n *kernels.Node) (kernels.Func, error) {
-	xs := n.Args[0].Shape
-	start, err := ir.LayerNormStart(n.Attrs, len(xs))
+	rows, m, err := ir.LayerNormRows(n.Attrs, n.Args[0].Shape)
 	if err != nil {
 		return nil, err
 	}
-	m, rows := xs[start:].NumElements(), xs[:start].NumElements()
 	eps, mt := n.Attrs.Float("eps", 1e-5), T(m)
 	hasW, hasB := len(n.Args) > 1, len(n.Args) > 2
 	parts := parParts(n.Par, rows, 4*m) // split by rows (par.go)
@@ -103,12 +101,10 @@ func buildLayerNorm[T float](n *kernels.Node) (kernels.Func, error) {
 //	xc = x - mean(x), rstd = 1/sqrt(mean(xc*xc) + eps), xhat = xc*rstd,
 //	g = dy*weight, dx = rstd * ((g - mean(g)) - xhat*mean(g*xhat)).
 func buildLayerNormGrad[T float](n *kernels.Node) (kernels.Func, error) {
-	xs := n.Args[1].Shape
-	start, err := ir.LayerNormStart(n.Attrs, len(xs))
+	rows, m, err := ir.LayerNormRows(n.Attrs, n.Args[1].Shape)
 	if err != nil {
 		return nil, err
 	}
-	m, rows := xs[start:].NumElements(), xs[:start].NumElements()
 	eps, mt := T(n.Attrs.Float("eps", 1e-5)), T(m)
 	hasW := len(n.Args) > 2
 	parts := parParts(n.Par, rows, 12*m) // split by rows (par.go)

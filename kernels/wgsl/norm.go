@@ -36,18 +36,22 @@ func normSource(decls, index, scale string, count, m int, eps float64) (string, 
 	return b.String(), groups
 }
 
+// normRows checks n's dtypes and returns the rows of layer_norm (or its
+// gradient) over x and the elements m of each.
+func normRows(n *kernels.Node, x ir.Shape) (rows, m int, err error) {
+	if err := checkDTypes(n); err != nil {
+		return 0, 0, err
+	}
+	return ir.LayerNormRows(n.Attrs, x)
+}
+
 // buildLayerNorm builds layer_norm(x[, weight[, bias]]) {axes, eps}: one
 // workgroup per row of the trailing normalized axes.
 func buildLayerNorm(n *kernels.Node) (*Kernel, error) {
-	if err := checkDTypes(n); err != nil {
-		return nil, err
-	}
-	xs := n.Args[0].Shape
-	start, err := ir.LayerNormStart(n.Attrs, len(xs))
+	rows, m, err := normRows(n, n.Args[0].Shape)
 	if err != nil {
 		return nil, err
 	}
-	m, rows := xs[start:].NumElements(), xs[:start].NumElements()
 	if m == 0 || rows == 0 {
 		return &Kernel{}, nil
 	}
@@ -76,15 +80,10 @@ func buildLayerNorm(n *kernels.Node) (*Kernel, error) {
 // x, then the variance, then the means of g = dy·weight and of g·xhat;
 // then the row's dx = rstd·((g - mean(g)) - xhat·mean(g·xhat)).
 func buildLayerNormGrad(n *kernels.Node) (*Kernel, error) {
-	if err := checkDTypes(n); err != nil {
-		return nil, err
-	}
-	xs := n.Args[1].Shape
-	start, err := ir.LayerNormStart(n.Attrs, len(xs))
+	rows, m, err := normRows(n, n.Args[1].Shape)
 	if err != nil {
 		return nil, err
 	}
-	m, rows := xs[start:].NumElements(), xs[:start].NumElements()
 	if m == 0 || rows == 0 {
 		return &Kernel{}, nil
 	}
