@@ -10,13 +10,14 @@ import (
 // Normalizations: layer_norm and batch_norm in training mode, and
 // layer_norm's gradient with respect to its input. Each group of
 // normalized elements is summed in T for the mean (a layer_norm row in
-// rowSum's order, a batch_norm channel in index order), then the squared
-// deviations from it likewise for the biased variance; 1/sqrt(var + eps)
-// is computed in float64 and rounded once. layer_norm_grad computes the
-// composite gradient of ir/ops_nn.go (nnNormGrad) instead, with its
-// arithmetic; batch_norm's gradient is that composite. Large inputs split
-// their rows (layer_norm, layer_norm_grad) or channels (batch_norm) across
-// the workers (par.go), which changes no group's arithmetic.
+// rowSum's order; a batch_norm channel plane by plane, each in rowSum's
+// order, in batch order), then the squared deviations from it likewise
+// for the biased variance; 1/sqrt(var + eps) is computed in float64 and
+// rounded once. layer_norm_grad computes the composite gradient of
+// ir/ops_nn.go (nnNormGrad) instead, with its arithmetic; batch_norm's
+// gradient is that composite. Large inputs split their rows (layer_norm,
+// layer_norm_grad) or channels (batch_norm) across the workers (par.go),
+// which changes no group's arithmetic.
 
 func init() {
 	register(ir.OpLayerNorm, ir.F32, buildLayerNorm[float32])
@@ -25,28 +26,6 @@ func init() {
 	register(ir.OpLayerNormGrad, ir.F64, buildLayerNormGrad[float64])
 	register(ir.OpBatchNorm, ir.F32, buildBatchNorm[float32])
 	register(ir.OpBatchNorm, ir.F64, buildBatchNorm[float64])
-}
-
-// nnNormStats returns the mean of the elements of x in segs segments of
-// length seg, the first at offset 0 and each stride after the one before,
-// and 1/sqrt(biased variance + eps), summing in that order.
-func nnNormStats[T float](x []T, eps float64, segs, seg, stride int) (mean, rstd T) {
-	var s T
-	for k := range segs {
-		for _, v := range x[k*stride : k*stride+seg] {
-			s += v
-		}
-	}
-	m := T(segs * seg)
-	mean = s / m
-	var q T
-	for k := range segs {
-		for _, v := range x[k*stride : k*stride+seg] {
-			d := v - mean
-			q += T(d * d)
-		}
-	}
-	return mean, T(1 / math.Sqrt(float64(q/m)+eps))
 }
 
 // buildLayerNorm builds layer_norm(x, [weight], [bias]) {axes, eps}: each
@@ -150,14 +129,16 @@ func buildLayerNormGrad[T float](n *kernels.Node) (kernels.Func, error) {
 func sqrtOf[T float](v T) T { return T(math.Sqrt(float64(v))) }
 
 // buildBatchNorm builds batch_norm(x, weight, bias) {eps} with the batch's
-// statistics: for each channel c, the elements x[b, c, s...] in order of b
-// and then the spatial index are normalized and scaled by weight[c] and
-// shifted by bias[c].
+// statistics: for each channel c, the planes x[b, c, ...] (contiguous) are
+// summed each in rowSum's order and added in order of b for the mean, then
+// their deviations from it (written to the output as scratch) likewise in
+// rowDot's order for the biased variance; each plane is then normalized,
+// scaled by weight[c] and shifted by bias[c], by vector calls.
 func buildBatchNorm[T float](n *kernels.Node) (kernels.Func, error) {
 	xs := n.Args[0].Shape
 	nb, c, sp := xs[0], xs[1], xs[2:].NumElements()
 	m := nb * sp
-	eps := n.Attrs.Float("eps", 1e-5)
+	eps, mt := n.Attrs.Float("eps", 1e-5), T(m)
 	parts := parParts(n.Par, c, 4*m) // split by channels (par.go)
 	return parRows(n.Par, parts, c, 1, func(_ int, out kernels.Tensor, args []kernels.Tensor, lo, hi int) error {
 		y, x := kernels.View[T](out), kernels.View[T](args[0])
@@ -165,14 +146,28 @@ func buildBatchNorm[T float](n *kernels.Node) (kernels.Func, error) {
 		if m == 0 {
 			return nil
 		}
+		plane := func(bi, ch int) int { return (bi*c + ch) * sp }
 		for ch := lo; ch < hi; ch++ {
-			mean, rstd := nnNormStats(x[ch*sp:], eps, nb, sp, c*sp)
-			wc, bc := w[ch], b[ch]
+			var sum T
 			for bi := range nb {
-				o := (bi*c + ch) * sp
-				for i, v := range x[o : o+sp] {
-					y[o+i] = T(T((v-mean)*rstd)*wc) + bc
-				}
+				o := plane(bi, ch)
+				sum += rowSum(x[o : o+sp])
+			}
+			mean := sum / mt
+			var q T
+			for bi := range nb {
+				o := plane(bi, ch)
+				yr := y[o : o+sp]
+				vecScalar(ir.OpSub, yr, x[o:o+sp], mean)
+				q += rowDot(yr, yr)
+			}
+			rstd := T(1 / math.Sqrt(float64(q/mt)+eps))
+			for bi := range nb {
+				o := plane(bi, ch)
+				yr := y[o : o+sp]
+				vecScalar(ir.OpMul, yr, yr, rstd)
+				vecScalar(ir.OpMul, yr, yr, w[ch])
+				vecScalar(ir.OpAdd, yr, yr, b[ch])
 			}
 		}
 		return nil
