@@ -64,24 +64,32 @@ func TestLayerNormGradMatchesComposite(t *testing.T) {
 					g = "%g"
 				}
 				composite := head + strings.NewReplacer("DT", dt, "AX", tc.axes, "EPS", fmt.Sprint(tc.eps), "G", g).Replace(strings.TrimSpace(layerNormGradComposite))
-				var want []float64
-				for _, src := range []string{composite, fused} {
-					for _, o0 := range []bool{false, true} {
-						for _, workers := range []int{1, 3} {
-							got := runForward(t, "graph lng\n"+src+"\n", kiln.Options{O0: o0}, workers)
-							if want == nil {
-								want = got
-								continue
-							}
-							for i := range want {
-								if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
-									t.Fatalf("layer_norm_grad (%t) -O0 %t, %d workers: dx[%d] = %v, the composite's %v", src == fused, o0, workers, i, got[i], want[i])
-								}
-							}
-						}
+				matchComposite(t, composite, fused)
+			})
+		}
+	}
+}
+
+// matchComposite runs the graphs composite and fused, each compiled with
+// the default passes and at -O0, on 1 and 3 workers, and requires the
+// same bits of their first outputs on the same random inputs.
+func matchComposite(t *testing.T, composite, fused string) {
+	t.Helper()
+	var want []float64
+	for _, src := range []string{composite, fused} {
+		for _, o0 := range []bool{false, true} {
+			for _, workers := range []int{1, 3} {
+				got := runForward(t, "graph lng\n"+src+"\n", kiln.Options{O0: o0}, workers)
+				if want == nil {
+					want = got
+					continue
+				}
+				for i := range want {
+					if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+						t.Fatalf("fused op (%t) -O0 %t, %d workers: dx[%d] = %v, the composite's %v", src == fused, o0, workers, i, got[i], want[i])
 					}
 				}
-			})
+			}
 		}
 	}
 }

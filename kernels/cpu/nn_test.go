@@ -514,23 +514,37 @@ func TestPoolEdgeShapes(t *testing.T) {
 	}
 }
 
+// nnGroupStats returns the mean and biased variance of the groups of x
+// given by group(i) (an element's group index, ng groups), and their
+// sizes, in float64.
+func nnGroupStats(x []float64, ng int, group func(i int) int) (mean, variance, cnt []float64) {
+	mean, variance, cnt = make([]float64, ng), make([]float64, ng), make([]float64, ng)
+	for i, v := range x {
+		mean[group(i)] += v
+		cnt[group(i)]++
+	}
+	for k := range mean {
+		mean[k] /= cnt[k]
+	}
+	for i, v := range x {
+		d := v - mean[group(i)]
+		variance[group(i)] += d * d
+	}
+	for k := range variance {
+		variance[k] /= cnt[k]
+	}
+	return mean, variance, cnt
+}
+
 // nnNormRef normalizes groups of x given by group(i) (an element's group
 // index, ng groups) in float64: (x - mean) / sqrt(var + eps), biased
 // variance.
 func nnNormRef(x []float64, ng int, group func(i int) int, eps float64) []float64 {
-	sum, cnt, sq := make([]float64, ng), make([]float64, ng), make([]float64, ng)
-	for i, v := range x {
-		sum[group(i)] += v
-		cnt[group(i)]++
-	}
-	for i, v := range x {
-		d := v - sum[group(i)]/cnt[group(i)]
-		sq[group(i)] += d * d
-	}
+	mean, variance, _ := nnGroupStats(x, ng, group)
 	out := make([]float64, len(x))
 	for i, v := range x {
 		g := group(i)
-		out[i] = (v - sum[g]/cnt[g]) / math.Sqrt(sq[g]/cnt[g]+eps)
+		out[i] = (v - mean[g]) / math.Sqrt(variance[g]+eps)
 	}
 	return out
 }
@@ -631,41 +645,35 @@ func nnLayerNormGrad[T float](t *testing.T, xs, axes []int, eps float64, weight 
 	dy := randVals[T](r, shape.NumElements(), false)
 	w := randVals[T](r, m, false)
 	args := []kernels.Tensor{tensorOf(xs, dy), tensorOf(xs, x)}
+	wOf := func(int) float64 { return 1 }
 	if weight {
 		args = append(args, tensorOf(xs[start:], w))
+		wOf = func(i int) float64 { return float64(w[i%m]) }
 	}
 	out := mustRun(t, ir.OpLayerNormGrad, ir.MakeAttrs("axes", ir.Ints(axes...), "eps", ir.Float(eps)), args...)
-	xhat := nnNormRef(f64s(x), max(rows, 1), func(i int) int { return i / max(m, 1) }, eps)
-	want := make([]float64, len(x))
-	for r := range rows {
-		rstd := 0.0
-		if m > 0 {
-			var mean, sq float64
-			for i := range m {
-				mean += float64(x[r*m+i])
-			}
-			mean /= float64(m)
-			for i := range m {
-				d := float64(x[r*m+i]) - mean
-				sq += d * d
-			}
-			rstd = 1 / math.Sqrt(sq/float64(m)+eps)
-		}
-		g := make([]float64, m)
-		var sg, sgx float64
-		for i := range m {
-			g[i] = float64(dy[r*m+i])
-			if weight {
-				g[i] *= float64(w[i])
-			}
-			sg += g[i]
-			sgx += g[i] * xhat[r*m+i]
-		}
-		for i := range m {
-			want[r*m+i] = rstd * (g[i] - sg/float64(m) - xhat[r*m+i]*sgx/float64(m))
-		}
-	}
+	want := nnNormGradRef(f64s(x), f64s(dy), wOf, max(rows, 1), func(i int) int { return i / max(m, 1) }, eps)
 	checkNear(t, out.Type.String(), kernels.View[T](out), want, 200*rel[T](), 200*rel[T]())
+}
+
+// nnNormGradRef returns the gradient of normalizing x in ng groups (element
+// i in group(i)) and scaling by w(i), given dy, in float64: per group
+// rstd·(g - mean(g) - xhat·mean(g·xhat)) with g = dy·w.
+func nnNormGradRef(x, dy []float64, w func(i int) float64, ng int, group func(i int) int, eps float64) []float64 {
+	xhat := nnNormRef(x, ng, group, eps)
+	_, variance, cnt := nnGroupStats(x, ng, group)
+	sg, sgx := make([]float64, ng), make([]float64, ng)
+	for i := range x {
+		g := dy[i] * w(i)
+		sg[group(i)] += g
+		sgx[group(i)] += g * xhat[i]
+	}
+	out := make([]float64, len(x))
+	for i := range x {
+		k := group(i)
+		rstd := 1 / math.Sqrt(variance[k]+eps)
+		out[i] = rstd * (dy[i]*w(i) - sg[k]/cnt[k] - xhat[i]*sgx[k]/cnt[k])
+	}
+	return out
 }
 
 // TestBatchNormValues checks batch_norm (training statistics over every

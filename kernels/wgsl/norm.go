@@ -75,31 +75,18 @@ func buildLayerNorm(n *kernels.Node) (*Kernel, error) {
 	return &Kernel{Dispatches: []Dispatch{{Source: src, Groups: groups, Bind: bind}}}, nil
 }
 
-// buildLayerNormGrad builds layer_norm_grad(dy, x[, weight]) {axes, eps}:
-// one workgroup per row, as layer_norm, whose tree sums give the mean of
-// x, then the variance, then the means of g = dy·weight and of g·xhat;
-// then the row's dx = rstd·((g - mean(g)) - xhat·mean(g·xhat)).
-func buildLayerNormGrad(n *kernels.Node) (*Kernel, error) {
-	rows, m, err := normRows(n, n.Args[1].Shape)
-	if err != nil {
-		return nil, err
-	}
-	if m == 0 || rows == 0 {
-		return &Kernel{}, nil
-	}
+// normGradSource returns the shader of a normalization's gradient with
+// respect to its input over count groups of m elements, element j of group
+// s at flat index idx(s, j) (WGSL over u32 s and j): one workgroup per
+// group, whose tree sums give the mean of x, then the variance, then the
+// means of g (the WGSL expression g, dy times the weight) and of g·xhat;
+// then dx = rstd·((g - mean(g)) - xhat·mean(g·xhat)). decls declares dy, x,
+// out and whatever g reads.
+func normGradSource(decls, index, g string, count, m int, eps float64) (string, [3]uint32) {
 	var b strings.Builder
-	b.WriteString(Decl(0, "dy", ir.F32) + Decl(1, "x", ir.F32))
-	bind := []Operand{{Arg, 0}, {Arg, 1}}
-	g := "dy[i]"
-	if len(n.Args) > 2 {
-		b.WriteString(Decl(2, "w", ir.F32))
-		bind = append(bind, Operand{Arg, 2})
-		g = "dy[i] * w[j]"
-	}
-	b.WriteString(Decl(len(bind), "out", ir.F32))
-	bind = append(bind, Operand{Out, 0})
-	rowDecls(&b, fmt.Sprintf("s * %du + j", m))
-	groups := rowStart(&b, rows)
+	b.WriteString(decls)
+	rowDecls(&b, index)
+	groups := rowStart(&b, count)
 	mf := F32(float64(m))
 	row := func(body string) {
 		fmt.Fprintf(&b, "  for (var j = t; j < %du; j += %du) { let i = idx(s, j); %s }\n", m, WorkgroupSize, body)
@@ -110,7 +97,7 @@ func buildLayerNormGrad(n *kernels.Node) (*Kernel, error) {
 	fmt.Fprintf(&b, "  let mean = red[0] / %s;\n  workgroupBarrier();\n  var q = 0.0;\n", mf)
 	row("let d = x[i] - mean; q = q + d * d;")
 	b.WriteString(treeSum("q", "red"))
-	fmt.Fprintf(&b, "  let rstd = 1.0 / sqrt(red[0] / %s + %s);\n  workgroupBarrier();\n  var sg = 0.0;\n  var sgx = 0.0;\n", mf, F32(n.Attrs.Float("eps", 1e-5)))
+	fmt.Fprintf(&b, "  let rstd = 1.0 / sqrt(red[0] / %s + %s);\n  workgroupBarrier();\n  var sg = 0.0;\n  var sgx = 0.0;\n", mf, F32(eps))
 	row(fmt.Sprintf("let g = %s; sg = sg + g; sgx = sgx + g * ((x[i] - mean) * rstd);", g))
 	b.WriteString(treeSum("sg", "red"))
 	fmt.Fprintf(&b, "  let mg = red[0] / %s;\n  workgroupBarrier();\n", mf)
@@ -118,7 +105,37 @@ func buildLayerNormGrad(n *kernels.Node) (*Kernel, error) {
 	fmt.Fprintf(&b, "  let mgx = red[0] / %s;\n", mf)
 	row(fmt.Sprintf("let xhat = (x[i] - mean) * rstd; out[i] = rstd * ((%s - mg) - xhat * mgx);", g))
 	b.WriteString("}\n")
-	return &Kernel{Dispatches: []Dispatch{{Source: b.String(), Groups: groups, Bind: bind}}}, nil
+	return b.String(), groups
+}
+
+// buildLayerNormGrad builds layer_norm_grad(dy, x[, weight]) {axes, eps}:
+// one workgroup per row (normGradSource).
+func buildLayerNormGrad(n *kernels.Node) (*Kernel, error) {
+	rows, m, err := normRows(n, n.Args[1].Shape)
+	if err != nil {
+		return nil, err
+	}
+	if m == 0 || rows == 0 {
+		return &Kernel{}, nil
+	}
+	d := Decl(0, "dy", ir.F32) + Decl(1, "x", ir.F32)
+	bind := []Operand{{Arg, 0}, {Arg, 1}}
+	g := "dy[i]"
+	if len(n.Args) > 2 {
+		d += Decl(2, "w", ir.F32)
+		bind = append(bind, Operand{Arg, 2})
+		g = "dy[i] * w[j]"
+	}
+	d += Decl(len(bind), "out", ir.F32)
+	bind = append(bind, Operand{Out, 0})
+	src, groups := normGradSource(d, fmt.Sprintf("s * %du + j", m), g, rows, m, n.Attrs.Float("eps", 1e-5))
+	return &Kernel{Dispatches: []Dispatch{{Source: src, Groups: groups, Bind: bind}}}, nil
+}
+
+// batchNormIndex is the WGSL flat index of element j of channel s of an
+// input [N, c, sp...]: the batch j / sp, the position j % sp.
+func batchNormIndex(sp, c int) string {
+	return fmt.Sprintf("((j / %[1]du) * %[2]du + s) * %[1]du + j %% %[1]du", sp, c)
 }
 
 // buildBatchNorm builds batch_norm(x, weight, bias) {eps} with the batch's
@@ -134,8 +151,7 @@ func buildBatchNorm(n *kernels.Node) (*Kernel, error) {
 		return &Kernel{}, nil
 	}
 	d := Decl(0, "x", ir.F32) + Decl(1, "w", ir.F32) + Decl(2, "bias", ir.F32) + Decl(3, "out", ir.F32)
-	index := fmt.Sprintf("((j / %[1]du) * %[2]du + s) * %[1]du + j %% %[1]du", sp, c)
-	src, groups := normSource(d, index, "z * w[s] + bias[s]", c, nb*sp, n.Attrs.Float("eps", 1e-5))
+	src, groups := normSource(d, batchNormIndex(sp, c), "z * w[s] + bias[s]", c, nb*sp, n.Attrs.Float("eps", 1e-5))
 	return &Kernel{Dispatches: []Dispatch{{Source: src, Groups: groups, Bind: []Operand{{Arg, 0}, {Arg, 1}, {Arg, 2}, {Out, 0}}}}}, nil
 }
 
