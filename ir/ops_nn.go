@@ -700,7 +700,7 @@ func nnGradLayerNormGrad(e *Emitter, y, ddx ID) []ID {
 	axes, err := ReduceAxes(attrs, len(e.shape(x)))
 	if err != nil {
 		e.err = err
-		return make([]ID, len(args))
+		return []ID{NoID, NoID, NoID}[:len(args)]
 	}
 	return e.compositeGrad(args, ddx, func() ID {
 		dx, _ := nnNormGrad(e, x, w, dy, axes, attrs.Float("eps", 1e-5))
