@@ -45,8 +45,14 @@ const parAlign = 64
 // other's still unclaimed ones (exec/cpu's pool), which it can only do if
 // there are more parts than workers. On the softmax step (a loss and a
 // softmax gradient side by side), 4 parts a worker against 1 took the
-// 2-worker step from 6.2-6.5 to 4.8-5.4 ms.
-const parPartsPerWorker = 4
+// 2-worker step from 6.2-6.5 to 4.8-5.4 ms. Cores do not run alike
+// either: in a traced 2-worker softmax step one vCPU took 330-390 µs a
+// part of fused_softmax, the other 560-630, and a worker done with its
+// own block can only take what is left of the other's; 8 parts a worker
+// against 4 took that step from 5.23-5.36 to 4.97-5.10 ms (three
+// alternated rounds), the GPT and MLP steps 1-4% and 2-3% lower, the CNN
+// step unchanged.
+const parPartsPerWorker = 8
 
 // parParts returns how many parts rows of rowWork units each split into:
 // at most parPartsPerWorker per worker and one per row, and each at least
