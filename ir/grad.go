@@ -107,14 +107,54 @@ func (e *Emitter) SumTo(x ID, target Shape) ID {
 	return e.Reshape(s, target)
 }
 
+// Backprop is reverse-mode differentiation over the values lo..hi, the
+// loop of the autodiff pass and of gradient ops differentiated as their
+// composite: grads[v] is the gradient with respect to value v, NoID while
+// none has reached it. From hi down to lo, each value with a gradient
+// (and need(v), when need is not nil) has its op's rule append the
+// gradients of its arguments, which are added into grads in that order,
+// so a value used several times sums its users' contributions latest user
+// first. An argument with need false gets none; an op with no rule passes
+// none on, and one whose rule is missing on purpose (NoGrad) is an error
+// naming the value and its op. grads must have an entry for every value
+// up to hi.
+func (e *Emitter) Backprop(grads []ID, lo, hi ID, need func(ID) bool) error {
+	for id := hi; id >= lo; id-- {
+		dy := grads[id]
+		v := e.G.Values[id]
+		if dy == NoID || (need != nil && !need(id)) || v.Op.IsLeaf() {
+			continue
+		}
+		if !v.Op.Differentiable() {
+			if v.Op.Info().NoGrad == "" {
+				continue // no gradient flows through it (a constant, a comparison)
+			}
+			return fmt.Errorf("cannot differentiate through %s (%s): %s", e.G.NameOf(id), v.Op, v.Op.Info().NoGrad)
+		}
+		ins := v.Op.Info().Grad(e, id, dy)
+		if err := e.Err(); err != nil {
+			return fmt.Errorf("gradient of %s (%s): %v", e.G.NameOf(id), v.Op, err)
+		}
+		for j, a := range v.Args {
+			if ins[j] == NoID || (need != nil && !need(a)) {
+				continue
+			}
+			if grads[a] == NoID {
+				grads[a] = ins[j]
+			} else {
+				grads[a] = e.add(grads[a], ins[j])
+			}
+		}
+	}
+	return nil
+}
+
 // compositeGrad returns the gradient with respect to each of inputs of
 // the value build appends, given dy, the gradient with respect to that
 // value: build appends the ops of a composite (reading the inputs and
-// values before them), and compositeGrad differentiates those ops by
-// their rules in decreasing id order, summing a value's gradients in that
-// order, as autodiff does. A gradient op whose kernel computes such a
-// composite in one pass uses it as its own rule. An input no gradient
-// reaches gets NoID.
+// values before them), which Backprop then differentiates. A gradient op
+// whose kernel computes such a composite in one pass uses it as its own
+// rule. An input no gradient reaches gets NoID.
 func (e *Emitter) compositeGrad(inputs []ID, dy ID, build func() ID) []ID {
 	out := make([]ID, len(inputs))
 	for i := range out {
@@ -125,32 +165,17 @@ func (e *Emitter) compositeGrad(inputs []ID, dy ID, build func() ID) []ID {
 	if e.err != nil {
 		return out
 	}
-	grads := map[ID]ID{y: dy}
-	for id := y; id >= first; id-- {
-		g, ok := grads[id]
-		v := e.G.Values[id]
-		if !ok || v.Op.IsLeaf() || !v.Op.Differentiable() {
-			continue
-		}
-		ins := v.Op.Info().Grad(e, id, g)
-		if e.err != nil {
-			return out
-		}
-		for j, a := range v.Args {
-			if ins[j] == NoID {
-				continue
-			}
-			if prev, ok := grads[a]; ok {
-				grads[a] = e.add(prev, ins[j])
-			} else {
-				grads[a] = ins[j]
-			}
-		}
+	grads := make([]ID, len(e.G.Values))
+	for i := range grads {
+		grads[i] = NoID
+	}
+	grads[y] = dy
+	if err := e.Backprop(grads, first, y, nil); err != nil {
+		e.err = err
+		return out
 	}
 	for i, in := range inputs {
-		if g, ok := grads[in]; ok {
-			out[i] = g
-		}
+		out[i] = grads[in]
 	}
 	return out
 }

@@ -57,29 +57,8 @@ func Autodiff(g *ir.Graph) error {
 		grads[i] = ir.NoID
 	}
 	grads[loss] = e.Scalar(1, lt.DType)
-	for id := loss; id >= 0; id-- {
-		dy := grads[id]
-		v := g.Values[id]
-		if dy == ir.NoID || !needs[id] || v.Op.IsLeaf() {
-			continue
-		}
-		if !v.Op.Differentiable() {
-			return fmt.Errorf("cannot differentiate through %s (%s): %s", g.NameOf(id), v.Op, v.Op.Info().NoGrad)
-		}
-		ins := v.Op.Info().Grad(e, id, dy)
-		if err := e.Err(); err != nil {
-			return fmt.Errorf("gradient of %s (%s): %v", g.NameOf(id), v.Op, err)
-		}
-		for j, a := range v.Args {
-			if ins[j] == ir.NoID || !needs[a] {
-				continue
-			}
-			if grads[a] == ir.NoID {
-				grads[a] = ins[j]
-			} else {
-				grads[a] = e.Add(grads[a], ins[j])
-			}
-		}
+	if err := e.Backprop(grads, 0, loss, func(v ir.ID) bool { return needs[v] }); err != nil {
+		return err
 	}
 
 	named := map[ir.ID]bool{}
